@@ -1,0 +1,86 @@
+"""Turns JAX's cache-miss explanations into one-line retrace causes (pure text handling)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+REDEFINED = (
+    "function re-defined on every call (jit inside a loop?): a new {name} object was traced; "
+    "create and jit it once, outside the loop"
+)
+SILENT_RECOMPILE = (
+    "recompiled without a retrace (argument device, sharding or committed-ness changed, "
+    "or an eager grad/vmap of the jitted function)"
+)
+
+_TYPES = re.compile(r"^\* at (?P<name>.+?), now (?P<new>.+?) and before (?P<old>.+)$")
+_TREE = re.compile(
+    r"^\* at input path (?P<path>\S+), now (?P<new>.+?) and before (?P<old>.+?), so (?P<why>.+)$"
+)
+_CONTEXT = re.compile(r"^\* (?P<name>\w+) differs: now (?P<new>.+) and before (?P<old>.+)$")
+_STATIC = re.compile(r"pytree metadata Static\(val=(?P<val>.*)\)$")
+_PATH_ITEM = re.compile(r"\[(?:'(?P<key>[^']*)'|(?P<index>\d+))\]")
+_URL = re.compile(r"https?://\S+")
+
+
+def is_first_sight(message: str) -> bool:
+    """True when JAX had never traced this function object before."""
+    return "never seen function" in message
+
+
+def _argument(path: str, arg_names: Sequence[str]) -> str:
+    """'[0][1]' -> the name of positional argument 1; "[1]['cutoff']" -> 'cutoff'."""
+    items = [(m.group("key"), m.group("index")) for m in _PATH_ITEM.finditer(path)]
+    if len(items) >= 2:
+        (_, group), (key, index) = items[0], items[1]
+        rest = "".join(f"[{k!r}]" if k is not None else f"[{i}]" for k, i in items[2:])
+        if group == "1" and key is not None:
+            return key + rest
+        if group == "0" and index is not None:
+            i = int(index)
+            return (arg_names[i] if i < len(arg_names) else f"argument {i}") + rest
+    return f"input {path}"
+
+
+def _strip(text: str) -> str:
+    return _URL.sub("", text).strip()
+
+
+def cause(message: str, arg_names: Sequence[str] = ()) -> str:
+    """The cause of a retrace, e.g. 'x: f32[3] -> f32[4]', from a TRACING CACHE MISS message.
+
+    `arg_names` are the positional parameter names of the traced function, used to name
+    static arguments that JAX only reports by input path.
+    """
+    lines = [line.strip() for line in message.splitlines()]
+    causes: list[str] = []
+    for line in lines:
+        if m := _TREE.match(line):
+            arg = _argument(m["path"], arg_names)
+            new, old = _strip(m["new"]), _strip(m["old"])
+            new_static, old_static = _STATIC.search(new), _STATIC.search(old)
+            if new_static and old_static:
+                causes.append(f"static argument {arg}: {old_static['val']} -> {new_static['val']}")
+            else:
+                causes.append(f"{arg}: {old} -> {new} ({_strip(m['why'])})")
+        elif m := _TYPES.match(line):
+            causes.append(f"{m['name']}: {_strip(m['old'])} -> {_strip(m['new'])}")
+        elif m := _CONTEXT.match(line):
+            causes.append(f"config {m['name']}: {_strip(m['old'])} -> {_strip(m['new'])}")
+    if causes:
+        return "; ".join(causes)
+    for marker, text in (
+        (
+            "Tracing context doesn't match",
+            "tracing context changed (a config option or context manager)",
+        ),
+        ("Debug info doesn't match", "debug info changed (argument names or source location)"),
+    ):
+        if any(marker in line for line in lines):
+            return text
+    for i, line in enumerate(lines):
+        if "closest previous key" in line:
+            rest = " ".join(x for x in lines[i + 1 :] if x)
+            return _strip(rest) or "cache miss explanation unavailable"
+    return "cause unknown"

@@ -1,0 +1,184 @@
+"""Gating rules: a test's record, its baseline entry and its limits -> an Outcome (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from . import causes
+from .config import Limit, MarkerLimits, Tolerances
+from .model import FunctionRecord, TestRecord
+
+COMPILE_TIME = "compile time"
+
+
+@dataclass(frozen=True)
+class Breach:
+    """One metric over its baseline or limit."""
+
+    metric: str  # "traces", "compiles" or COMPILE_TIME
+    function: FunctionRecord | None  # None: the test total
+    reference: float  # the baseline value, or the limit
+    current: float
+    against: str  # "baseline" or "limit"
+    reasons: tuple[str, ...] = ()
+    gated: bool = True
+    detail: str = ""
+
+
+@dataclass
+class Outcome:
+    status: str = "ok"  # new | ok | improved | regressed | limit
+    breaches: list[Breach] = field(default_factory=list)
+    improvements: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(b.gated for b in self.breaches)
+
+
+def match_functions(
+    current: Mapping[str, FunctionRecord], base: Mapping[str, FunctionRecord]
+) -> dict[str, FunctionRecord]:
+    """Current key -> baseline function. Exact key first, then the same name in the same file,
+    then the same name alone, each only where unambiguous (a line moved by an edit above a
+    function must not turn it into a new function)."""
+    matched = {k: base[k] for k in current if k in base}
+    for same in (lambda f: (f.name, f.site.rsplit(":", 1)[0]), lambda f: (f.name,)):
+        left_cur = {k: f for k, f in current.items() if k not in matched}
+        used = {id(f) for f in matched.values()}
+        left_base = [f for f in base.values() if id(f) not in used]
+        for key, fn in left_cur.items():
+            cands_base = [b for b in left_base if same(b) == same(fn)]
+            cands_cur = [c for c in left_cur.values() if same(c) == same(fn)]
+            if len(cands_base) == 1 and len(cands_cur) == 1:
+                matched[key] = cands_base[0]
+    return matched
+
+
+def _limit_for(
+    limit: Limit | None, functions: Mapping[str, FunctionRecord], metric: str, total: float
+) -> list[tuple[FunctionRecord | None, float, float]]:
+    """(function or None for the total, limit, current value) for each limit that applies."""
+    if limit is None:
+        return []
+    if not isinstance(limit, Mapping):
+        return [(None, float(limit), total)]
+    out: list[tuple[FunctionRecord | None, float, float]] = []
+    for name, value in limit.items():
+        fns = [f for f in functions.values() if f.name == name or f.key == name]
+        current = sum(_metric(f, metric) for f in fns)
+        out.append((fns[0] if len(fns) == 1 else None, float(value), current))
+    return out
+
+
+def _metric(rec: FunctionRecord | TestRecord, metric: str) -> float:
+    return rec.total_s if metric == COMPILE_TIME else float(getattr(rec, metric))
+
+
+def evaluate(
+    record: TestRecord,
+    base: TestRecord | None,
+    limits: MarkerLimits,
+    tolerances: Tolerances,
+    timing_differences: list[str],
+    gate_baseline: bool = True,
+) -> Outcome:
+    """Compare one test. `timing_differences` lists how the environment differs from the
+    baseline's; timings are gated only when it is empty. With `gate_baseline` False
+    (while saving) baseline breaches are reported but do not fail."""
+    out = Outcome()
+    tol = limits.tolerances(tolerances)
+
+    for metric, limit in (
+        ("traces", limits.max_traces),
+        ("compiles", limits.max_compiles),
+        (COMPILE_TIME, limits.max_compile_time),
+    ):
+        for fn, value, current in _limit_for(
+            limit, record.functions, metric, _metric(record, metric)
+        ):
+            if current > value:
+                reasons = (
+                    tuple(fn.retrace_reasons) if fn is not None and metric != COMPILE_TIME else ()
+                )
+                if fn is None and metric == "traces":
+                    reasons = _all_reasons(record)
+                out.breaches.append(Breach(metric, fn, value, current, "limit", reasons))
+
+    if base is None:
+        out.status = "limit" if out.breaches else "new"
+        return out
+
+    matched = match_functions(record.functions, base.functions)
+    for key, fn in sorted(record.functions.items()):
+        old = matched.get(key)
+        for metric in ("traces", "compiles"):
+            now, before = getattr(fn, metric), getattr(old, metric) if old else 0
+            if now > before:
+                reasons = tuple(fn.retrace_reasons)
+                if metric == "compiles" and fn.compiles - fn.traces > (
+                    old.compiles - old.traces if old else 0
+                ):
+                    reasons += (causes.SILENT_RECOMPILE,)
+                if old is None:
+                    reasons = ("new function (not in the baseline)",) + reasons
+                out.breaches.append(
+                    Breach(metric, fn, before, now, "baseline", reasons, gate_baseline)
+                )
+            elif now < before:
+                out.improvements.append(f"{metric} of {fn.key}: {before} -> {now}")
+    seen = {id(f) for f in matched.values()}
+    for old in base.functions.values():
+        if id(old) not in seen and (old.traces or old.compiles):
+            out.improvements.append(
+                f"{old.key} no longer compiled ({old.compiles} compiles before)"
+            )
+    for metric in ("traces", "compiles"):
+        now, before = getattr(record, metric), getattr(base, metric)
+        per_function = any(b.metric == metric and b.function for b in out.breaches)
+        if now > before and not per_function:
+            out.breaches.append(Breach(metric, None, before, now, "baseline", (), gate_baseline))
+        elif now < before and not any(i.startswith(metric) for i in out.improvements):
+            out.improvements.append(f"total {metric}: {before} -> {now}")
+
+    if record.cache_hits or base.cache_hits:
+        out.notes.append(
+            "compile time not gated: persistent compilation cache hits "
+            f"(baseline {base.cache_hits}, now {record.cache_hits})"
+        )
+    elif timing_differences:
+        out.notes.append(
+            f"compile time not gated: environment differs ({', '.join(timing_differences)})"
+        )
+    else:
+        now_s, before_s = record.total_s, base.total_s
+        threshold = before_s * (1 + tol.compile_rtol)
+        if now_s > threshold and now_s - before_s > tol.compile_floor:
+            out.breaches.append(
+                Breach(
+                    COMPILE_TIME,
+                    None,
+                    before_s,
+                    now_s,
+                    "baseline",
+                    (),
+                    gate_baseline,
+                    detail=f"rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s",
+                )
+            )
+        elif now_s * (1 + tol.compile_rtol) < before_s and before_s - now_s > tol.compile_floor:
+            out.improvements.append(f"compile time: {before_s:.3f} s -> {now_s:.3f} s")
+
+    if any(b.against == "limit" for b in out.breaches):
+        out.status = "limit"
+    elif out.breaches:
+        out.status = "regressed"
+    elif out.improvements:
+        out.status = "improved"
+    return out
+
+
+def _all_reasons(record: TestRecord) -> tuple[str, ...]:
+    return tuple(f"{f.name}: {r}" for f in record.functions.values() for r in f.retrace_reasons)

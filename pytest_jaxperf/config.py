@@ -1,0 +1,196 @@
+"""Settings resolved once (command line > ini > default) and validated marker arguments."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+DEFAULT_BASELINE = ".jaxperf/baseline.json"
+DEFAULT_COMPILE_RTOL = 1.0
+DEFAULT_COMPILE_FLOOR = 0.1
+
+
+@dataclass(frozen=True)
+class Option:
+    """A command-line flag; its ini twin is named like `dest`."""
+
+    dest: str
+    flag: str
+    kind: str  # bool | path | float
+    default: Any
+    help: str
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("jaxperf", "--jaxperf", "bool", False,
+           "record JAX traces and compiles of marked tests, compare them with the baseline "
+           "and fail regressions"),
+    Option("jaxperf_save", "--jaxperf-save", "bool", False,
+           "write the results of passed recorded tests into the baseline (others are kept)"),
+    Option("jaxperf_baseline", "--jaxperf-baseline", "path", DEFAULT_BASELINE,
+           f"baseline file (default: {DEFAULT_BASELINE} under rootdir)"),
+    Option("jaxperf_json", "--jaxperf-json", "path", None,
+           "write this run's full report to PATH (same format as the baseline)"),
+    Option("jaxperf_all", "--jaxperf-all", "bool", False,
+           "record every test, not only those marked jaxperf or using the jaxperf fixture"),
+    Option("jaxperf_compile_rtol", "--jaxperf-compile-rtol", "float", DEFAULT_COMPILE_RTOL,
+           "relative compile-time increase tolerated against the baseline "
+           f"(default {DEFAULT_COMPILE_RTOL})"),
+    Option("jaxperf_compile_floor", "--jaxperf-compile-floor", "float", DEFAULT_COMPILE_FLOOR,
+           "compile-time increases below this many seconds never fail "
+           f"(default {DEFAULT_COMPILE_FLOOR})"),
+)  # fmt: skip
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """How much compile time may grow against the baseline before a test fails."""
+
+    compile_rtol: float = DEFAULT_COMPILE_RTOL
+    compile_floor: float = DEFAULT_COMPILE_FLOOR
+
+
+@dataclass(frozen=True)
+class Settings:
+    enabled: bool
+    save: bool
+    baseline: Path
+    json: Path | None
+    record_all: bool
+    tolerances: Tolerances
+
+    @classmethod
+    def from_pytest_config(cls, config: pytest.Config) -> Settings:
+        values: dict[str, Any] = {}
+        for opt in OPTIONS:
+            dest, flag, kind, default = opt.dest, opt.flag, opt.kind, opt.default
+            cli = config.getoption(dest, None)
+            if cli is not None:
+                values[dest] = _convert(flag, kind, cli, config.invocation_params.dir)
+                continue
+            ini = config.getini(dest)
+            if ini not in (None, ""):
+                ini_base = config.inipath.parent if config.inipath else config.rootpath
+                values[dest] = _convert(f"ini option {dest}", kind, ini, ini_base)
+            elif kind == "path" and default is not None:
+                values[dest] = config.rootpath / default
+            else:
+                values[dest] = default
+        return cls(
+            enabled=values["jaxperf"],
+            save=values["jaxperf_save"],
+            baseline=values["jaxperf_baseline"],
+            json=values["jaxperf_json"],
+            record_all=values["jaxperf_all"],
+            tolerances=Tolerances(
+                compile_rtol=values["jaxperf_compile_rtol"],
+                compile_floor=values["jaxperf_compile_floor"],
+            ),
+        )
+
+
+def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
+    if kind == "bool":
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise pytest.UsageError(f"{name}: expected true or false, got {value!r}")
+    if kind == "float":
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not number >= 0 or number == float("inf"):
+            raise pytest.UsageError(f"{name}: expected a number >= 0, got {value!r}")
+        return number
+    path = Path(str(value)).expanduser()
+    return path if path.is_absolute() else base / path
+
+
+# -- marker ---------------------------------------------------------------------------------
+
+Limit = float | Mapping[str, float]
+
+MARKER_DOC = (
+    "jaxperf(max_traces=None, max_compiles=None, max_compile_time=None, compile_rtol=None, "
+    "compile_floor=None): record this test's JAX traces and compiles; limits are an int/float "
+    "for the test total or a dict {function_name: limit}"
+)
+
+
+@dataclass(frozen=True)
+class MarkerLimits:
+    """Keyword arguments of `@pytest.mark.jaxperf`; None means not set."""
+
+    max_traces: Limit | None = None
+    max_compiles: Limit | None = None
+    max_compile_time: Limit | None = None
+    compile_rtol: float | None = None
+    compile_floor: float | None = None
+
+    @classmethod
+    def from_item(cls, item: pytest.Item) -> MarkerLimits:
+        """The merged marker arguments (the closest marker wins); bad ones raise UsageError."""
+        kwargs: dict[str, Any] = {}
+        allowed = [f.name for f in dataclasses.fields(cls)]
+        for mark in reversed(list(item.iter_markers("jaxperf"))):
+            if mark.args:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.jaxperf takes keyword arguments only, "
+                    f"got positional {mark.args!r}"
+                )
+            for key, value in mark.kwargs.items():
+                if key not in allowed:
+                    raise pytest.UsageError(
+                        f"{item.nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}; "
+                        f"expected one of {', '.join(allowed)}"
+                    )
+                kwargs[key] = _check_marker_value(item.nodeid, key, value)
+        return cls(**kwargs)
+
+    def tolerances(self, defaults: Tolerances) -> Tolerances:
+        return Tolerances(
+            compile_rtol=defaults.compile_rtol if self.compile_rtol is None else self.compile_rtol,
+            compile_floor=defaults.compile_floor
+            if self.compile_floor is None
+            else self.compile_floor,
+        )
+
+
+def _number_ok(value: Any, integer: bool) -> bool:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if integer and not isinstance(value, int):
+        return False
+    return bool(value >= 0) and value != float("inf")
+
+
+def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
+    integer = key in ("max_traces", "max_compiles")
+    what = "a whole number >= 0" if integer else "a number >= 0"
+    if key.startswith("max_") and isinstance(value, Mapping):
+        for name, limit in value.items():
+            if not isinstance(name, str) or not _number_ok(limit, integer):
+                raise pytest.UsageError(
+                    f"{nodeid}: @pytest.mark.jaxperf({key}=...) maps function names to {what}; "
+                    f"got {name!r}: {limit!r}"
+                )
+        return dict(value)
+    if not _number_ok(value, integer):
+        form = f"{what} or a dict {{function_name: limit}}" if key.startswith("max_") else what
+        raise pytest.UsageError(
+            f"{nodeid}: @pytest.mark.jaxperf({key}=...) expects {form}, got {value!r}"
+        )
+    return value

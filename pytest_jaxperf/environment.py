@@ -1,0 +1,52 @@
+"""The environment block of a report, and which differences make timings incomparable."""
+
+from __future__ import annotations
+
+import os
+import platform
+from collections.abc import Mapping
+from typing import Any
+
+# Timings are compared only when all of these match the baseline's.
+TIMING_KEYS = ("jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "cpu", "cpu_count")
+
+
+def capture() -> dict[str, Any]:
+    """Versions, backend and machine. Initialises JAX's backend: call it after a test ran,
+    never before the user's conftest had its chance to configure devices."""
+    import jax
+    import jaxlib
+
+    devices = jax.devices()
+    return {
+        "jax": jax.__version__,
+        "jaxlib": getattr(jaxlib, "__version__", "unknown"),
+        "python": platform.python_version(),
+        "backend": jax.default_backend(),
+        "device_kind": devices[0].device_kind if devices else "none",
+        "device_count": len(devices),
+        "x64": bool(getattr(jax.config, "jax_enable_x64", False)),
+        "platform": platform.platform(terse=True),
+        "cpu": _cpu_model(),
+        "cpu_count": os.cpu_count() or 0,
+    }
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as fh:
+            for line in fh:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """'jax 0.10.1 -> 0.10.2' for each timing-relevant difference; empty when comparable."""
+    return [
+        f"{key} {baseline.get(key)} -> {current.get(key)}"
+        for key in TIMING_KEYS
+        if baseline.get(key) != current.get(key)
+    ]

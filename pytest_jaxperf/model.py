@@ -1,0 +1,203 @@
+"""The records a run produces and their JSON form (imports neither pytest nor jax)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "pytest-jaxperf/1"
+
+# Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
+MAX_REASONS = 10
+
+COUNT_FIELDS = ("traces", "lowerings", "compiles", "cache_hits")
+TIME_FIELDS = ("trace_s", "lower_s", "compile_s")
+
+
+@dataclass
+class Counts:
+    """Traces, lowerings, backend compiles and their seconds for one function or a total."""
+
+    traces: int = 0
+    lowerings: int = 0
+    compiles: int = 0
+    cache_hits: int = 0
+    trace_s: float = 0.0
+    lower_s: float = 0.0
+    compile_s: float = 0.0
+
+    @property
+    def total_s(self) -> float:
+        """Seconds spent tracing, lowering and compiling: the 'compile time' that is gated."""
+        return self.trace_s + self.lower_s + self.compile_s
+
+    def add(self, other: Counts) -> None:
+        for name in COUNT_FIELDS + TIME_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class FunctionRecord(Counts):
+    """One jitted user function, identified by name and definition site."""
+
+    name: str = ""
+    site: str = ""
+    retrace_reasons: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return function_key(self.name, self.site)
+
+
+def function_key(name: str, site: str) -> str:
+    return f"{name} at {site}" if site else name
+
+
+@dataclass
+class TestRecord(Counts):
+    """Everything recorded for one test; the totals cover user functions only."""
+
+    outcome: str = "passed"
+    functions: dict[str, FunctionRecord] = field(default_factory=dict)
+    # Compiles of JAX's own helpers during eager ops (jnp.ones -> broadcast_in_dim, ...).
+    eager: Counts = field(default_factory=Counts)
+    benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def recompute_totals(self) -> None:
+        total = Counts()
+        for fn in self.functions.values():
+            total.add(fn)
+        for name in COUNT_FIELDS + TIME_FIELDS:
+            setattr(self, name, getattr(total, name))
+
+
+@dataclass
+class Report:
+    """A run report; a baseline is a saved report."""
+
+    environment: dict[str, Any] = field(default_factory=dict)
+    tests: dict[str, TestRecord] = field(default_factory=dict)
+    schema: str = SCHEMA
+
+
+def _round(value: float) -> float:
+    # Microsecond resolution keeps review diffs readable; finer digits are noise.
+    return round(value, 6)
+
+
+def _counts_to_json(c: Counts) -> dict[str, Any]:
+    out: dict[str, Any] = {name: getattr(c, name) for name in COUNT_FIELDS}
+    out.update({name: _round(getattr(c, name)) for name in TIME_FIELDS})
+    return out
+
+
+def function_to_json(fn: FunctionRecord) -> dict[str, Any]:
+    out = _counts_to_json(fn)
+    out.update(name=fn.name, site=fn.site, retrace_reasons=list(fn.retrace_reasons))
+    return out
+
+
+def test_to_json(rec: TestRecord) -> dict[str, Any]:
+    out = _counts_to_json(rec)
+    out["outcome"] = rec.outcome
+    out["functions"] = {k: function_to_json(f) for k, f in sorted(rec.functions.items())}
+    out["eager"] = _counts_to_json(rec.eager)
+    out["benchmarks"] = rec.benchmarks
+    return out
+
+
+def report_to_json(report: Report) -> dict[str, Any]:
+    return {
+        "schema": report.schema,
+        "environment": dict(report.environment),
+        "tests": {k: test_to_json(t) for k, t in sorted(report.tests.items())},
+    }
+
+
+class FormatError(ValueError):
+    """A report or baseline document does not have the expected shape; the text says where."""
+
+
+def _expect(cond: bool, where: str, what: str) -> None:
+    if not cond:
+        raise FormatError(f"{where}: {what}")
+
+
+def _is_int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _counts_from_json(data: Any, where: str, target: Counts) -> None:
+    _expect(isinstance(data, dict), where, f"expected an object, got {type(data).__name__}")
+    for name in COUNT_FIELDS:
+        value = data.get(name, 0)
+        _expect(
+            _is_int(value) and value >= 0, f"{where}.{name}", f"expected a count, got {value!r}"
+        )
+        setattr(target, name, value)
+    for name in TIME_FIELDS:
+        value = data.get(name, 0.0)
+        _expect(
+            _is_num(value) and value >= 0, f"{where}.{name}", f"expected seconds, got {value!r}"
+        )
+        setattr(target, name, float(value))
+
+
+def function_from_json(data: Any, where: str) -> FunctionRecord:
+    fn = FunctionRecord()
+    _counts_from_json(data, where, fn)
+    name, site = data.get("name", ""), data.get("site", "")
+    _expect(isinstance(name, str), f"{where}.name", "expected a string")
+    _expect(isinstance(site, str), f"{where}.site", "expected a string")
+    reasons = data.get("retrace_reasons", [])
+    _expect(
+        isinstance(reasons, list) and all(isinstance(r, str) for r in reasons),
+        f"{where}.retrace_reasons",
+        "expected a list of strings",
+    )
+    fn.name, fn.site, fn.retrace_reasons = name, site, list(reasons)
+    return fn
+
+
+def test_from_json(data: Any, where: str) -> TestRecord:
+    rec = TestRecord()
+    _counts_from_json(data, where, rec)
+    outcome = data.get("outcome", "passed")
+    _expect(isinstance(outcome, str), f"{where}.outcome", "expected a string")
+    rec.outcome = outcome
+    functions = data.get("functions", {})
+    _expect(isinstance(functions, dict), f"{where}.functions", "expected an object")
+    rec.functions = {
+        k: function_from_json(v, f"{where}.functions[{k!r}]") for k, v in functions.items()
+    }
+    _counts_from_json(data.get("eager", {}), f"{where}.eager", rec.eager)
+    benchmarks = data.get("benchmarks", {})
+    _expect(
+        isinstance(benchmarks, dict) and all(isinstance(b, dict) for b in benchmarks.values()),
+        f"{where}.benchmarks",
+        "expected an object of objects",
+    )
+    rec.benchmarks = benchmarks
+    return rec
+
+
+def report_from_json(data: Any) -> Report:
+    _expect(isinstance(data, dict), "top level", f"expected an object, got {type(data).__name__}")
+    schema = data.get("schema")
+    _expect(
+        schema == SCHEMA,
+        "schema",
+        f"expected {SCHEMA!r}, got {schema!r} (not a pytest-jaxperf file, or another version)",
+    )
+    env = data.get("environment", {})
+    _expect(isinstance(env, dict), "environment", "expected an object")
+    tests = data.get("tests", {})
+    _expect(isinstance(tests, dict), "tests", "expected an object")
+    return Report(
+        environment=dict(env),
+        tests={k: test_from_json(v, f"tests[{k!r}]") for k, v in tests.items()},
+    )

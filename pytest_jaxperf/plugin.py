@@ -1,0 +1,175 @@
+"""pytest hooks only: options, marker, per-test wiring, summary and files at the end."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from . import baseline as baseline_io
+from . import compare, report
+from .config import MARKER_DOC, OPTIONS, MarkerLimits, Settings, _convert
+from .fixture import JaxPerf, snapshot
+from .model import Report, TestRecord
+
+SESSION_KEY = pytest.StashKey["JaxPerfSession"]()
+LIMITS_KEY = pytest.StashKey[MarkerLimits]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("jaxperf", "JAX performance regressions (pytest-jaxperf)")
+    for opt in OPTIONS:
+        if opt.kind == "bool":
+            group.addoption(
+                opt.flag, action="store_true", dest=opt.dest, default=None, help=opt.help
+            )
+        else:
+            metavar = "PATH" if opt.kind == "path" else "NUMBER"
+            group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
+        parser.addini(opt.dest, help=f"{opt.help} (same as {opt.flag})", default="")
+
+
+def _enabled(config: pytest.Config) -> bool:
+    cli = config.getoption("jaxperf", None)
+    if cli is not None:
+        return bool(cli)
+    ini = config.getini("jaxperf")
+    return bool(ini) and bool(_convert("ini option jaxperf", "bool", ini, config.rootpath))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Declared even when off, so that suites run with --strict-markers pass.
+    config.addinivalue_line("markers", MARKER_DOC)
+    if not _enabled(config):
+        return
+    settings = Settings.from_pytest_config(config)
+    try:
+        base = baseline_io.load(settings.baseline)
+    except baseline_io.BaselineError as exc:
+        raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
+    session = JaxPerfSession(config, settings, base)
+    config.stash[SESSION_KEY] = session
+    config.pluginmanager.register(session, "jaxperf-session")
+
+
+@pytest.fixture
+def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
+    """Marks the test for recording; see pytest_jaxperf.fixture.JaxPerf."""
+    session = request.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return JaxPerf(request.node.nodeid)
+    nodeid = request.node.nodeid
+    return JaxPerf(nodeid, lambda: session.scopes.get(nodeid))
+
+
+class JaxPerfSession:
+    """State of one --jaxperf run: records and outcomes by nodeid."""
+
+    def __init__(self, config: pytest.Config, settings: Settings, base: Report | None) -> None:
+        self.config = config
+        self.settings = settings
+        self.baseline = base
+        self.records: dict[str, TestRecord] = {}
+        self.outcomes: dict[str, compare.Outcome] = {}
+        self.scopes: dict[str, Any] = {}
+        self.environment: dict[str, Any] | None = None
+
+    def _recorded(self, item: pytest.Item) -> bool:
+        return LIMITS_KEY in item.stash
+
+    def _env(self) -> dict[str, Any]:
+        if self.environment is None:
+            from . import environment
+
+            self.environment = environment.capture()
+        return self.environment
+
+    def pytest_report_header(self, config: pytest.Config) -> str:
+        s = self.settings
+        base = (
+            f"{s.baseline} ({len(self.baseline.tests)} tests)"
+            if self.baseline
+            else f"{s.baseline} (none yet)"
+        )
+        mode = "saving" if s.save else "gating"
+        return (
+            f"jaxperf: {mode}; baseline {base}; compile rtol {s.tolerances.compile_rtol:g}, "
+            f"floor {s.tolerances.compile_floor:g} s"
+        )
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            marked = item.get_closest_marker("jaxperf") is not None
+            uses_fixture = "jaxperf" in getattr(item, "fixturenames", ())
+            if marked or uses_fixture or self.settings.record_all:
+                item.stash[LIMITS_KEY] = MarkerLimits.from_item(item)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
+        if not self._recorded(item):
+            return (yield)
+        from .recorder import RECORDER
+
+        RECORDER.isolate()
+        with RECORDER.scope(self.config.rootpath) as scope:
+            self.scopes[item.nodeid] = scope
+            try:
+                return (yield)
+            finally:
+                del self.scopes[item.nodeid]
+                self.records[item.nodeid] = snapshot(scope)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        rep = yield
+        record = self.records.get(item.nodeid)
+        if call.when != "call" or record is None:
+            return rep
+        record.outcome = rep.outcome
+        if not rep.passed:
+            return rep
+        base = self.baseline.tests.get(item.nodeid) if self.baseline else None
+        from .environment import timing_differences
+
+        differences = (
+            timing_differences(self.baseline.environment, self._env()) if self.baseline else []
+        )
+        outcome = compare.evaluate(
+            record,
+            base,
+            item.stash[LIMITS_KEY],
+            self.settings.tolerances,
+            differences,
+            gate_baseline=not self.settings.save,
+        )
+        self.outcomes[item.nodeid] = outcome
+        rep.sections.append(("jaxperf", report.detail_section(record, outcome)))
+        if outcome.failed:
+            record.outcome = rep.outcome = "failed"
+            rep.longrepr = report.failure_text(item.nodeid, outcome, str(self.settings.baseline))
+        return rep
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.records:
+            return
+        tr = terminalreporter
+        tr.write_sep("=", "jaxperf")
+        for line in report.summary_lines(self.records, self.outcomes):
+            tr.write_line(line)
+        for nodeid, out in sorted(self.outcomes.items()):
+            for b in out.breaches:
+                if not b.gated:
+                    tr.write_line(f"reported only: {nodeid}: {report.breach_lines(b)[0]}")
+        tr.write_line(report.tally(self.outcomes))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not self.records:
+            return
+        run = Report(environment=self._env(), tests=dict(self.records))
+        if self.settings.json is not None:
+            baseline_io.save(self.settings.json, run)
+        if self.settings.save:
+            baseline_io.save(self.settings.baseline, baseline_io.merge(self.baseline, run))

@@ -1,0 +1,146 @@
+"""Human-readable output: a failing test's explanation, the summary table and the tally."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from .compare import COMPILE_TIME, Breach, Outcome
+from .model import TestRecord
+
+
+def _fmt(metric: str, value: float) -> str:
+    return f"{value:.3f} s" if metric == COMPILE_TIME else f"{value:g}"
+
+
+def _change(b: Breach) -> str:
+    if b.against == "limit":
+        return f"limit {_fmt(b.metric, b.reference)}"
+    diff = b.current - b.reference
+    sign = "+" if diff >= 0 else "-"
+    amount = f"{sign}{abs(diff):.3f} s" if b.metric == COMPILE_TIME else f"{sign}{abs(diff):g}"
+    if b.reference:
+        amount += f", {diff / b.reference * 100:+.0f}%"
+    return amount
+
+
+def breach_lines(b: Breach) -> list[str]:
+    where = (
+        f"{b.function.name} (defined at {b.function.site})"
+        if b.function and b.function.site
+        else (b.function.name if b.function else "all functions")
+    )
+    head = f"{b.metric} of {where}: "
+    if b.against == "limit":
+        head += f"{_fmt(b.metric, b.current)} > limit {_fmt(b.metric, b.reference)}"
+    else:
+        before, now = _fmt(b.metric, b.reference), _fmt(b.metric, b.current)
+        head += f"baseline {before} -> now {now} ({_change(b)})"
+    if b.detail:
+        head += f" [{b.detail}]"
+    if not b.gated:
+        head += " [reported only]"
+    return [head] + [f"    cause: {r}" for r in b.reasons]
+
+
+def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
+    failing = [b for b in outcome.breaches if b.gated]
+    lines = [f"jaxperf: {nodeid}: {len(failing)} performance regression(s)"]
+    for b in failing:
+        lines += ["  " + line for line in breach_lines(b)]
+    lines += [f"  note: {n}" for n in outcome.notes]
+    if any(b.against == "baseline" for b in failing):
+        lines.append(
+            f"  baseline: {baseline_path} (if the change is intended, update it with "
+            "--jaxperf-save)"
+        )
+    return "\n".join(lines)
+
+
+def detail_section(record: TestRecord, outcome: Outcome) -> str:
+    """The per-function record of one test, shown as a report section."""
+    lines = []
+    for fn in sorted(record.functions.values(), key=lambda f: f.key):
+        lines.append(
+            f"{fn.key}: traces={fn.traces} lowerings={fn.lowerings} "
+            f"compiles={fn.compiles} cache_hits={fn.cache_hits} "
+            f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s"
+        )
+        lines += [f"    retrace: {r}" for r in fn.retrace_reasons]
+    e = record.eager
+    lines.append(
+        f"eager (JAX helpers, not gated): lowerings={e.lowerings} compiles={e.compiles} "
+        f"compile={e.compile_s:.3f}s"
+    )
+    lines += [f"improved: {i}" for i in outcome.improvements]
+    lines += [f"note: {n}" for n in outcome.notes]
+    return "\n".join(lines)
+
+
+def _vs_baseline(outcome: Outcome) -> str:
+    parts = []
+    for b in outcome.breaches:
+        if b.against == "limit":
+            parts.append(f"{b.metric} > limit")
+            continue
+        if b.function is None or b.metric == COMPILE_TIME:
+            parts.append(f"{b.metric} {_change(b)}")
+    if not parts and outcome.improvements:
+        parts.append("improved")
+    return "; ".join(parts) or ("new" if outcome.status == "new" else "=")
+
+
+def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outcome]) -> list[str]:
+    header = (
+        "test",
+        "traces",
+        "compiles",
+        "compile s (trace/lower/backend)",
+        "vs baseline",
+        "status",
+    )
+    rows = [header]
+    for nodeid in sorted(records):
+        rec, out = records[nodeid], outcomes.get(nodeid)
+        if out is None:
+            status = rec.outcome
+        elif out.failed:
+            status = "REGRESSED" if out.status == "regressed" else "OVER LIMIT"
+        else:
+            status = out.status
+        if out is not None and out.notes and not out.failed:
+            status += " (not gated)"
+        rows.append(
+            (
+                nodeid,
+                str(rec.traces),
+                str(rec.compiles),
+                f"{rec.total_s:.3f} ({rec.trace_s:.3f}/{rec.lower_s:.3f}/{rec.compile_s:.3f})",
+                _vs_baseline(out) if out is not None else "-",
+                status,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    right = {1, 2}
+    return [
+        "  ".join(
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def tally(outcomes: Mapping[str, Outcome]) -> str:
+    values = list(outcomes.values())
+    regressions = sum(1 for o in values if o.failed)
+    reported = sum(1 for o in values if o.breaches and not o.failed)
+    improvements = sum(1 for o in values if o.status == "improved")
+    new = sum(1 for o in values if o.status == "new")
+    not_gated = sum(1 for o in values if o.notes)
+    text = (
+        f"jaxperf: {regressions} regression{'s' if regressions != 1 else ''}, "
+        f"{improvements} improvement{'s' if improvements != 1 else ''}, {new} new, "
+        f"{not_gated} not gated"
+    )
+    if reported:
+        text += f", {reported} reported only (saving)"
+    return text
