@@ -6,16 +6,18 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jax  # noqa: F401  (imported once here: pytester's in-process runs must not re-import it)
+import jax.numpy  # noqa: F401
 import pytest
 
 pytest_plugins = ["pytester"]
 
 
 @pytest.fixture
-def jp(pytester: pytest.Pytester) -> pytest.Pytester:
-    """A pytester whose inner sessions see only the CPU and a strict ini."""
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider -p no:randomly\n")
-    pytester.monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A pytester whose inner sessions see only the CPU and have no cache dir."""
+    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     return pytester
 
 

@@ -1,0 +1,273 @@
+"""End to end: what `pytest --jaxperf` records for a test, per function."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import read_json
+
+HEADER = """
+import functools
+import jax
+import jax.numpy as jnp
+import pytest
+"""
+
+
+def _record(pytester: pytest.Pytester, *args: str) -> dict:
+    result = pytester.runpytest("--jaxperf", "--jaxperf-json=out.json", *args)
+    assert result.ret == 0, result.stdout.str()
+    return read_json(pytester.path / "out.json")["tests"]
+
+
+def test_retrace_counted_with_changed_argument(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@jax.jit
+def f(x):
+    return x * 2
+
+@pytest.mark.jaxperf
+def test_shapes():
+    f(jnp.ones(3)); f(jnp.ones(3)); f(jnp.ones(4))
+"""
+    )
+    tests = _record(jp)
+    rec = tests["test_retrace_counted_with_changed_argument.py::test_shapes"]
+    (key,) = rec["functions"]
+    assert key.startswith("f at test_retrace_counted_with_changed_argument.py:")
+    fn = rec["functions"][key]
+    assert (fn["traces"], fn["lowerings"], fn["compiles"]) == (2, 2, 2)
+    assert fn["retrace_reasons"] == ["x: f32[3] -> f32[4]"]
+    assert (rec["traces"], rec["compiles"]) == (2, 2)
+    assert fn["compile_s"] > 0 and fn["lower_s"] > 0 and fn["trace_s"] > 0
+
+
+def test_nested_jit_retrace_counted(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@jax.jit
+def inner(x):
+    return x + 1
+
+@jax.jit
+def outer(x):
+    return inner(x).sum()
+
+@pytest.mark.jaxperf
+def test_nested():
+    outer(jnp.ones(3)); outer(jnp.ones(5))
+"""
+    )
+    rec = _record(jp)["test_nested_jit_retrace_counted.py::test_nested"]
+    funcs = {f["name"]: f for f in rec["functions"].values()}
+    assert funcs["inner"]["traces"] == 2
+    assert funcs["inner"]["compiles"] == 0  # compiled as part of outer
+    assert funcs["inner"]["retrace_reasons"] == ["x: f32[3] -> f32[5]"]
+    assert funcs["outer"]["traces"] == 2 and funcs["outer"]["compiles"] == 2
+
+
+def test_static_argument_and_jit_in_loop_causes(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@functools.partial(jax.jit, static_argnames="cutoff")
+def energy(x, cutoff):
+    return jnp.sum(jnp.where(x < cutoff, x, 0.0))
+
+@pytest.mark.jaxperf
+def test_static():
+    energy(jnp.ones(3), cutoff=0.2); energy(jnp.ones(3), cutoff=0.25)
+
+@pytest.mark.jaxperf
+def test_loop():
+    for i in range(3):
+        jax.jit(lambda v: v + i)(jnp.ones(2))
+"""
+    )
+    tests = _record(jp)
+    (static,) = tests["test_static_argument_and_jit_in_loop_causes.py::test_static"][
+        "functions"
+    ].values()
+    assert static["traces"] == 2
+    assert static["retrace_reasons"] == ["static argument cutoff: 0.2 -> 0.25"]
+    (loop,) = tests["test_static_argument_and_jit_in_loop_causes.py::test_loop"][
+        "functions"
+    ].values()
+    assert loop["name"] == "<lambda>" and loop["traces"] == 3
+    assert len(loop["retrace_reasons"]) == 1
+    assert loop["retrace_reasons"][0].startswith("function re-defined on every call")
+
+
+def test_same_named_functions_kept_apart(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        other="""
+import jax
+
+@jax.jit
+def f(x):
+    return x - 1
+""",
+    )
+    jp.makepyfile(
+        test_two=HEADER
+        + """
+import other
+
+@jax.jit
+def f(x):
+    return x * 2
+
+@pytest.mark.jaxperf
+def test_two_fs():
+    f(jnp.ones(3)); other.f(jnp.ones(3)); other.f(jnp.ones(4))
+"""
+    )
+    rec = _record(jp)["test_two.py::test_two_fs"]
+    lines = (jp.path / "test_two.py").read_text().splitlines()
+    f_line = lines.index("@jax.jit") + 1
+    other_line = (jp.path / "other.py").read_text().splitlines().index("@jax.jit") + 1
+    assert {k: v["traces"] for k, v in rec["functions"].items()} == {
+        f"f at test_two.py:{f_line}": 1,
+        f"f at other.py:{other_line}": 2,
+    }
+
+
+def test_eager_helpers_in_their_own_bucket(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@pytest.mark.jaxperf
+def test_eager():
+    x = jnp.ones(4)
+    jnp.sin(x) + 1
+"""
+    )
+    rec = _record(jp)["test_eager_helpers_in_their_own_bucket.py::test_eager"]
+    assert rec["functions"] == {}
+    assert (rec["traces"], rec["compiles"]) == (0, 0)
+    assert rec["eager"]["compiles"] >= 3  # broadcast_in_dim/convert_element_type, sin, add
+
+
+def test_counts_independent_of_order_and_selection(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        shared="""
+import jax
+
+@jax.jit
+def shared(x):
+    return x * 3
+"""
+    )
+    body = """
+import jax.numpy as jnp
+import pytest
+from shared import shared
+
+@pytest.mark.jaxperf
+def test_{name}():
+    shared(jnp.ones(3)); shared(jnp.ones(3))
+"""
+    jp.makepyfile(test_a=body.format(name="a"), test_b=body.format(name="b"))
+
+    def counts(*args: str) -> dict:
+        return {
+            k: (v["traces"], v["compiles"], v["eager"]["compiles"])
+            for k, v in _record(jp, *args).items()
+        }
+
+    forward = counts("test_a.py", "test_b.py")
+    backward = counts("test_b.py", "test_a.py")
+    only_b = counts("-k", "test_b")
+    assert forward["test_a.py::test_a"] == forward["test_b.py::test_b"]
+    assert forward["test_a.py::test_a"][:2] == (1, 1)
+    assert backward == forward
+    assert only_b == {"test_b.py::test_b": forward["test_b.py::test_b"]}
+
+
+def test_setup_work_not_charged(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@jax.jit
+def g(x):
+    return x * 2
+
+@pytest.fixture
+def warmed():
+    g(jnp.ones(7)); g(jnp.ones(8))
+    return jnp.ones(3)
+
+@pytest.mark.jaxperf
+def test_body(warmed):
+    g(warmed)
+"""
+    )
+    rec = _record(jp)["test_setup_work_not_charged.py::test_body"]
+    (fn,) = rec["functions"].values()
+    assert (fn["traces"], fn["compiles"]) == (1, 1)
+
+
+def test_recording_selection(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@jax.jit
+def f(x):
+    return x * 2
+
+def test_plain():
+    f(jnp.ones(2))
+
+@pytest.mark.jaxperf
+def test_marked():
+    f(jnp.ones(2))
+
+def test_fixture(jaxperf):
+    f(jnp.ones(2))
+    assert jaxperf.enabled
+    assert jaxperf.snapshot().traces == 1
+"""
+    )
+    assert set(_record(jp)) == {
+        "test_recording_selection.py::test_marked",
+        "test_recording_selection.py::test_fixture",
+    }
+    assert len(_record(jp, "--jaxperf-all")) == 3
+
+
+def test_raising_test_leaves_recorder_clean(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@jax.jit
+def bad(x):
+    if x.sum() > 0:
+        return x
+    return -x
+
+@jax.jit
+def good(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_1_raises():
+    bad(jnp.ones(3))
+
+@pytest.mark.jaxperf
+def test_2_after():
+    good(jnp.ones(3))
+"""
+    )
+    result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*TracerBoolConversionError*"])
+    tests = read_json(jp.path / "out.json")["tests"]
+    after = tests["test_raising_test_leaves_recorder_clean.py::test_2_after"]
+    assert [f["name"] for f in after["functions"].values()] == ["good"]
+    assert after["traces"] == 1
+    assert tests["test_raising_test_leaves_recorder_clean.py::test_1_raises"]["outcome"] == "failed"
+    import jax
+
+    assert jax.config.jax_explain_cache_misses is False
