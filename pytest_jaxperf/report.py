@@ -77,16 +77,23 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
 
 
 def _vs_baseline(outcome: Outcome) -> str:
-    parts = []
+    parts: dict[str, str] = {}
     for b in outcome.breaches:
         if b.against == "limit":
-            parts.append(f"{b.metric} > limit")
-            continue
-        if b.function is None or b.metric == COMPILE_TIME:
-            parts.append(f"{b.metric} {_change(b)}")
-    if not parts and outcome.improvements:
-        parts.append("improved")
-    return "; ".join(parts) or ("new" if outcome.status == "new" else "=")
+            parts.setdefault(f"{b.metric} > limit", "")
+        elif b.metric == COMPILE_TIME or b.function is None:
+            parts[b.metric] = f"{b.metric} {_change(b)}"
+        else:
+            grown = sum(
+                x.current - x.reference
+                for x in outcome.breaches
+                if x.metric == b.metric and x.function is not None
+            )
+            parts.setdefault(b.metric, f"{b.metric} +{grown:g}")
+    text = "; ".join(value or key for key, value in parts.items())
+    if not text and outcome.improvements:
+        text = "improved"
+    return text or ("new" if outcome.status == "new" else "=")
 
 
 def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outcome]) -> list[str]:

@@ -23,3 +23,8 @@ def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
 
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
+
+
+def lit(*patterns: str) -> list[str]:
+    """fnmatch patterns with '[' taken literally (shapes like f32[3] are everywhere here)."""
+    return [p.replace("[", "[[]") for p in patterns]

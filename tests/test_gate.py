@@ -1,0 +1,247 @@
+"""End to end: saving a baseline, gating against it, and the failure messages."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import lit, read_json
+
+SRC = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return x * 2
+
+@pytest.mark.jaxperf
+def test_f():
+    {body}
+
+@pytest.mark.jaxperf
+def test_other():
+    f(jnp.ones(2))
+"""
+
+
+def _save(jp: pytest.Pytester, body: str, *args: str) -> pytest.RunResult:
+    jp.makepyfile(test_mod=SRC.format(body=body))
+    return jp.runpytest("--jaxperf", "--jaxperf-save", *args)
+
+
+def test_extra_retrace_fails_with_cause(jp: pytest.Pytester) -> None:
+    _save(jp, "f(jnp.ones(3)); f(jnp.ones(3))").assert_outcomes(passed=2)
+    baseline = jp.path / ".jaxperf" / "baseline.json"
+    saved = baseline.read_text()
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(3)); f(jnp.ones(4))"))
+    result = jp.runpytest("--jaxperf", "--junitxml=junit.xml")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*jaxperf: test_mod.py::test_f: * performance regression(s)",
+            "*traces of f (defined at test_mod.py:5): baseline 1 -> now 2 (+1, +100%)",
+            "*cause: x: f32[3] -> f32[4]",
+            "*compiles of f (defined at test_mod.py:5): baseline 1 -> now 2*",
+            "*update it with --jaxperf-save*",
+            "test_mod.py::test_f * REGRESSED",
+            "jaxperf: 1 regression, 0 improvements, 0 new, 0 not gated",
+        )
+    )
+    assert 'failures="1"' in (jp.path / "junit.xml").read_text()
+    assert baseline.read_text() == saved  # gating never writes the baseline
+
+
+def test_unchanged_code_passes_and_fewer_traces_is_an_improvement(jp: pytest.Pytester) -> None:
+    _save(jp, "f(jnp.ones(3)); f(jnp.ones(4))").assert_outcomes(passed=2)
+    jp.runpytest("--jaxperf").assert_outcomes(passed=2)
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(3)); f(jnp.ones(3))"))
+    result = jp.runpytest("--jaxperf")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(lit("test_mod.py::test_f * improved*", "*1 improvement*"))
+
+
+def test_builtin_sum_caught_by_compile_time(jp: pytest.Pytester) -> None:
+    code = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+N = 1200
+
+@jax.jit
+def integrate(x):
+    return {expr} / N
+
+@pytest.mark.jaxperf
+def test_integrate():
+    integrate(jnp.linspace(0.0, 1.0, N))
+"""
+    jp.makepyfile(test_int=code.format(expr="jnp.sum(x)"))
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    jp.makepyfile(test_int=code.format(expr="sum(x)"))
+    result = jp.runpytest("--jaxperf")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*compile time of all functions: baseline * s -> now * s (+* s, +*%) [rtol 1, floor 0.1 s]"
+        )
+    )
+    # Same counts: only the compile time betrays the unrolled loop.
+    result.stdout.no_fnmatch_line("*traces of integrate*")
+
+
+def test_environment_mismatch_is_reported_not_gated(jp: pytest.Pytester) -> None:
+    _save(jp, "f(jnp.ones(3))").assert_outcomes(passed=2)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    data = read_json(path)
+    data["environment"]["jax"] = "0.0.1"
+    for rec in data["tests"].values():
+        rec["trace_s"] = rec["lower_s"] = rec["compile_s"] = 0.0
+    path.write_text(json.dumps(data))
+    result = jp.runpytest("--jaxperf", "-rA")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        lit("*compile time not gated: environment differs (jax 0.0.1 -> *)*", "*2 not gated*")
+    )
+
+
+def test_partial_save_keeps_other_entries_and_failed_entries(jp: pytest.Pytester) -> None:
+    _save(jp, "f(jnp.ones(3))").assert_outcomes(passed=2)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    before = read_json(path)["tests"]
+    # test_other changes and is re-saved alone; test_f's entry must survive.
+    jp.makepyfile(
+        test_mod=SRC.format(body="f(jnp.ones(3))").replace(
+            "f(jnp.ones(2))\n", "f(jnp.ones(2)); f(jnp.ones(5))\n"
+        )
+    )
+    jp.runpytest("--jaxperf", "--jaxperf-save", "-k", "test_other").assert_outcomes(passed=1)
+    after = read_json(path)["tests"]
+    assert after["test_mod.py::test_f"] == before["test_mod.py::test_f"]
+    assert after["test_mod.py::test_other"]["traces"] == 2
+    # A failing test's entry is not overwritten.
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(9)); f(jnp.ones(10)); assert False"))
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1, failed=1)
+    assert read_json(path)["tests"]["test_mod.py::test_f"] == before["test_mod.py::test_f"]
+
+
+def test_save_reports_but_does_not_fail_limits_still_do(jp: pytest.Pytester) -> None:
+    _save(jp, "f(jnp.ones(3))").assert_outcomes(passed=2)
+    jp.makepyfile(
+        test_mod=SRC.format(body="f(jnp.ones(3)); f(jnp.ones(4))")
+        + """
+@pytest.mark.jaxperf(max_traces=1)
+def test_limited():
+    f(jnp.ones(6)); f(jnp.ones(7))
+"""
+    )
+    result = jp.runpytest("--jaxperf", "--jaxperf-save")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*traces of all functions: 2 > limit 1*",
+            "reported only: test_mod.py::test_f: traces of f *baseline 1 -> now 2*",
+        )
+    )
+    saved = read_json(jp.path / ".jaxperf" / "baseline.json")["tests"]
+    assert saved["test_mod.py::test_f"]["traces"] == 2
+    assert "test_mod.py::test_limited" not in saved
+
+
+def test_json_report_format(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(3))"))
+    jp.runpytest("--jaxperf", "--jaxperf-json=reports/run.json").assert_outcomes(passed=2)
+    text = (jp.path / "reports" / "run.json").read_text()
+    data = json.loads(text)
+    assert data["schema"] == "pytest-jaxperf/1"
+    assert set(data["environment"]) >= {
+        "jax", "jaxlib", "python", "backend", "device_kind", "device_count", "x64",
+    }  # fmt: skip
+    rec = data["tests"]["test_mod.py::test_f"]
+    assert rec["outcome"] == "passed"
+    assert set(rec) >= {"traces", "lowerings", "compiles", "trace_s", "lower_s", "compile_s"}
+    assert text == json.dumps(data, indent=2, sort_keys=True) + "\n"
+    assert not (jp.path / ".jaxperf").exists()  # no baseline written without --jaxperf-save
+
+
+def test_marker_limits_without_baseline(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        """
+import functools
+import jax
+import jax.numpy as jnp
+import pytest
+
+@functools.partial(jax.jit, static_argnames="n")
+def g(x, n):
+    return x * n
+
+@pytest.mark.jaxperf(max_traces={"g": 1}, max_compiles=5)
+def test_dict_limit():
+    g(jnp.ones(3), n=2); g(jnp.ones(3), n=3)
+
+@pytest.mark.jaxperf(max_traces=2, max_compile_time=1000)
+def test_within():
+    g(jnp.ones(3), n=2); g(jnp.ones(3), n=3)
+
+@pytest.mark.jaxperf(max_compile_time=0)
+def test_compile_time():
+    g(jnp.ones(3), n=2)
+"""
+    )
+    result = jp.runpytest("--jaxperf")
+    result.assert_outcomes(passed=1, failed=2)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*traces of g (defined at test_marker_limits_without_baseline.py:6): 2 > limit 1",
+            "*cause: static argument n: 2 -> 3",
+            "*compile time of all functions: * s > limit 0.000 s",
+        )
+    )
+
+
+@pytest.mark.parametrize(
+    ("marker", "message"),
+    [
+        ("max_trace=1", "unknown argument 'max_trace'; expected one of max_traces*"),
+        ("max_traces=-1", "max_traces=...) expects a whole number >= 0*got -1"),
+        ("max_traces=1.5", "max_traces=...) expects a whole number >= 0*got 1.5"),
+        ("max_compile_time='fast'", "max_compile_time=...) expects a number >= 0*'fast'"),
+        ("max_traces={'f': -2}", "max_traces=...) maps function names to a whole number*"),
+        ("compile_rtol={'f': 1}", "compile_rtol=...) expects a number >= 0, got {'f': 1}"),
+        ("3", "takes keyword arguments only*"),
+    ],
+)
+def test_bad_marker_arguments(jp: pytest.Pytester, marker: str, message: str) -> None:
+    jp.makepyfile(
+        f"""
+import pytest
+
+@pytest.mark.jaxperf({marker})
+def test_x():
+    pass
+"""
+    )
+    result = jp.runpytest("--jaxperf")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(lit(f"ERROR: test_bad_marker_arguments.py::test_x: *{message}"))
+
+
+def test_per_test_tolerance_overrides_default(jp: pytest.Pytester) -> None:
+    _save(jp, "f(jnp.ones(3))").assert_outcomes(passed=2)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    data = read_json(path)
+    for rec in data["tests"].values():  # pretend compiling used to be instantaneous
+        rec["trace_s"] = rec["lower_s"] = rec["compile_s"] = 1e-6
+    path.write_text(json.dumps(data))
+    jp.runpytest("--jaxperf").assert_outcomes(passed=2)  # excess below the 0.1 s floor
+    jp.runpytest("--jaxperf", "--jaxperf-compile-floor=0").assert_outcomes(failed=2)
+    jp.makepyfile(
+        test_mod=SRC.format(body="f(jnp.ones(3))").replace(
+            "@pytest.mark.jaxperf\ndef test_f",
+            "@pytest.mark.jaxperf(compile_floor=1000)\ndef test_f",
+        )
+    )
+    jp.runpytest("--jaxperf", "--jaxperf-compile-floor=0").assert_outcomes(passed=1, failed=1)
