@@ -163,7 +163,7 @@ def evaluate(
                     before_s,
                     now_s,
                     "baseline",
-                    (),
+                    _compile_time_growth(record, matched),
                     gate_baseline,
                     detail=f"rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s",
                 )
@@ -182,3 +182,21 @@ def evaluate(
 
 def _all_reasons(record: TestRecord) -> tuple[str, ...]:
     return tuple(f"{f.name}: {r}" for f in record.functions.values() for r in f.retrace_reasons)
+
+
+def _compile_time_growth(
+    record: TestRecord, matched: Mapping[str, FunctionRecord], most: int = 3
+) -> tuple[str, ...]:
+    """The functions whose compile time grew most, with the phase split: where to look."""
+    grown = []
+    for key, fn in record.functions.items():
+        old = matched.get(key)
+        before = old.total_s if old else 0.0
+        if fn.total_s > before:
+            grown.append((fn.total_s - before, fn, before))
+    grown.sort(key=lambda g: -g[0])
+    return tuple(
+        f"{fn.key}: {before:.3f} s -> {fn.total_s:.3f} s (trace {fn.trace_s:.3f}, "
+        f"lower {fn.lower_s:.3f}, backend {fn.compile_s:.3f})"
+        for _, fn, before in grown[:most]
+    )

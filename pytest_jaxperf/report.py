@@ -39,7 +39,8 @@ def breach_lines(b: Breach) -> list[str]:
         head += f" [{b.detail}]"
     if not b.gated:
         head += " [reported only]"
-    return [head] + [f"    cause: {r}" for r in b.reasons]
+    label = "grew" if b.metric == COMPILE_TIME else "cause"
+    return [head] + [f"    {label}: {r}" for r in b.reasons]
 
 
 def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:

@@ -1,0 +1,1 @@
+"""Small JAX computations written the way that keeps them compiled."""
