@@ -88,7 +88,7 @@ def _vs_baseline(outcome: Outcome) -> str:
             grown = sum(
                 x.current - x.reference
                 for x in outcome.breaches
-                if x.metric == b.metric and x.function is not None
+                if x.metric == b.metric and x.function is not None and x.against == "baseline"
             )
             parts.setdefault(b.metric, f"{b.metric} +{grown:g}")
     text = "; ".join(value or key for key, value in parts.items())
