@@ -39,7 +39,7 @@ def _argument(path: str, arg_names: Sequence[str]) -> str:
             return key + rest
         if group == "0" and index is not None:
             i = int(index)
-            return (arg_names[i] if i < len(arg_names) else f"argument {i}") + rest
+            return (arg_names[i] if i < len(arg_names) else str(i)) + rest
     return f"input {path}"
 
 
@@ -63,7 +63,8 @@ def cause(message: str, arg_names: Sequence[str] = ()) -> str:
             if new_static and old_static:
                 causes.append(f"static argument {arg}: {old_static['val']} -> {new_static['val']}")
             else:
-                causes.append(f"{arg}: {old} -> {new} ({_strip(m['why'])})")
+                label = f"argument {arg}" if arg.isdigit() else arg
+                causes.append(f"{label}: {old} -> {new} ({_strip(m['why'])})")
         elif m := _TYPES.match(line):
             causes.append(f"{m['name']}: {_strip(m['old'])} -> {_strip(m['new'])}")
         elif m := _CONTEXT.match(line):

@@ -58,19 +58,17 @@ def match_functions(
 
 
 def _limit_for(
-    limit: Limit | None, functions: Mapping[str, FunctionRecord], metric: str, total: float
-) -> list[tuple[FunctionRecord | None, float, float]]:
-    """(function or None for the total, limit, current value) for each limit that applies."""
+    limit: Limit | None, functions: Mapping[str, FunctionRecord]
+) -> list[tuple[list[FunctionRecord], float]]:
+    """(the functions a limit covers, the limit) for each limit that applies."""
     if limit is None:
         return []
     if not isinstance(limit, Mapping):
-        return [(None, float(limit), total)]
-    out: list[tuple[FunctionRecord | None, float, float]] = []
-    for name, value in limit.items():
-        fns = [f for f in functions.values() if f.name == name or f.key == name]
-        current = sum(_metric(f, metric) for f in fns)
-        out.append((fns[0] if len(fns) == 1 else None, float(value), current))
-    return out
+        return [(list(functions.values()), float(limit))]
+    return [
+        ([f for f in functions.values() if name in (f.name, f.key)], float(value))
+        for name, value in limit.items()
+    ]
 
 
 def _metric(rec: FunctionRecord | TestRecord, metric: str) -> float:
@@ -96,15 +94,16 @@ def evaluate(
         ("compiles", limits.max_compiles),
         (COMPILE_TIME, limits.max_compile_time),
     ):
-        for fn, value, current in _limit_for(
-            limit, record.functions, metric, _metric(record, metric)
-        ):
+        for fns, value in _limit_for(limit, record.functions):
+            whole_test = not isinstance(limit, Mapping)
+            current = (
+                _metric(record, metric) if whole_test else sum(_metric(f, metric) for f in fns)
+            )
             if current > value:
                 reasons = (
-                    tuple(fn.retrace_reasons) if fn is not None and metric != COMPILE_TIME else ()
+                    () if metric == COMPILE_TIME else _reasons(fns, whole_test or len(fns) > 1)
                 )
-                if fn is None and metric == "traces":
-                    reasons = _all_reasons(record)
+                fn = fns[0] if len(fns) == 1 and not whole_test else None
                 out.breaches.append(Breach(metric, fn, value, current, "limit", reasons))
 
     if base is None:
@@ -180,8 +179,8 @@ def evaluate(
     return out
 
 
-def _all_reasons(record: TestRecord) -> tuple[str, ...]:
-    return tuple(f"{f.name}: {r}" for f in record.functions.values() for r in f.retrace_reasons)
+def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]:
+    return tuple(f"{f.name}: {r}" if labelled else r for f in functions for r in f.retrace_reasons)
 
 
 def _compile_time_growth(

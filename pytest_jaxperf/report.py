@@ -45,7 +45,7 @@ def breach_lines(b: Breach) -> list[str]:
 
 def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
     failing = [b for b in outcome.breaches if b.gated]
-    lines = [f"jaxperf: {nodeid}: {len(failing)} performance regression(s)"]
+    lines = [f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit"]
     for b in failing:
         lines += ["  " + line for line in breach_lines(b)]
     lines += [f"  note: {n}" for n in outcome.notes]

@@ -155,11 +155,6 @@ def umask_022() -> Iterator[None]:
         os.umask(old)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="baseline.save writes through tempfile.mkstemp, whose file mode is 0600, and "
-    "os.replace keeps it: saved baselines and reports are owner-only, ignoring the umask",
-)
 @pytest.mark.usefixtures("umask_022")
 def test_new_file_gets_the_usual_permissions(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
@@ -167,11 +162,6 @@ def test_new_file_gets_the_usual_permissions(tmp_path: Path) -> None:
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="baseline.save replaces an existing 0644 baseline with a 0600 file "
-    "(mkstemp's mode), silently changing its permissions",
-)
 @pytest.mark.usefixtures("umask_022")
 def test_overwriting_keeps_the_file_permissions(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"

@@ -201,12 +201,6 @@ def test_positional_path_beyond_arg_names_is_numbered() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="causes._argument returns 'argument 1' for an unnamed position and cause() "
-    "prefixes 'static argument ', giving 'static argument argument 1' (e.g. for "
-    "def f(*args) with static_argnums=1, whose signature has no positional names)",
-)
 def test_static_argument_without_its_name_is_not_doubled() -> None:
     result = cause(miss(static_diff("[0][1]", "3", "2")), ())
     assert result == "static argument 1: 2 -> 3"

@@ -317,12 +317,6 @@ def test_dict_limit_for_another_function_does_not_apply() -> None:
     assert out.status == "new"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="compare.evaluate: when a dict limit's name matches several functions, the breach "
-    "carries _all_reasons(record), i.e. the retrace reasons of every function of the test, "
-    "including functions the limit does not cover",
-)
 def test_dict_limit_over_same_named_functions_shows_only_their_reasons() -> None:
     current = rec(
         fn("f", "a.py:1", traces=2, reasons=("x: f32[3] -> f32[4]",)),

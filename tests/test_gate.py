@@ -40,7 +40,7 @@ def test_extra_retrace_fails_with_cause(jp: pytest.Pytester) -> None:
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(
         lit(
-            "*jaxperf: test_mod.py::test_f: * performance regression(s)",
+            "*jaxperf: test_mod.py::test_f: * metric(s) over the baseline or a limit",
             "*traces of f (defined at test_mod.py:5): baseline 1 -> now 2 (+1, +100%)",
             "*cause: x: f32[3] -> f32[4]",
             "*compiles of f (defined at test_mod.py:5): baseline 1 -> now 2*",
