@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from . import causes
+from .analysis import STATIC_METRICS
 from .config import Limit, MarkerLimits, Tolerances
 from .model import FunctionRecord, TestRecord
 
@@ -24,6 +26,7 @@ class Breach:
     reasons: tuple[str, ...] = ()
     gated: bool = True
     detail: str = ""
+    benchmark: str | None = None  # the jaxperf.benchmark label, for program/runtime metrics
 
 
 @dataclass
@@ -82,10 +85,13 @@ def evaluate(
     tolerances: Tolerances,
     timing_differences: list[str],
     gate_baseline: bool = True,
+    static_differences: Sequence[str] = (),
+    timing_mode: str = "gate",
 ) -> Outcome:
     """Compare one test. `timing_differences` lists how the environment differs from the
-    baseline's; timings are gated only when it is empty. With `gate_baseline` False
-    (while saving) baseline breaches are reported but do not fail."""
+    baseline's; timings are gated only when it is empty, program metrics only when
+    `static_differences` is. With `gate_baseline` False (while saving) baseline breaches
+    are reported but do not fail; `timing_mode` "report" does the same for runtime."""
     out = Outcome()
     tol = limits.tolerances(tolerances)
 
@@ -106,9 +112,15 @@ def evaluate(
                 fn = fns[0] if len(fns) == 1 and not whole_test else None
                 out.breaches.append(Breach(metric, fn, value, current, "limit", reasons))
 
+    _benchmark_limits(out, record, limits)
+
     if base is None:
         out.status = "limit" if out.breaches else "new"
         return out
+
+    _benchmarks_vs_baseline(
+        out, record, base, tol, timing_differences, static_differences, timing_mode, gate_baseline
+    )
 
     matched = match_functions(record.functions, base.functions)
     for key, fn in sorted(record.functions.items()):
@@ -199,3 +211,126 @@ def _compile_time_growth(
         f"lower {fn.lower_s:.3f}, backend {fn.compile_s:.3f})"
         for _, fn, before in grown[:most]
     )
+
+
+# A slowdown must be this unlikely under "no change" (one-sided Mann-Whitney U on the raw
+# per-round times) before it fails a test; a larger median alone is not enough.
+RUNTIME_ALPHA = 0.01
+RUNTIME = "runtime"
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _program_benchmarks(rec: TestRecord) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in rec.benchmarks.items() if v.get("kind", "benchmark") == "benchmark"}
+
+
+def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) -> None:
+    for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
+        if limit is None:
+            continue
+        for label, bench in sorted(_program_benchmarks(record).items()):
+            value = limit.get(label) if isinstance(limit, Mapping) else limit
+            current = _num(bench.get(metric))
+            if value is not None and current is not None and current > value:
+                out.breaches.append(
+                    Breach(metric, None, float(value), current, "limit", benchmark=label)
+                )
+
+
+def _benchmarks_vs_baseline(
+    out: Outcome,
+    record: TestRecord,
+    base: TestRecord,
+    tol: Tolerances,
+    timing_differences: list[str],
+    static_differences: Sequence[str],
+    timing_mode: str,
+    gate_baseline: bool,
+) -> None:
+    old_benchmarks = _program_benchmarks(base)
+    for label, bench in sorted(_program_benchmarks(record).items()):
+        old = old_benchmarks.get(label)
+        if old is None:
+            continue
+        if static_differences:
+            note = (
+                f"program metrics not gated: environment differs ({', '.join(static_differences)})"
+            )
+            if note not in out.notes:
+                out.notes.append(note)
+        else:
+            for metric in STATIC_METRICS:
+                now, before = _num(bench.get(metric)), _num(old.get(metric))
+                if now is None or before is None:
+                    continue
+                if now > before * (1 + tol.static_rtol) and now > before:
+                    out.breaches.append(Breach(
+                        metric, None, before, now, "baseline", (), gate_baseline,
+                        detail=f"static_rtol {tol.static_rtol:g}", benchmark=label,
+                    ))  # fmt: skip
+                elif now * (1 + tol.static_rtol) < before:
+                    out.improvements.append(f"{metric} of {label}: {before:g} -> {now:g}")
+        if timing_mode != "off":
+            _runtime(out, label, bench, old, tol, timing_differences, timing_mode, gate_baseline)
+
+
+def _runtime(
+    out: Outcome,
+    label: str,
+    bench: Mapping[str, Any],
+    old: Mapping[str, Any],
+    tol: Tolerances,
+    timing_differences: list[str],
+    timing_mode: str,
+    gate_baseline: bool,
+) -> None:
+    now_rt, old_rt = bench.get("runtime"), old.get("runtime")
+    if not isinstance(now_rt, Mapping) or not isinstance(old_rt, Mapping):
+        return
+    now, before = _num(now_rt.get("median_s")), _num(old_rt.get("median_s"))
+    if not now or not before:
+        return
+    change = now / before - 1
+    if timing_differences:
+        if abs(change) > tol.runtime_rtol:
+            out.notes.append(
+                f"runtime of {label} not gated: environment differs "
+                f"({', '.join(timing_differences)}); median {before:.3g} s -> {now:.3g} s"
+            )
+        return
+    if change > tol.runtime_rtol:
+        p = significance(now_rt.get("samples_s"), old_rt.get("samples_s"), "greater")
+        detail = f"median, runtime_rtol {tol.runtime_rtol:g}, " + (
+            f"Mann-Whitney p={p:.2g}" if p is not None else "too few rounds for a test"
+        )
+        if p is not None and p < RUNTIME_ALPHA:
+            gated = gate_baseline and timing_mode == "gate"
+            out.breaches.append(
+                Breach(RUNTIME, None, before, now, "baseline", (), gated, detail, label)
+            )
+        else:
+            out.notes.append(
+                f"runtime of {label} {change:+.0%} but not statistically clear ({detail})"
+            )
+    elif change < -tol.runtime_rtol / (1 + tol.runtime_rtol):
+        p = significance(now_rt.get("samples_s"), old_rt.get("samples_s"), "less")
+        if p is not None and p < RUNTIME_ALPHA:
+            out.improvements.append(f"runtime of {label}: {before:.3g} s -> {now:.3g} s")
+
+
+def significance(now: Any, before: Any, alternative: str) -> float | None:
+    """One-sided Mann-Whitney U p-value that `now` is `alternative` than `before`."""
+    if not isinstance(now, list) or not isinstance(before, list):
+        return None
+    a = [v for v in now if _num(v) is not None]
+    b = [v for v in before if _num(v) is not None]
+    if len(a) < 5 or len(b) < 5:
+        return None
+    from scipy import stats
+
+    return float(stats.mannwhitneyu(a, b, alternative=alternative).pvalue)

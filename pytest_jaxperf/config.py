@@ -13,6 +13,11 @@ import pytest
 DEFAULT_BASELINE = ".jaxperf/baseline.json"
 DEFAULT_COMPILE_RTOL = 1.0
 DEFAULT_COMPILE_FLOOR = 0.1
+DEFAULT_RUNTIME_RTOL = 0.5
+DEFAULT_STATIC_RTOL = 0.1
+DEFAULT_MIN_ROUNDS = 20
+DEFAULT_MAX_TIME = 1.0
+TIMING_MODES = ("gate", "report", "off")
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,20 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_compile_floor", "--jaxperf-compile-floor", "float", DEFAULT_COMPILE_FLOOR,
            "compile-time increases below this many seconds never fail "
            f"(default {DEFAULT_COMPILE_FLOOR})"),
+    Option("jaxperf_timing", "--jaxperf-timing", "mode", "gate",
+           "steady-state runtime of jaxperf.benchmark: gate (measure, fail clear slowdowns), "
+           "report (measure, never fail) or off (do not measure)"),
+    Option("jaxperf_runtime_rtol", "--jaxperf-runtime-rtol", "float", DEFAULT_RUNTIME_RTOL,
+           "relative runtime slowdown tolerated when it is also statistically clear "
+           f"(default {DEFAULT_RUNTIME_RTOL})"),
+    Option("jaxperf_static_rtol", "--jaxperf-static-rtol", "float", DEFAULT_STATIC_RTOL,
+           "relative growth tolerated for program metrics: jaxpr equations, HLO ops, flops, "
+           f"bytes (default {DEFAULT_STATIC_RTOL})"),
+    Option("jaxperf_min_rounds", "--jaxperf-min-rounds", "int", DEFAULT_MIN_ROUNDS,
+           f"timed rounds per benchmark at least (default {DEFAULT_MIN_ROUNDS})"),
+    Option("jaxperf_max_time", "--jaxperf-max-time", "float", DEFAULT_MAX_TIME,
+           "seconds of timed rounds per benchmark, once the minimum rounds are done "
+           f"(default {DEFAULT_MAX_TIME})"),
 )  # fmt: skip
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -52,10 +71,12 @@ _FALSE = {"0", "false", "no", "off", ""}
 
 @dataclass(frozen=True)
 class Tolerances:
-    """How much compile time may grow against the baseline before a test fails."""
+    """How much each kind of metric may grow against the baseline before a test fails."""
 
     compile_rtol: float = DEFAULT_COMPILE_RTOL
     compile_floor: float = DEFAULT_COMPILE_FLOOR
+    runtime_rtol: float = DEFAULT_RUNTIME_RTOL
+    static_rtol: float = DEFAULT_STATIC_RTOL
 
 
 @dataclass(frozen=True)
@@ -66,6 +87,9 @@ class Settings:
     json: Path | None
     record_all: bool
     tolerances: Tolerances
+    timing_mode: str
+    min_rounds: int
+    max_time: float
 
     @classmethod
     def from_pytest_config(cls, config: pytest.Config) -> Settings:
@@ -93,7 +117,12 @@ class Settings:
             tolerances=Tolerances(
                 compile_rtol=values["jaxperf_compile_rtol"],
                 compile_floor=values["jaxperf_compile_floor"],
+                runtime_rtol=values["jaxperf_runtime_rtol"],
+                static_rtol=values["jaxperf_static_rtol"],
             ),
+            timing_mode=values["jaxperf_timing"],
+            min_rounds=values["jaxperf_min_rounds"],
+            max_time=values["jaxperf_max_time"],
         )
 
 
@@ -107,6 +136,21 @@ def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
         if text in _FALSE:
             return False
         raise pytest.UsageError(f"{name}: expected true or false, got {value!r}")
+    if kind == "mode":
+        text = str(value).strip().lower()
+        if text not in TIMING_MODES:
+            raise pytest.UsageError(
+                f"{name}: expected one of {', '.join(TIMING_MODES)}, got {value!r}"
+            )
+        return text
+    if kind == "int":
+        try:
+            whole = int(str(value))
+        except ValueError:
+            whole = 0
+        if whole < 1:
+            raise pytest.UsageError(f"{name}: expected a whole number >= 1, got {value!r}")
+        return whole
     if kind == "float":
         try:
             number = float(value)
@@ -124,9 +168,11 @@ def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
 Limit = float | Mapping[str, float]
 
 MARKER_DOC = (
-    "jaxperf(max_traces=None, max_compiles=None, max_compile_time=None, compile_rtol=None, "
-    "compile_floor=None): record this test's JAX traces and compiles; limits are an int/float "
-    "for the test total or a dict {function_name: limit}"
+    "jaxperf(max_traces=None, max_compiles=None, max_compile_time=None, max_jaxpr_eqns=None, "
+    "max_hlo_ops=None, compile_rtol=None, compile_floor=None, runtime_rtol=None, "
+    "static_rtol=None, rounds=None, max_time=None): record this test's JAX traces and "
+    "compiles; max_* limits are a number for the test total (per benchmark for program "
+    "metrics) or a dict {function_name or benchmark label: limit}"
 )
 
 
@@ -139,6 +185,12 @@ class MarkerLimits:
     max_compile_time: Limit | None = None
     compile_rtol: float | None = None
     compile_floor: float | None = None
+    max_jaxpr_eqns: Limit | None = None
+    max_hlo_ops: Limit | None = None
+    runtime_rtol: float | None = None
+    static_rtol: float | None = None
+    rounds: int | None = None
+    max_time: float | None = None
 
     @classmethod
     def from_item(cls, item: pytest.Item) -> MarkerLimits:
@@ -161,11 +213,14 @@ class MarkerLimits:
         return cls(**kwargs)
 
     def tolerances(self, defaults: Tolerances) -> Tolerances:
-        return Tolerances(
-            compile_rtol=defaults.compile_rtol if self.compile_rtol is None else self.compile_rtol,
-            compile_floor=defaults.compile_floor
-            if self.compile_floor is None
-            else self.compile_floor,
+        """The defaults, overridden by this marker's tolerances where it sets them."""
+        return dataclasses.replace(
+            defaults,
+            **{
+                f.name: getattr(self, f.name)
+                for f in dataclasses.fields(Tolerances)
+                if getattr(self, f.name) is not None
+            },
         )
 
 
@@ -178,7 +233,7 @@ def _number_ok(value: Any, integer: bool) -> bool:
 
 
 def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
-    integer = key in ("max_traces", "max_compiles")
+    integer = key in ("max_traces", "max_compiles", "max_jaxpr_eqns", "max_hlo_ops", "rounds")
     what = "a whole number >= 0" if integer else "a number >= 0"
     if key.startswith("max_") and isinstance(value, Mapping):
         for name, limit in value.items():

@@ -9,6 +9,8 @@ from typing import Any
 
 # Timings are compared only when all of these match the baseline's.
 TIMING_KEYS = ("jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "cpu", "cpu_count")
+# Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
+STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
 
 
 def capture() -> dict[str, Any]:
@@ -43,10 +45,21 @@ def _cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """'jax 0.10.1 -> 0.10.2' for each timing-relevant difference; empty when comparable."""
+def _differences(
+    keys: tuple[str, ...], baseline: Mapping[str, Any], current: Mapping[str, Any]
+) -> list[str]:
     return [
         f"{key} {baseline.get(key)} -> {current.get(key)}"
-        for key in TIMING_KEYS
+        for key in keys
         if baseline.get(key) != current.get(key)
     ]
+
+
+def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """'jax 0.10.1 -> 0.10.2' for each timing-relevant difference; empty when comparable."""
+    return _differences(TIMING_KEYS, baseline, current)
+
+
+def static_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Differences that change program metrics; empty when they are comparable."""
+    return _differences(STATIC_KEYS, baseline, current)

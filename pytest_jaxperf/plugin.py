@@ -12,6 +12,7 @@ from . import compare, report
 from .config import MARKER_DOC, OPTIONS, MarkerLimits, Settings, _convert
 from .fixture import JaxPerf, snapshot
 from .model import Report, TestRecord
+from .timing import TimingConfig
 
 SESSION_KEY = pytest.StashKey["JaxPerfSession"]()
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
@@ -25,7 +26,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 opt.flag, action="store_true", dest=opt.dest, default=None, help=opt.help
             )
         else:
-            metavar = "PATH" if opt.kind == "path" else "NUMBER"
+            metavar = {"path": "PATH", "int": "N", "mode": "gate|report|off"}.get(
+                opt.kind, "NUMBER"
+            )
             group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
         parser.addini(opt.dest, help=f"{opt.help} (same as {opt.flag})", default="")
 
@@ -55,12 +58,24 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
-    """Marks the test for recording; see pytest_jaxperf.fixture.JaxPerf."""
+    """Benchmarks, no_recompile and scaling checks; requesting it marks the test for recording."""
     session = request.config.stash.get(SESSION_KEY, None)
-    if session is None:
-        return JaxPerf(request.node.nodeid)
     nodeid = request.node.nodeid
-    return JaxPerf(nodeid, lambda: session.scopes.get(nodeid))
+    if session is None:
+        return JaxPerf(nodeid, rootdir=request.config.rootpath)
+    limits = request.node.stash.get(LIMITS_KEY, MarkerLimits())
+    s = session.settings
+    timing = TimingConfig(
+        min_rounds=limits.rounds or s.min_rounds,
+        max_time=s.max_time if limits.max_time is None else limits.max_time,
+    )
+    return JaxPerf(
+        nodeid,
+        lambda: session.scopes.get(nodeid),
+        timing=timing,
+        timing_mode=s.timing_mode,
+        rootdir=request.config.rootpath,
+    )
 
 
 class JaxPerfSession:
@@ -132,18 +147,18 @@ class JaxPerfSession:
         if not rep.passed:
             return rep
         base = self.baseline.tests.get(item.nodeid) if self.baseline else None
-        from .environment import timing_differences
+        from .environment import static_differences, timing_differences
 
-        differences = (
-            timing_differences(self.baseline.environment, self._env()) if self.baseline else []
-        )
+        env, base_env = self._env(), self.baseline.environment if self.baseline else {}
         outcome = compare.evaluate(
             record,
             base,
             item.stash[LIMITS_KEY],
             self.settings.tolerances,
-            differences,
+            timing_differences(base_env, env) if base is not None else [],
             gate_baseline=not self.settings.save,
+            static_differences=static_differences(base_env, env) if base is not None else [],
+            timing_mode=self.settings.timing_mode,
         )
         self.outcomes[item.nodeid] = outcome
         rep.sections.append(("jaxperf", report.detail_section(record, outcome)))

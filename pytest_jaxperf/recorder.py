@@ -39,6 +39,8 @@ class Scope:
         self._jax_dirs = jax_dirs
         self._lock = threading.Lock()
         self.functions: dict[str, FunctionRecord] = {}
+        # Written by the jaxperf fixture (benchmark, scaling), keyed by label.
+        self.benchmarks: dict[str, dict[str, Any]] = {}
         self.eager = Counts()
         self.listener_errors = 0
         # Per thread: the function whose lowering awaits its backend compile, and whether
@@ -137,24 +139,24 @@ class Scope:
 
 
 class _ExplainFilter(logging.Filter):
-    """Hands every cache-miss explanation to the active scope.
+    """Hands each cache-miss explanation to its scope while that scope is the active one.
 
     Records exist only because the recorder switched explanations on, unless the user had
     them on already; only in that case do they travel on to the user's handlers.
     """
 
-    def __init__(self, recorder: Recorder) -> None:
+    def __init__(self, recorder: Recorder, scope: Scope, pass_through: bool) -> None:
         super().__init__()
         self.recorder = recorder
-        self.pass_through = True
+        self.scope = scope
+        self.pass_through = pass_through
 
     def filter(self, record: logging.LogRecord) -> bool:
-        scope = self.recorder.active
-        if scope is not None:
+        if self.recorder.active is self.scope:
             try:
-                scope.on_explain(record.getMessage())
+                self.scope.on_explain(record.getMessage())
             except Exception:
-                scope.listener_errors += 1
+                self.scope.listener_errors += 1
         return self.pass_through
 
 
@@ -209,6 +211,15 @@ class Recorder:
         jax.clear_caches()
 
     @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Nothing inside the block is recorded (the plugin's own measurement work)."""
+        outer, self.active = self.active, None
+        try:
+            yield
+        finally:
+            self.active = outer
+
+    @contextlib.contextmanager
     def scope(self, rootdir: Path) -> Iterator[Scope]:
         """Record everything compiled inside the block; JAX's config and logging are restored."""
         self._install()
@@ -218,8 +229,7 @@ class Recorder:
         logger = logging.getLogger(EXPLAIN_LOGGER)
         was_on = bool(getattr(jax.config, "jax_explain_cache_misses", False))
         old_level = logger.level
-        filt = _ExplainFilter(self)
-        filt.pass_through = was_on
+        filt = _ExplainFilter(self, scope, pass_through=was_on)
         logger.addFilter(filt)
         if not was_on:
             jax.config.update("jax_explain_cache_misses", True)

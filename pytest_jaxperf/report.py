@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from .compare import COMPILE_TIME, Breach, Outcome
+from .analysis import STATIC_METRICS
+from .compare import COMPILE_TIME, RUNTIME, Breach, Outcome
 from .model import TestRecord
 
 
 def _fmt(metric: str, value: float) -> str:
-    return f"{value:.3f} s" if metric == COMPILE_TIME else f"{value:g}"
+    if metric == COMPILE_TIME:
+        return f"{value:.3f} s"
+    if metric == RUNTIME:
+        return f"{value * 1e6:.1f} us" if value < 1e-3 else f"{value * 1e3:.3f} ms"
+    return f"{value:g}"
 
 
 def _change(b: Breach) -> str:
@@ -17,18 +23,20 @@ def _change(b: Breach) -> str:
         return f"limit {_fmt(b.metric, b.reference)}"
     diff = b.current - b.reference
     sign = "+" if diff >= 0 else "-"
-    amount = f"{sign}{abs(diff):.3f} s" if b.metric == COMPILE_TIME else f"{sign}{abs(diff):g}"
+    amount = sign + _fmt(b.metric, abs(diff))
     if b.reference:
         amount += f", {diff / b.reference * 100:+.0f}%"
     return amount
 
 
 def breach_lines(b: Breach) -> list[str]:
-    where = (
-        f"{b.function.name} (defined at {b.function.site})"
-        if b.function and b.function.site
-        else (b.function.name if b.function else "all functions")
-    )
+    if b.benchmark is not None:
+        where = f"benchmark {b.benchmark!r}"
+    elif b.function is not None:
+        where = b.function.name
+        where += f" (defined at {b.function.site})" if b.function.site else ""
+    else:
+        where = "all functions"
     head = f"{b.metric} of {where}: "
     if b.against == "limit":
         head += f"{_fmt(b.metric, b.current)} > limit {_fmt(b.metric, b.reference)}"
@@ -72,9 +80,42 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
         f"eager (JAX helpers, not gated): lowerings={e.lowerings} compiles={e.compiles} "
         f"compile={e.compile_s:.3f}s"
     )
+    for label, bench in sorted(record.benchmarks.items()):
+        lines.append(benchmark_line(label, bench))
     lines += [f"improved: {i}" for i in outcome.improvements]
     lines += [f"note: {n}" for n in outcome.notes]
     return "\n".join(lines)
+
+
+def benchmark_line(label: str, bench: Mapping[str, Any]) -> str:
+    """One line per jaxperf.benchmark or jaxperf.scaling result."""
+    if bench.get("kind") == "scaling":
+        points = ", ".join(
+            f"{n}: {v:g}" for n, v in zip(bench.get("sizes", []), bench.get("values", []))
+        )
+        exponent = bench.get("exponent", 0.0)
+        return f"{label}: {bench.get('metric')} grows with exponent {exponent:.2f} ({points})"
+    parts = [f"benchmark {label!r}:"]
+    first = bench.get("first_call_s")
+    if isinstance(first, (int, float)):
+        parts.append(f"first call {first:.3f} s")
+    runtime = bench.get("runtime")
+    if isinstance(runtime, Mapping):
+        parts.append(
+            f"runtime median {_fmt(RUNTIME, runtime['median_s'])} "
+            f"(min {_fmt(RUNTIME, runtime['min_s'])}, IQR {_fmt(RUNTIME, runtime['iqr_s'])}, "
+            f"{runtime['rounds']} rounds x {runtime['iterations']})"
+        )
+    metrics = [
+        f"{k}={bench[k]:g}" for k in STATIC_METRICS if isinstance(bench.get(k), (int, float))
+    ]
+    parts += metrics
+    if isinstance(bench.get("eager_median_s"), (int, float)):
+        parts.append(f"eager median {_fmt(RUNTIME, bench['eager_median_s'])}")
+        even = bench.get("break_even_calls")
+        parts.append(f"break-even after {even:.0f} calls" if isinstance(even, (int, float))
+                     else "jit never pays off")  # fmt: skip
+    return " ".join(parts)
 
 
 def _vs_baseline(outcome: Outcome) -> str:

@@ -1,0 +1,118 @@
+"""Static metrics of a jitted program: jaxpr equations, StableHLO ops, cost and memory."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# Fields that are deterministic for a given jax version, in report order.
+STATIC_METRICS = (
+    "jaxpr_eqns",
+    "hlo_ops",
+    "flops",
+    "transcendentals",
+    "bytes_accessed",
+    "argument_bytes",
+    "output_bytes",
+    "temp_bytes",
+    "peak_bytes",
+)
+
+_HLO_OP = re.compile(r"\b(?:stablehlo|func|chlo|sdy|mhlo)\.[a-z_]+")
+
+
+@dataclass(frozen=True)
+class ProgramMetrics:
+    jaxpr_eqns: int
+    hlo_ops: int
+    flops: float | None
+    transcendentals: float | None
+    bytes_accessed: float | None
+    argument_bytes: int | None
+    output_bytes: int | None
+    temp_bytes: int | None
+    peak_bytes: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+def count_eqns(jaxpr: Any) -> int:
+    """Equations of a (Closed)Jaxpr, recursively: scan/while/cond bodies, nested jits and
+    custom_jvp/vjp functions count with their own equations."""
+    inner = getattr(jaxpr, "jaxpr", jaxpr)
+    return sum(1 + sum(count_eqns(j) for j in _subjaxprs(eqn.params)) for eqn in inner.eqns)
+
+
+def _subjaxprs(params: dict[str, Any]) -> list[Any]:
+    found: list[Any] = []
+    stack = list(params.values())
+    while stack:
+        value = stack.pop()
+        if hasattr(value, "eqns") or (hasattr(value, "jaxpr") and hasattr(value, "consts")):
+            found.append(value)
+        elif isinstance(value, (tuple, list)):
+            stack.extend(value)
+    return found
+
+
+def count_hlo_ops(stablehlo_text: str) -> int:
+    return len(_HLO_OP.findall(stablehlo_text))
+
+
+def program_metrics(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProgramMetrics:
+    """Metrics of `jitted` specialised to these arguments. Called after the program ran once,
+    it is served from JAX's in-memory caches: no new trace or compile."""
+    traced = jitted.trace(*args, **kwargs)
+    lowered = traced.lower()
+    compiled = lowered.compile()
+    cost = _cost(compiled)
+    memory = _memory(compiled)
+    return ProgramMetrics(
+        jaxpr_eqns=count_eqns(traced.jaxpr),
+        hlo_ops=count_hlo_ops(lowered.as_text()),
+        flops=cost.get("flops"),
+        transcendentals=cost.get("transcendentals"),
+        bytes_accessed=cost.get("bytes accessed"),
+        argument_bytes=memory.get("argument_size_in_bytes"),
+        output_bytes=memory.get("output_size_in_bytes"),
+        temp_bytes=memory.get("temp_size_in_bytes"),
+        peak_bytes=memory.get("peak_memory_in_bytes"),
+    )
+
+
+def _cost(compiled: Any) -> dict[str, float]:
+    try:
+        cost = compiled.cost_analysis()
+    except Exception:  # not every backend implements it
+        return {}
+    if isinstance(cost, (list, tuple)):  # older jax: one dict per device
+        cost = cost[0] if cost else {}
+    if not isinstance(cost, dict):
+        return {}
+    keys = ("flops", "transcendentals", "bytes accessed")
+    return {k: float(cost[k]) for k in keys if k in cost}
+
+
+def _memory(compiled: Any) -> dict[str, int]:
+    try:
+        stats = compiled.memory_analysis()
+    except Exception:
+        return {}
+    names = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
+             "peak_memory_in_bytes")  # fmt: skip
+    return {n: int(getattr(stats, n)) for n in names if getattr(stats, n, None) is not None}
+
+
+def device_peak_bytes() -> int | None:
+    """Peak device memory where the backend reports it (GPUs, TPUs; None on CPU)."""
+    import jax
+
+    try:
+        stats = jax.devices()[0].memory_stats()
+    except Exception:
+        return None
+    if not stats or "peak_bytes_in_use" not in stats:
+        return None
+    return int(stats["peak_bytes_in_use"])

@@ -1,0 +1,132 @@
+"""Steady-state runtime: warm-up, calibrated rounds under a time budget, and their statistics."""
+
+from __future__ import annotations
+
+import gc
+import math
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+Clock = Callable[[], float]
+
+# Raw per-round times kept in a record, so a later run can test significance against them.
+MAX_SAMPLES = 100
+
+
+@dataclass(frozen=True)
+class TimingConfig:
+    """How long and how often to measure."""
+
+    min_rounds: int = 20
+    max_time: float = 1.0  # seconds of timed rounds, not counting warm-up and calibration
+    max_rounds: int = 10_000
+    warmup_time: float = 0.05
+    # A round repeats the call until it lasts this long: well above timer resolution and
+    # dispatch jitter, and long enough to average over the two speed modes that tiny
+    # functions show on CPU.
+    min_round_time: float = 2e-3
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Per-call seconds over timed rounds (each round's time divided by its iterations)."""
+
+    min_s: float
+    max_s: float
+    median_s: float
+    mean_s: float
+    stddev_s: float
+    q1_s: float
+    q3_s: float
+    iqr_s: float
+    rounds: int
+    iterations: int
+    outliers: int
+    samples_s: tuple[float, ...]
+
+    @classmethod
+    def from_samples(cls, samples: Sequence[float], iterations: int = 1) -> Stats:
+        if not samples:
+            raise ValueError("no samples")
+        ordered = sorted(samples)
+        if len(ordered) >= 2:
+            q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+        else:
+            q1 = q3 = ordered[0]
+        iqr = q3 - q1
+        low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+        return cls(
+            min_s=ordered[0],
+            max_s=ordered[-1],
+            median_s=statistics.median(ordered),
+            mean_s=statistics.fmean(ordered),
+            stddev_s=statistics.stdev(ordered) if len(ordered) >= 2 else 0.0,
+            q1_s=q1,
+            q3_s=q3,
+            iqr_s=iqr,
+            rounds=len(ordered),
+            iterations=iterations,
+            outliers=sum(1 for s in ordered if s < low or s > high),
+            samples_s=tuple(_thin(list(samples), MAX_SAMPLES)),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["samples_s"] = list(self.samples_s)
+        return out
+
+
+def _thin(samples: list[float], most: int) -> list[float]:
+    """At most `most` samples, evenly spread over the run (so drift stays visible)."""
+    if len(samples) <= most:
+        return samples
+    step = len(samples) / most
+    return [samples[math.floor(i * step)] for i in range(most)]
+
+
+def calibrate(call: Callable[[], object], target: float, clock: Clock) -> int:
+    """How many calls make one round last at least `target` seconds."""
+    iterations = 1
+    while True:
+        start = clock()
+        for _ in range(iterations):
+            call()
+        elapsed = clock() - start
+        if elapsed >= target or iterations >= 1 << 20:
+            return iterations
+        # Aim past the target from the observed rate; at least double to converge fast.
+        guess = iterations * target / elapsed * 1.2 if elapsed > 0 else iterations * 10
+        iterations = max(iterations * 2, math.ceil(guess))
+
+
+def measure(
+    call: Callable[[], object],
+    config: TimingConfig = TimingConfig(),
+    clock: Clock = time.perf_counter,
+) -> Stats:
+    """Warm up, calibrate, then time rounds until both min_rounds and max_time are reached
+    (or max_rounds). `call` must include whatever makes the work finish (block_until_ready)."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # a collection inside a round is noise, not the function's cost
+    try:
+        start = clock()
+        call()
+        while clock() - start < config.warmup_time:
+            call()
+        iterations = calibrate(call, config.min_round_time, clock)
+        samples: list[float] = []
+        begin = clock()
+        while len(samples) < config.max_rounds:
+            t0 = clock()
+            for _ in range(iterations):
+                call()
+            samples.append((clock() - t0) / iterations)
+            if len(samples) >= config.min_rounds and clock() - begin >= config.max_time:
+                break
+        return Stats.from_samples(samples, iterations)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
