@@ -1,0 +1,199 @@
+"""A run's verdicts as GitHub-flavoured markdown for `$GITHUB_STEP_SUMMARY`, legible as text."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+
+from . import report
+from .compare import Outcome
+from .model import Report, TestRecord
+
+# GitHub rejects a step summary over 1 MiB; these caps keep a 10,000-test run well below it.
+MAX_DETAILED = 50  # tests shown with their full causes in each section
+MAX_LISTED = 100  # nodeids listed in the "new tests" section
+MAX_ROWS = 1000  # rows of the table of all recorded tests
+
+# Order of the rows of the table: what needs attention first.
+_RANK = {"REGRESSED": 0, "OVER LIMIT": 0, "reported only": 1, "improved": 2, "new": 3}
+
+
+def render_markdown(
+    run: Report,
+    outcomes: Mapping[str, Outcome],
+    baseline_path: str | None = None,
+    *,
+    max_rows: int = MAX_ROWS,
+) -> str:
+    """The whole summary: tally, regressions with causes, improvements, new tests, notes and
+    a table of every recorded test (the first `max_rows`, problems first)."""
+    out: list[str] = ["## pytest-jaxperf", ""]
+    out.append(f"**{report.tally(outcomes)}** ({_plural(len(run.tests), 'recorded test')})")
+    out.append("")
+    context = _environment(run)
+    if baseline_path:
+        context.append(f"baseline {_code(baseline_path)}")
+    if context:
+        out += [" · ".join(context), ""]
+
+    failed = sorted(k for k, o in outcomes.items() if o.failed)
+    out += _section(
+        f"Regressions ({len(failed)})",
+        failed,
+        lambda nodeid: _regression(outcomes[nodeid]),
+        "regressions",
+    )
+    against_baseline = any(
+        b.gated and b.against == "baseline" for k in failed for b in outcomes[k].breaches
+    )
+    if against_baseline and baseline_path:
+        out += [
+            f"If a change is intended, update the baseline with `pytest --jaxperf --jaxperf-save` "
+            f"(baseline: {_code(baseline_path)}).",
+            "",
+        ]
+    reported = sorted(k for k, o in outcomes.items() if o.breaches and not o.failed)
+    out += _section(
+        f"Reported only, not gated ({len(reported)})",
+        reported,
+        lambda nodeid: _block(
+            line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)
+        ),
+        "tests",
+    )
+    improved = sorted(k for k, o in outcomes.items() if o.status == "improved")
+    out += _section(
+        f"Improvements ({len(improved)})",
+        improved,
+        lambda nodeid: [f"- {_escape(i)}" for i in outcomes[nodeid].improvements] + [""],
+        "improvements",
+    )
+    new = sorted(k for k, o in outcomes.items() if o.status == "new")
+    if new:
+        out += [f"### New tests ({len(new)})", "", "Not in the baseline yet:", ""]
+        out += [f"- {_code(nodeid)}" for nodeid in new[:MAX_LISTED]]
+        if len(new) > MAX_LISTED:
+            out.append(f"- … and {len(new) - MAX_LISTED} more")
+        out.append("")
+    out += _notes(outcomes)
+    out += _table(run.tests, outcomes, max_rows)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _environment(run: Report) -> list[str]:
+    env = run.environment
+    parts = [f"{key} {env[key]}" for key in ("jax", "jaxlib") if env.get(key) not in (None, "")]
+    device = [str(env[k]) for k in ("backend", "device_kind") if env.get(k)]
+    if device:
+        parts.append(" ".join(dict.fromkeys(device)))
+    return parts
+
+
+def _code(text: str, in_table: bool = False) -> str:
+    """`text` as an inline code span, whatever backticks it holds."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    span = f"{fence}{pad}{text}{pad}{fence}"
+    # Inside a table a pipe ends the cell even in a code span; GitHub unescapes \| there.
+    return span.replace("|", "\\|") if in_table else span
+
+
+def _block(lines: Iterable[str]) -> list[str]:
+    """A fenced text block: causes hold `<lambda>`, `*` and brackets that markdown would eat."""
+    body = list(lines)
+    longest = max((len(run) for line in body for run in re.findall(r"`{3,}", line)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [f"{fence}text", *body, fence, ""]
+
+
+def _regression(outcome: Outcome) -> list[str]:
+    lines = [line for b in outcome.breaches if b.gated for line in report.breach_lines(b)]
+    lines += [f"note: {n}" for n in outcome.notes]
+    return _block(lines)
+
+
+def _section(
+    title: str,
+    nodeids: list[str],
+    body: Callable[[str], list[str]],
+    noun: str,
+    most: int = MAX_DETAILED,
+) -> list[str]:
+    if not nodeids:
+        return []
+    out = [f"### {title}", ""]
+    for nodeid in nodeids[:most]:
+        out += [f"#### {_code(nodeid)}", ""]
+        out += body(nodeid)
+    if len(nodeids) > most:
+        out += [f"… {len(nodeids) - most} more {noun} not shown here (see the table).", ""]
+    return out
+
+
+def _notes(outcomes: Mapping[str, Outcome]) -> list[str]:
+    """Why some tests were not gated, grouped: one environment change affects every test."""
+    groups: dict[str, list[str]] = {}
+    for nodeid, outcome in sorted(outcomes.items()):
+        for note in outcome.notes:
+            groups.setdefault(note, []).append(nodeid)
+    if not groups:
+        return []
+    out = ["### Not gated", ""]
+    for note, nodeids in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+        if len(nodeids) == 1:
+            out.append(f"- {_code(nodeids[0])}: {_escape(note)}")
+        else:
+            out.append(f"- {_plural(len(nodeids), 'test')}: {_escape(note)}")
+    return out + [""]
+
+
+def _escape(text: str) -> str:
+    """Text that renders as written (what could start emphasis, code, a tag or a link is
+    backslash-escaped) and stays legible as plain text."""
+    return re.sub(r"([\\`*<\[\]|])", r"\\\1", text)
+
+
+def status_of(record: TestRecord, outcome: Outcome | None) -> str:
+    """The status column, worded as in the terminal summary."""
+    if outcome is None:
+        return record.outcome
+    if outcome.failed:
+        status = "REGRESSED" if outcome.status == "regressed" else "OVER LIMIT"
+    elif outcome.breaches:
+        status = "reported only"
+    else:
+        status = outcome.status
+    if outcome.notes and not outcome.failed:
+        status += " (not gated)"
+    return status
+
+
+def _table(
+    records: Mapping[str, TestRecord], outcomes: Mapping[str, Outcome], max_rows: int
+) -> list[str]:
+    if not records:
+        return ["No test was recorded.", ""]
+    rows = [(status_of(rec, outcomes.get(k)), k, rec) for k, rec in records.items()]
+    rows.sort(key=lambda r: (_RANK.get(r[0].split(" (")[0], 4), r[1]))
+    out = [
+        f"### All recorded tests ({len(rows)})",
+        "",
+        "| test | traces | compiles | compile s (trace / lower / backend) | status |",
+        "|:--|--:|--:|:--|:--|",
+    ]
+    for status, nodeid, rec in rows[:max_rows]:
+        out.append(
+            f"| {_code(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | {rec.total_s:.3f} "
+            f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | {status} |"
+        )
+    if len(rows) > max_rows:
+        out += [
+            "",
+            f"… {len(rows) - max_rows} more tests not shown (the run's JSON report has all).",
+        ]
+    return out + [""]

@@ -1,0 +1,123 @@
+"""Hand-built reports, baselines and outcomes for the report-format tests (no jax needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_jaxperf.compare import Outcome, evaluate
+from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.environment import timing_differences
+from pytest_jaxperf.model import FunctionRecord, Report
+from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
+
+ENV = {
+    "backend": "cpu",
+    "cpu": "AMD EPYC",
+    "cpu_count": 2,
+    "device_count": 1,
+    "device_kind": "cpu",
+    "jax": "0.10.2",
+    "jaxlib": "0.10.2",
+    "python": "3.11.7",
+    "x64": False,
+}
+
+REGRESSED = "tests/test_sim.py::test_step"
+IMPROVED = "tests/test_sim.py::test_solver"
+NEW = "tests/test_sim.py::test_new[a|b]"
+OK = "tests/test_sim.py::test_ok"
+
+
+def fn(
+    name: str,
+    site: str,
+    traces: int = 1,
+    compiles: int | None = None,
+    trace_s: float = 0.01,
+    lower_s: float = 0.01,
+    compile_s: float = 0.1,
+    reasons: tuple[str, ...] = (),
+) -> FunctionRecord:
+    compiles = traces if compiles is None else compiles
+    return FunctionRecord(
+        name=name,
+        site=site,
+        traces=traces,
+        lowerings=compiles,
+        compiles=compiles,
+        trace_s=trace_s,
+        lower_s=lower_s,
+        compile_s=compile_s,
+        retrace_reasons=list(reasons),
+    )
+
+
+def rec(*functions: FunctionRecord, benchmarks: dict[str, Any] | None = None) -> Record:
+    record = Record(functions={f.key: f for f in functions}, benchmarks=benchmarks or {})
+    record.recompute_totals()
+    return record
+
+
+def bench(median: float, spread: float = 0.05, n: int = 40, eqns: int = 12) -> dict[str, Any]:
+    """A benchmark entry shaped like the fixture's, with per-round samples around `median`."""
+    samples = [median * (1 + spread * ((i * 7919) % n - n / 2) / n) for i in range(n)]
+    ordered = sorted(samples)
+    return {
+        "kind": "benchmark",
+        "first_call_s": 0.2,
+        "jaxpr_eqns": eqns,
+        "hlo_ops": 30,
+        "runtime": {
+            "min_s": ordered[0],
+            "max_s": ordered[-1],
+            "median_s": median,
+            "mean_s": sum(samples) / n,
+            "stddev_s": median * spread / 4,
+            "q1_s": ordered[n // 4],
+            "q3_s": ordered[3 * n // 4],
+            "iqr_s": ordered[3 * n // 4] - ordered[n // 4],
+            "rounds": n,
+            "iterations": 100,
+            "outliers": 0,
+            "samples_s": samples,
+        },
+    }
+
+
+def baseline_and_run() -> tuple[Report, Report]:
+    """A baseline and a run with one regressed, one improved, one new and one unchanged test."""
+    base = Report(
+        environment=dict(ENV),
+        tests={
+            REGRESSED: rec(fn("step", "pkg/sim.py:12"), benchmarks={"step": bench(1.0e-3)}),
+            IMPROVED: rec(fn("solve", "pkg/solve.py:40", traces=3, compile_s=0.3)),
+            OK: rec(fn("<lambda>", "pkg/sim.py:30", compile_s=0.05)),
+        },
+    )
+    run = Report(
+        environment=dict(ENV),
+        tests={
+            REGRESSED: rec(
+                fn("step", "pkg/sim.py:12", traces=2, reasons=("x: f32[3] -> f32[4]",)),
+                benchmarks={"step": bench(1.6e-3)},
+            ),
+            IMPROVED: rec(fn("solve", "pkg/solve.py:40", traces=1, compile_s=0.1)),
+            NEW: rec(fn("fresh", "pkg/new.py:1"), benchmarks={"fresh": bench(2e-5)}),
+            OK: rec(fn("<lambda>", "pkg/sim.py:30", compile_s=0.05)),
+        },
+    )
+    return base, run
+
+
+def outcomes_for(base: Report | None, run: Report) -> dict[str, Outcome]:
+    differences = timing_differences(base.environment, run.environment) if base else []
+    return {
+        nodeid: evaluate(
+            record,
+            base.tests.get(nodeid) if base else None,
+            MarkerLimits(),
+            Tolerances(),
+            differences,
+        )
+        for nodeid, record in run.tests.items()
+    }

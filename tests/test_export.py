@@ -1,0 +1,138 @@
+"""Unit tests for pytest_jaxperf.export: github-action-benchmark and Bencher formats."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, rec
+
+from pytest_jaxperf.export import to_bencher, to_github_action_benchmark
+from pytest_jaxperf.model import Report
+
+
+def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in entries}
+
+
+def test_github_action_benchmark_entries_per_test_and_metric() -> None:
+    _, run = baseline_and_run()
+    entries = to_github_action_benchmark(run)
+    json.dumps(entries, allow_nan=False)  # valid JSON
+    for entry in entries:
+        assert set(entry) <= {"name", "unit", "value", "range", "extra"}
+        assert isinstance(entry["name"], str) and isinstance(entry["unit"], str)
+        assert isinstance(entry["value"], (int, float)) and not isinstance(entry["value"], bool)
+        assert isinstance(entry.get("extra", ""), str)
+    named = by_name(entries)
+    assert len(named) == len(entries)  # names are unique
+    assert named[f"{REGRESSED} traces"] == {
+        "name": f"{REGRESSED} traces",
+        "unit": "traces",
+        "value": 2,
+    }
+    assert named[f"{REGRESSED} compiles"]["value"] == 2
+    compile_time = named[f"{REGRESSED} compile time"]
+    assert (compile_time["unit"], compile_time["value"]) == ("s", 0.12)
+    assert compile_time["extra"].splitlines() == [
+        "trace 0.010000 s",
+        "lower 0.010000 s",
+        "backend compile 0.100000 s",
+    ]
+    runtime = named[f"{REGRESSED}::step runtime median"]
+    assert (runtime["unit"], runtime["value"]) == ("s", 1.6e-3)
+    assert "rounds 40" in runtime["extra"] and "min " in runtime["extra"]
+    # Four tests x three metrics, plus the two benchmarks with a runtime.
+    assert len(entries) == 4 * 3 + 2
+    assert f"{OK}::" not in " ".join(named)
+
+
+def test_github_action_benchmark_marks_tests_that_did_not_pass() -> None:
+    _, run = baseline_and_run()
+    run.tests[IMPROVED].outcome = "failed"
+    named = by_name(to_github_action_benchmark(run))
+    assert named[f"{IMPROVED} traces"]["extra"] == "test outcome: failed"
+    assert named[f"{IMPROVED} compile time"]["extra"].endswith("\ntest outcome: failed")
+
+
+def check_bmf(doc: Any) -> None:
+    """The BMF JSON schema: benchmark -> measure -> {value, lower_value?, upper_value?}."""
+    json.dumps(doc, allow_nan=False)
+    assert isinstance(doc, dict)
+    for name, measures in doc.items():
+        assert isinstance(name, str) and 0 < len(name) <= 1024
+        assert isinstance(measures, dict) and measures
+        for slug, metric in measures.items():
+            assert isinstance(slug, str) and 0 < len(slug) <= 64
+            assert set(metric) <= {"value", "lower_value", "upper_value"} and "value" in metric
+            for value in metric.values():
+                assert isinstance(value, (int, float)) and not isinstance(value, bool)
+            assert metric.get("lower_value", metric["value"]) <= metric["value"]
+            assert metric.get("upper_value", metric["value"]) >= metric["value"]
+
+
+def test_bencher_measures_per_test_and_per_benchmark() -> None:
+    _, run = baseline_and_run()
+    doc = to_bencher(run)
+    check_bmf(doc)
+    assert sorted(doc) == sorted([*run.tests, f"{REGRESSED}::step", f"{NEW}::fresh"])
+    assert doc[REGRESSED] == {
+        "traces": {"value": 2},
+        "compiles": {"value": 2},
+        "compile-time": {"value": 0.12},
+    }
+    step = run.tests[REGRESSED].benchmarks["step"]["runtime"]
+    assert doc[f"{REGRESSED}::step"] == {
+        "runtime": {
+            "value": 1.6e-3,
+            "lower_value": step["min_s"],
+            "upper_value": step["q3_s"],
+        },
+        "jaxpr-equations": {"value": 12},
+    }
+
+
+@pytest.mark.parametrize(
+    ("runtime", "upper"),
+    [
+        ({"median_s": 2.0, "p75_s": 2.5, "iqr_s": 1.0}, 2.5),
+        ({"median_s": 2.0, "samples_s": [1.0, 2.0, 3.0, 4.0, 5.0]}, 4.0),
+        ({"median_s": 2.0, "iqr_s": 1.0}, 2.5),
+        ({"median_s": 2.0}, None),
+        ({"median_s": 2.0, "q3_s": 1.0}, None),  # inconsistent: left out
+    ],
+)
+def test_bencher_upper_value_sources(runtime: dict[str, Any], upper: float | None) -> None:
+    run = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": {"runtime": runtime}})})
+    metric = to_bencher(run)["t::a::b"]["runtime"]
+    check_bmf(to_bencher(run))
+    assert metric.get("upper_value") == upper
+    assert "lower_value" not in metric
+
+
+def test_benchmarks_without_measurements_are_not_exported() -> None:
+    record = rec(
+        fn("f", "m.py:1"),
+        benchmarks={
+            "sizes": {"kind": "scaling", "metric": "jaxpr_eqns", "values": [1, 2]},
+            "off": {"kind": "benchmark", "first_call_s": None, "runtime": None},
+            "eqns": {"kind": "benchmark", "jaxpr_eqns": 7},
+            "bad": "not an object",
+        },
+    )
+    run = Report(tests={"t::a": record})
+    doc = to_bencher(run)
+    check_bmf(doc)
+    assert sorted(doc) == ["t::a", "t::a::eqns"]
+    assert doc["t::a::eqns"] == {"jaxpr-equations": {"value": 7}}
+    assert [e["name"] for e in to_github_action_benchmark(run)] == [
+        "t::a traces",
+        "t::a compiles",
+        "t::a compile time",
+    ]
+
+
+def test_an_empty_run_exports_empty_documents() -> None:
+    assert to_github_action_benchmark(Report()) == []
+    assert to_bencher(Report()) == {}

@@ -1,0 +1,164 @@
+"""Unit tests for pytest_jaxperf.history: entries, JSON Lines appends and loading."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from _jaxperf_data import ENV, NEW, REGRESSED, baseline_and_run, fn, rec
+
+from pytest_jaxperf import history
+from pytest_jaxperf.baseline import BaselineError
+from pytest_jaxperf.model import Report
+
+WHEN = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
+
+
+def test_entry_holds_time_environment_and_key_metrics(tmp_path: Path) -> None:
+    _, run = baseline_and_run()
+    run.tests[REGRESSED].outcome = "failed"
+    entry = history.make_entry(run, WHEN, cwd=tmp_path)
+    assert entry["schema"] == history.SCHEMA
+    assert entry["time"] == "2025-03-04T05:06:07Z"
+    assert entry["environment"] == ENV
+    assert "commit" not in entry and "dirty" not in entry  # tmp_path is no git work tree
+    assert entry["tests"][REGRESSED] == {
+        "traces": 2,
+        "compiles": 2,
+        "compile_s": 0.12,  # trace 0.01 + lower 0.01 + backend 0.1
+        "outcome": "failed",
+        "runtime_s": {"step": 1.6e-3},
+    }
+    assert entry["tests"][NEW]["runtime_s"] == {"fresh": 2e-5}
+    assert "outcome" not in entry["tests"][NEW]
+    assert list(entry["tests"]) == sorted(run.tests)
+
+
+def test_time_is_converted_to_utc(tmp_path: Path) -> None:
+    berlin = timezone(timedelta(hours=1))
+    entry = history.make_entry(Report(), datetime(2025, 1, 1, 0, 30, tzinfo=berlin), tmp_path)
+    assert entry["time"] == "2024-12-31T23:30:00Z"
+    now = history.make_entry(Report(), cwd=tmp_path)["time"]
+    assert now.endswith("Z") and abs(
+        datetime.fromisoformat(now[:-1]).replace(tzinfo=timezone.utc) - datetime.now(timezone.utc)
+    ) < timedelta(minutes=1)
+
+
+def test_benchmarks_without_a_runtime_are_left_out(tmp_path: Path) -> None:
+    record = rec(
+        fn("f", "m.py:1"),
+        benchmarks={
+            "scaling": {"kind": "scaling", "metric": "jaxpr_eqns"},
+            "broken": {"runtime": {"median_s": float("nan")}},
+            "none": {"runtime": None},
+        },
+    )
+    entry = history.make_entry(Report(tests={"t::a": record}), WHEN, tmp_path)
+    assert "runtime_s" not in entry["tests"]["t::a"]
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.invalid", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+    )
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_commit_and_dirty_flag_in_a_git_work_tree(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "a.py").write_text("x = 1\n")
+    _git(tmp_path, "add", "a.py")
+    _git(tmp_path, "commit", "-q", "-m", "one")
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True, check=True
+    ).stdout.strip()
+    entry = history.make_entry(Report(), WHEN, cwd=tmp_path)
+    assert (entry["commit"], entry["dirty"]) == (head, False)
+    (tmp_path / "report.json").write_text("{}")  # untracked files do not count
+    assert history.make_entry(Report(), WHEN, cwd=tmp_path)["dirty"] is False
+    (tmp_path / "a.py").write_text("x = 2\n")
+    assert history.make_entry(Report(), WHEN, cwd=tmp_path)["dirty"] is True
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_repository_without_commits_has_no_commit(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q")
+    assert "commit" not in history.make_entry(Report(), WHEN, cwd=tmp_path)
+
+
+def test_no_git_or_a_slow_git_leaves_the_fields_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert "commit" not in history.make_entry(Report(), WHEN, cwd=Path.cwd())
+    monkeypatch.undo()
+
+    def slow(*args: object, **kwargs: object) -> None:
+        raise subprocess.TimeoutExpired("git", history.GIT_TIMEOUT_S)
+
+    monkeypatch.setattr(history.subprocess, "run", slow)
+    entry = history.make_entry(Report(), WHEN, cwd=Path.cwd())
+    assert "commit" not in entry and "dirty" not in entry
+
+
+def test_append_writes_one_line_per_run_and_load_reads_them_back(tmp_path: Path) -> None:
+    _, run = baseline_and_run()
+    path = tmp_path / "deep" / "er" / "history.jsonl"
+    first = history.make_entry(run, WHEN, tmp_path)
+    second = history.make_entry(run, WHEN + timedelta(days=1), tmp_path)
+    history.append(path, first)
+    history.append(path, second)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2
+    assert [json.loads(line)["time"] for line in lines] == [first["time"], second["time"]]
+    assert history.load(path) == [first, second]
+
+
+def test_load_of_a_missing_file_is_empty_and_blank_lines_are_skipped(tmp_path: Path) -> None:
+    assert history.load(tmp_path / "nope.jsonl") == []
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"tests": {}}\n\n   \n{"tests": {"t": {}}}\n', encoding="utf-8")
+    assert history.load(path) == [{"tests": {}}, {"tests": {"t": {}}}]
+
+
+@pytest.mark.parametrize(
+    ("second_line", "message"),
+    [
+        ('{"tests": {', "not a JSON line of a pytest-jaxperf history (column 12"),
+        ("[1, 2]", "not a pytest-jaxperf history entry"),
+        ('{"tests": []}', "not a pytest-jaxperf history entry"),
+        ('{"schema": "other/9", "tests": {}}', "history schema 'other/9'"),
+    ],
+)
+def test_a_bad_line_names_the_file_and_line(tmp_path: Path, second_line: str, message: str) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"tests": {}}\n' + second_line + "\n", encoding="utf-8")
+    with pytest.raises(BaselineError) as info:
+        history.load(path)
+    assert str(info.value).startswith(f"{path}:2: ")
+    assert message in str(info.value)
+    assert str(info.value).endswith("fix or delete that line")
+
+
+def test_an_unfinished_last_line_does_not_swallow_the_next_entry(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"tests": {}}\n{"tests": {"t::a": {"tra', encoding="utf-8")
+    history.append(path, {"tests": {"t::b": {"traces": 1}}})
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[2] == '{"tests":{"t::b":{"traces":1}}}'
+    with pytest.raises(BaselineError, match=r":2: "):
+        history.load(path)
+
+
+def test_append_refuses_values_json_cannot_hold(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    with pytest.raises(ValueError, match="JSON compliant"):
+        history.append(path, {"tests": {"t": {"compile_s": float("nan")}}})
+    assert not path.exists() or path.read_text() == ""
