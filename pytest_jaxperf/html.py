@@ -1,0 +1,423 @@
+"""A self-contained HTML report with embedded matplotlib plots (no scripts, no network)."""
+
+from __future__ import annotations
+
+import base64
+import html
+import inspect
+import io
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import _metrics, report
+from .compare import Outcome
+from .environment import timing_differences
+from .markdown import status_of
+from .model import Report, TestRecord
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure  # type: ignore[import-not-found,unused-ignore]
+    from matplotlib.patches import Patch  # type: ignore[import-not-found,unused-ignore]
+
+INSTALL_HINT = "--jaxperf-html needs matplotlib: pip install 'pytest-jaxperf[plot]'"
+
+MAX_CHART_TESTS = 30  # bars or panels in one chart
+MAX_TREND_TESTS = 10  # lines in the per-test trend chart
+MAX_DETAILED = 100  # tests shown with their causes
+MAX_TABLE_ROWS = 20_000
+
+PHASES = (("trace_s", "trace", "#4c72b0"), ("lower_s", "lower", "#dd8452"),
+          ("compile_s", "backend compile", "#55a868"))  # fmt: skip
+
+CSS = """
+body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328;
+       margin: 2em auto; max-width: 1100px; padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: .2em; } h2 { border-bottom: 1px solid #d0d7de;
+     padding-bottom: .2em; margin-top: 2em; } h3 { font-size: 1em; margin: 1.2em 0 .3em; }
+code, pre { font: 12.5px/1.4 ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; }
+pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 6px; padding: .7em;
+      overflow-x: auto; white-space: pre; }
+.tally { font-size: 1.15em; font-weight: 600; }
+.bad { color: #cf222e; } .good { color: #1a7f37; } .muted { color: #59636e; }
+table { border-collapse: collapse; font-size: 13px; }
+th, td { border: 1px solid #d0d7de; padding: 3px 8px; text-align: left; vertical-align: top; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+th { background: #f6f8fa; }
+img { max-width: 100%; height: auto; border: 1px solid #d0d7de; border-radius: 6px; }
+details summary { cursor: pointer; font-weight: 600; }
+"""
+
+
+def require_matplotlib() -> None:
+    """Raise ImportError with the install command when matplotlib is not importable."""
+    try:
+        import matplotlib  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
+    except ImportError:
+        raise ImportError(INSTALL_HINT) from None
+
+
+def render_html(
+    run: Report,
+    baseline: Report | None,
+    outcomes: Mapping[str, Outcome],
+    history: list[dict[str, Any]] | None = None,
+) -> str:
+    """One HTML document: tally, regressions with causes, compile-time split per test (now
+    against the baseline), runtime distributions against the baseline, trends over
+    `history` (with two entries or more) and a table of all recorded tests."""
+    require_matplotlib()
+    body: list[str] = ["<h1>pytest-jaxperf report</h1>"]
+    body += _summary(run, baseline, outcomes)
+    body += _verdicts(outcomes)
+    body += _compile_chart(run, baseline, outcomes)
+    body += _runtime_chart(run, baseline)
+    body += _trends(history or [])
+    body += _table(run, baseline, outcomes)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>pytest-jaxperf: {_e(report.tally(outcomes))}</title>\n"
+        f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
+    )
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+# -- text sections ---------------------------------------------------------------------------
+
+
+def _summary(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]) -> list[str]:
+    failed = any(o.failed for o in outcomes.values())
+    out = [
+        f'<p class="tally {"bad" if failed else "good"}">{_e(report.tally(outcomes))}</p>',
+        f'<p class="muted">{len(run.tests)} recorded tests'
+        + (f"; baseline with {len(baseline.tests)} tests" if baseline else "; no baseline")
+        + "</p>",
+    ]
+    if baseline is not None:
+        differences = timing_differences(baseline.environment, run.environment)
+        if differences:
+            out.append(
+                "<p>Timings are shown but not gated: the environment differs from the "
+                f"baseline's ({_e(', '.join(differences))}).</p>"
+            )
+    if run.environment:
+        rows = "".join(
+            f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in sorted(run.environment.items())
+        )
+        out.append(f"<details><summary>Environment</summary><table>{rows}</table></details>")
+    return out
+
+
+def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
+    out: list[str] = []
+    failed = sorted(k for k, o in outcomes.items() if o.failed)
+    if failed:
+        out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
+        for nodeid in failed[:MAX_DETAILED]:
+            o = outcomes[nodeid]
+            lines = [line for b in o.breaches if b.gated for line in report.breach_lines(b)]
+            lines += [f"note: {n}" for n in o.notes]
+            out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
+        out += _more(len(failed), MAX_DETAILED, "regressions")
+    reported = sorted(k for k, o in outcomes.items() if o.breaches and not o.failed)
+    if reported:
+        out.append(f"<h2>Reported only, not gated ({len(reported)})</h2>")
+        for nodeid in reported[:MAX_DETAILED]:
+            lines = [line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)]
+            out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
+        out += _more(len(reported), MAX_DETAILED, "tests")
+    improved = sorted(k for k, o in outcomes.items() if o.status == "improved")
+    if improved:
+        out.append(f'<h2 class="good">Improvements ({len(improved)})</h2><ul>')
+        out += [
+            f"<li><code>{_e(k)}</code>: {_e('; '.join(outcomes[k].improvements))}</li>"
+            for k in improved[:MAX_DETAILED]
+        ]
+        out.append("</ul>")
+        out += _more(len(improved), MAX_DETAILED, "improvements")
+    new = sorted(k for k, o in outcomes.items() if o.status == "new")
+    if new:
+        out.append(f"<h2>New tests ({len(new)})</h2><p>Not in the baseline yet.</p><ul>")
+        out += [f"<li><code>{_e(k)}</code></li>" for k in new[:MAX_DETAILED]]
+        out.append("</ul>")
+        out += _more(len(new), MAX_DETAILED, "new tests")
+    notes: dict[str, int] = {}
+    for o in outcomes.values():
+        for n in o.notes:
+            notes[n] = notes.get(n, 0) + 1
+    if notes:
+        out.append("<h2>Not gated</h2><ul>")
+        out += [
+            f"<li>{count} test{'s' if count != 1 else ''}: {_e(n)}</li>"
+            for n, count in sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
+        out.append("</ul>")
+    return out
+
+
+def _more(total: int, shown: int, noun: str) -> list[str]:
+    if total <= shown:
+        return []
+    return [f'<p class="muted">… {total - shown} more {noun} (see the table below).</p>']
+
+
+def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]) -> list[str]:
+    if not run.tests:
+        return ["<p>No test was recorded.</p>"]
+    head = (
+        "<tr><th>test</th><th>traces</th><th>compiles</th>"
+        "<th>compile s (trace / lower / backend)</th><th>baseline compile s</th>"
+        "<th>runtime median</th><th>status</th></tr>"
+    )
+    rows = [
+        f"<details><summary>All recorded tests ({len(run.tests)})</summary>",
+        f"<table>{head}",
+    ]
+    for nodeid, rec in sorted(run.tests.items())[:MAX_TABLE_ROWS]:
+        base = baseline.tests.get(nodeid) if baseline else None
+        runtimes = ", ".join(
+            f"{label}: {_metrics.seconds(m)}"
+            for label, bench in _metrics.benchmarks(rec.benchmarks)
+            if (m := _metrics.median_s(bench)) is not None
+        )
+        status = status_of(rec, outcomes.get(nodeid))
+        css = ' class="bad"' if status.startswith(("REGRESSED", "OVER")) else ""
+        rows.append(
+            f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
+            f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "
+            f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f})</td>"
+            f"<td class=num>{f'{base.total_s:.3f}' if base else '-'}</td>"
+            f"<td>{_e(runtimes) or '-'}</td><td{css}>{_e(status)}</td></tr>"
+        )
+    rows.append("</table>")
+    rows += _more(len(run.tests), MAX_TABLE_ROWS, "tests not in this table")
+    rows.append("</details>")
+    return rows
+
+
+# -- charts ----------------------------------------------------------------------------------
+
+
+def _figure(width: float, height: float) -> Figure:
+    """A figure drawn by the Agg canvas directly: no pyplot, no global backend switch."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # type: ignore[import-not-found,unused-ignore]
+    from matplotlib.figure import Figure  # type: ignore[import-not-found,unused-ignore]
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _img(fig: Figure, alt: str) -> str:
+    buf = io.BytesIO()
+    # No "Software" text chunk: the file should name nothing outside itself.
+    fig.savefig(buf, format="png", metadata={"Software": None})
+    data = base64.b64encode(buf.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{_e(alt)}">'
+
+
+def _label(text: str, most: int = 70) -> str:
+    """A chart label: shortened from the left (the test name is at the end), with `$` kept
+    from starting matplotlib's math mode."""
+    if len(text) > most:
+        text = "…" + text[-(most - 1) :]
+    return text.replace("$", r"\$")
+
+
+def _truncation(shown: int, total: int, what: str) -> str:
+    if shown >= total:
+        return ""
+    return f'<p class="muted">Showing {shown} of {total} {what}.</p>'
+
+
+def _compile_chart(
+    run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
+) -> list[str]:
+    if not run.tests:
+        return []
+    from matplotlib.colors import to_rgba  # type: ignore[import-not-found,unused-ignore]
+    from matplotlib.patches import Patch  # type: ignore[import-not-found,unused-ignore]
+
+    def priority(item: tuple[str, TestRecord]) -> tuple[bool, float, str]:
+        nodeid, rec = item
+        outcome = outcomes.get(nodeid)
+        return (not (outcome is not None and outcome.failed), -rec.total_s, nodeid)
+
+    chosen = sorted(run.tests.items(), key=priority)[:MAX_CHART_TESTS]
+    bars: list[tuple[str, TestRecord, bool]] = []  # (label, record, is_baseline)
+    for nodeid, rec in chosen:
+        bars.append((_label(nodeid), rec, False))
+        base = baseline.tests.get(nodeid) if baseline else None
+        if base is not None:
+            bars.append(("baseline", base, True))
+
+    fig = _figure(10, 1.2 + 0.28 * len(bars))
+    ax = fig.add_subplot()
+    ys = list(range(len(bars)))[::-1]
+    lefts = [0.0] * len(bars)
+    legend: list[Patch] = []
+    for field, name, color in PHASES:
+        widths = [getattr(rec, field) for _, rec, _ in bars]
+        colors = [to_rgba(color, 0.4 if is_base else 1.0) for _, _, is_base in bars]
+        ax.barh(ys, widths, left=lefts, color=colors, height=0.8)
+        legend.append(Patch(color=color, label=name))
+        lefts = [left + width for left, width in zip(lefts, widths)]
+    ax.set_yticks(ys, [label for label, _, _ in bars], fontsize=8)
+    for tick, (_, _, is_base) in zip(ax.get_yticklabels(), bars):
+        if is_base:
+            tick.set_color("#59636e")
+            tick.set_fontstyle("italic")
+    ax.set_xlabel("seconds (trace + lower + backend compile)")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(handles=legend, loc="lower right", fontsize=8)
+    what = "tests (regressed first, then the longest compile times)"
+    return [
+        "<h2>Compile time per test</h2>",
+        "<p>Each test's compile time split into tracing, lowering and XLA backend "
+        + (
+            "compilation; the faded bar below a test is its baseline.</p>"
+            if baseline
+            else "compilation.</p>"
+        ),
+        _truncation(len(chosen), len(run.tests), what),
+        _img(fig, "compile time per test, split into trace, lower and backend compile"),
+    ]
+
+
+def _runtime_chart(run: Report, baseline: Report | None) -> list[str]:
+    panels: list[tuple[float, str, list[float], list[float]]] = []
+    for nodeid, rec in run.tests.items():
+        base_rec = baseline.tests.get(nodeid) if baseline else None
+        for label, bench in _metrics.benchmarks(rec.benchmarks):
+            now = _metrics.samples_s(bench)
+            if not now:
+                continue
+            base_bench = base_rec.benchmarks.get(label) if base_rec else None
+            before = _metrics.samples_s(base_bench) if isinstance(base_bench, Mapping) else []
+            base_median = statistics.median(before) if before else 0.0
+            ratio = statistics.median(now) / base_median if base_median > 0 else 0.0
+            panels.append((ratio, f"{nodeid}::{label}", now, before))
+    if not panels:
+        return []
+    # The biggest slowdowns first; benchmarks without a baseline last.
+    panels.sort(key=lambda p: (-p[0], p[1]))
+    chosen = panels[:MAX_CHART_TESTS]
+    # matplotlib 3.10 replaced vert=False by orientation= (and deprecated vert).
+    from matplotlib.axes import Axes  # type: ignore[import-not-found,unused-ignore]
+
+    horizontal: dict[str, Any] = (
+        {"orientation": "horizontal"}
+        if "orientation" in inspect.signature(Axes.boxplot).parameters
+        else {"vert": False}
+    )
+    cols = 2 if len(chosen) > 1 else 1
+    rows = math.ceil(len(chosen) / cols)
+    fig = _figure(10, 0.4 + 1.35 * rows)
+    for i, (ratio, name, now, before) in enumerate(chosen):
+        ax = fig.add_subplot(rows, cols, i + 1)
+        scale, unit = _time_unit(max(now + before))
+        data = (
+            [[v * scale for v in before], [v * scale for v in now]]
+            if before
+            else [[v * scale for v in now]]
+        )
+        labels = ["baseline", "now"] if before else ["now"]
+        box = ax.boxplot(
+            data, widths=0.6, patch_artist=True, flierprops={"markersize": 2}, **horizontal
+        )
+        ax.set_yticks(range(1, len(data) + 1), labels)
+        for patch, color in zip(box["boxes"], ["#c8d1dc", "#4c72b0"][-len(data) :]):
+            patch.set_facecolor(color)
+        title = _label(name, 60)
+        if ratio > 0:
+            title += f"  (median ×{ratio:.2f})"
+        ax.set_title(title, fontsize=8, loc="left", color="#cf222e" if ratio > 1.1 else "black")
+        ax.set_xlabel(unit, fontsize=7)
+        ax.tick_params(labelsize=7)
+        ax.grid(axis="x", alpha=0.3)
+    return [
+        "<h2>Steady-state runtime</h2>",
+        "<p>Per-round seconds of each benchmark, now against the baseline (box: quartiles, "
+        "line: median, whiskers: 1.5 IQR).</p>",
+        _truncation(len(chosen), len(panels), "benchmarks (largest slowdowns first)"),
+        _img(fig, "runtime distributions per benchmark, now against the baseline"),
+    ]
+
+
+def _time_unit(largest: float) -> tuple[float, str]:
+    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
+        if largest * scale >= 1:
+            return scale, unit
+    return 1e9, "ns"
+
+
+def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    entries = [e for e in history if isinstance(e.get("tests"), Mapping)]
+    if len(entries) < 2:
+        return []
+    from matplotlib.ticker import MaxNLocator  # type: ignore[import-not-found,unused-ignore]
+
+    xs = list(range(len(entries)))
+    series: dict[str, list[float]] = {}
+    total_s: list[float] = []
+    total_compiles: list[float] = []
+    for i, entry in enumerate(entries):
+        seconds = compiles = 0.0
+        for nodeid, item in entry["tests"].items():
+            if not isinstance(item, Mapping):
+                continue
+            value = _metrics.number(item.get("compile_s"))
+            if value is not None:
+                seconds += value
+                series.setdefault(nodeid, [math.nan] * len(entries))[i] = value
+            compiles += _metrics.number(item.get("compiles")) or 0.0
+        total_s.append(seconds)
+        total_compiles.append(compiles)
+
+    fig = _figure(10, 5.6)
+    top, bottom = fig.subplots(2, 1, sharex=True)
+    top.plot(xs, total_s, marker="o", markersize=3, color="#4c72b0")
+    top.set_ylabel("compile s, all tests", color="#4c72b0")
+    twin = top.twinx()
+    twin.plot(xs, total_compiles, marker="s", markersize=3, color="#dd8452")
+    twin.set_ylabel("compiles, all tests", color="#dd8452")
+    twin.yaxis.set_major_locator(MaxNLocator(integer=True))
+    top.grid(alpha=0.3)
+
+    def spread(values: list[float]) -> float:
+        finite = [v for v in values if not math.isnan(v)]
+        return max(finite) - min(finite) if finite else 0.0
+
+    movers = sorted(series, key=lambda k: (-spread(series[k]), k))[:MAX_TREND_TESTS]
+    for nodeid in movers:
+        bottom.plot(xs, series[nodeid], marker="o", markersize=3, label=_label(nodeid, 60))
+    bottom.set_ylabel("compile s per test")
+    bottom.grid(alpha=0.3)
+    if movers:
+        bottom.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    step = max(1, math.ceil(len(entries) / 12))
+    ticks = xs[::step]
+    bottom.set_xticks(ticks, [_run_label(entries[i], i) for i in ticks], fontsize=7, rotation=30)
+    bottom.set_xlabel("run")
+    return [
+        "<h2>Trends</h2>",
+        f"<p>{len(entries)} runs of the history. Top: compile seconds and compiles of all "
+        "tests per run. Bottom: compile seconds of the tests that changed most.</p>",
+        _truncation(len(movers), len(series), "tests in the per-test trend (largest changes)"),
+        _img(fig, "compile time and compiles across the runs of the history"),
+    ]
+
+
+def _run_label(entry: Mapping[str, Any], index: int) -> str:
+    """'#3 1a2b3c4*' (commit, * when dirty), else '#3 2025-01-31', else '#3'."""
+    commit, when = entry.get("commit"), entry.get("time")
+    if isinstance(commit, str) and commit:
+        return f"#{index + 1} {commit[:7]}{'*' if entry.get('dirty') else ''}"
+    if isinstance(when, str) and when:
+        return f"#{index + 1} {when[:10]}"
+    return f"#{index + 1}"
