@@ -98,9 +98,11 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
-def load(path: Path) -> list[dict[str, Any]]:
-    """The entries of a history file in order; [] when it does not exist. A line that is not
-    a JSON object raises BaselineError naming the file and the line (blank lines are skipped)."""
+def load(path: Path, *, last: int | None = None) -> list[dict[str, Any]]:
+    """The entries of a history file in order (only the final `last` ones when given: a long
+    history need not be parsed whole for a plot); [] when it does not exist. A line that is
+    not a JSON object raises BaselineError naming the file and the line (blank lines are
+    skipped)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -109,9 +111,10 @@ def load(path: Path) -> list[dict[str, Any]]:
         raise BaselineError(f"cannot read history {path}: {exc}") from None
     entries: list[dict[str, Any]] = []
     hint = "fix or delete that line"
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
+    lines = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
+    if last is not None:
+        lines = lines[max(0, len(lines) - last) :] if last > 0 else []
+    for number, line in lines:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:

@@ -203,14 +203,34 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
 # -- charts ----------------------------------------------------------------------------------
 
 
-def _figure(width: float, height: float) -> Figure:
-    """A figure drawn by the Agg canvas directly: no pyplot, no global backend switch."""
+def _figure(
+    width: float,
+    height: float,
+    left: float = 0.8,
+    right: float = 0.3,
+    top: float = 0.3,
+    bottom: float = 0.6,
+) -> Figure:
+    """A figure drawn by the Agg canvas directly (no pyplot, no global backend switch), with
+    fixed margins in inches: a layout engine would measure every label and cost seconds."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg  # type: ignore[import-not-found,unused-ignore]
     from matplotlib.figure import Figure  # type: ignore[import-not-found,unused-ignore]
 
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    fig = Figure(figsize=(width, height), dpi=100)
     FigureCanvasAgg(fig)
+    fig.subplots_adjust(
+        left=min(left / width, 0.6),
+        right=1 - right / width,
+        top=1 - top / height,
+        bottom=min(bottom / height, 0.4),
+    )
     return fig
+
+
+def _label_inches(labels: Sequence[str], fontsize: float) -> float:
+    """About how wide the longest label is drawn (DejaVu Sans averages ~0.55 em per char)."""
+    longest = max((len(label) for label in labels), default=0)
+    return longest * fontsize * 0.55 / 72 + 0.25
 
 
 def _img(fig: Figure, alt: str) -> str:
@@ -256,7 +276,9 @@ def _compile_chart(
         if base is not None:
             bars.append(("baseline", base, True))
 
-    fig = _figure(10, 1.2 + 0.28 * len(bars))
+    fig = _figure(
+        11, 1.0 + 0.24 * len(bars), left=_label_inches([b[0] for b in bars], 8), bottom=0.55
+    )
     ax = fig.add_subplot()
     ys = list(range(len(bars)))[::-1]
     lefts = [0.0] * len(bars)
@@ -268,6 +290,7 @@ def _compile_chart(
         legend.append(Patch(color=color, label=name))
         lefts = [left + width for left, width in zip(lefts, widths)]
     ax.set_yticks(ys, [label for label, _, _ in bars], fontsize=8)
+    ax.set_ylim(-0.6, len(bars) - 0.4)
     for tick, (_, _, is_base) in zip(ax.get_yticklabels(), bars):
         if is_base:
             tick.set_color("#59636e")
@@ -290,7 +313,7 @@ def _compile_chart(
 
 
 def _runtime_chart(run: Report, baseline: Report | None) -> list[str]:
-    panels: list[tuple[float, str, list[float], list[float]]] = []
+    found: list[tuple[float, str, list[float], list[float]]] = []
     for nodeid, rec in run.tests.items():
         base_rec = baseline.tests.get(nodeid) if baseline else None
         for label, bench in _metrics.benchmarks(rec.benchmarks):
@@ -301,59 +324,68 @@ def _runtime_chart(run: Report, baseline: Report | None) -> list[str]:
             before = _metrics.samples_s(base_bench) if isinstance(base_bench, Mapping) else []
             base_median = statistics.median(before) if before else 0.0
             ratio = statistics.median(now) / base_median if base_median > 0 else 0.0
-            panels.append((ratio, f"{nodeid}::{label}", now, before))
-    if not panels:
+            found.append((ratio, f"{nodeid}::{label}", now, before))
+    if not found:
         return []
     # The biggest slowdowns first; benchmarks without a baseline last.
-    panels.sort(key=lambda p: (-p[0], p[1]))
-    chosen = panels[:MAX_CHART_TESTS]
-    # matplotlib 3.10 replaced vert=False by orientation= (and deprecated vert).
-    from matplotlib.axes import Axes  # type: ignore[import-not-found,unused-ignore]
+    found.sort(key=lambda p: (-p[0], p[1]))
+    chosen = found[:MAX_CHART_TESTS]
 
-    horizontal: dict[str, Any] = (
-        {"orientation": "horizontal"}
-        if "orientation" in inspect.signature(Axes.boxplot).parameters
-        else {"vert": False}
-    )
-    cols = 2 if len(chosen) > 1 else 1
-    rows = math.ceil(len(chosen) / cols)
-    fig = _figure(10, 0.4 + 1.35 * rows)
-    for i, (ratio, name, now, before) in enumerate(chosen):
-        ax = fig.add_subplot(rows, cols, i + 1)
-        scale, unit = _time_unit(max(now + before))
-        data = (
-            [[v * scale for v in before], [v * scale for v in now]]
-            if before
-            else [[v * scale for v in now]]
-        )
-        labels = ["baseline", "now"] if before else ["now"]
-        box = ax.boxplot(
-            data, widths=0.6, patch_artist=True, flierprops={"markersize": 2}, **horizontal
-        )
-        ax.set_yticks(range(1, len(data) + 1), labels)
-        for patch, color in zip(box["boxes"], ["#c8d1dc", "#4c72b0"][-len(data) :]):
-            patch.set_facecolor(color)
-        title = _label(name, 60)
+    # One axes for all (30 small panels would take seconds to lay out): each benchmark's
+    # rounds divided by its reference median (the baseline's, else its own).
+    data: list[list[float]] = []
+    labels: list[str] = []
+    colors: list[str] = []
+    for ratio, name, now, before in chosen:
+        reference = statistics.median(before) if ratio > 0 else statistics.median(now)
+        reference = reference or 1.0
+        head = f"{_label(name, 60)}  {_metrics.seconds(statistics.median(now))}"
+        data.append([v / reference for v in now])
+        labels.append(head + (f"  ×{ratio:.2f}" if ratio > 0 else "  (no baseline)"))
+        colors.append("#cf222e" if ratio > 1.1 else "#4c72b0")
         if ratio > 0:
-            title += f"  (median ×{ratio:.2f})"
-        ax.set_title(title, fontsize=8, loc="left", color="#cf222e" if ratio > 1.1 else "black")
-        ax.set_xlabel(unit, fontsize=7)
-        ax.tick_params(labelsize=7)
-        ax.grid(axis="x", alpha=0.3)
+            data.append([v / reference for v in before])
+            labels.append(f"baseline  {_metrics.seconds(reference)}")
+            colors.append("#c8d1dc")
+    fig = _figure(11, 1.0 + 0.26 * len(data), left=_label_inches(labels, 7.5))
+    ax = fig.add_subplot()
+    positions = list(range(len(data), 0, -1))
+    box = ax.boxplot(
+        data,
+        positions=positions,
+        widths=0.7,
+        patch_artist=True,
+        flierprops={"markersize": 2},
+        **_horizontal(),
+    )
+    for patch, color in zip(box["boxes"], colors):
+        patch.set_facecolor(color)
+    ax.set_yticks(positions, labels, fontsize=7.5)
+    for tick, color in zip(ax.get_yticklabels(), colors):
+        if color == "#c8d1dc":
+            tick.set_color("#59636e")
+            tick.set_fontstyle("italic")
+    ax.axvline(1.0, color="#59636e", linewidth=0.8, linestyle="--")
+    ax.set_xlabel("per-round time / baseline median (1 = the baseline's median)")
+    ax.grid(axis="x", alpha=0.3)
     return [
         "<h2>Steady-state runtime</h2>",
-        "<p>Per-round seconds of each benchmark, now against the baseline (box: quartiles, "
-        "line: median, whiskers: 1.5 IQR).</p>",
-        _truncation(len(chosen), len(panels), "benchmarks (largest slowdowns first)"),
+        "<p>Per-round times of each benchmark relative to its baseline median, now against "
+        "the baseline (box: quartiles, line: median, whiskers: 1.5 IQR; the label gives the "
+        "median now and the ratio of the medians).</p>",
+        _truncation(len(chosen), len(found), "benchmarks (largest slowdowns first)"),
         _img(fig, "runtime distributions per benchmark, now against the baseline"),
     ]
 
 
-def _time_unit(largest: float) -> tuple[float, str]:
-    for scale, unit in ((1.0, "s"), (1e3, "ms"), (1e6, "µs")):
-        if largest * scale >= 1:
-            return scale, unit
-    return 1e9, "ns"
+def _horizontal() -> dict[str, Any]:
+    """boxplot's keyword for horizontal boxes: matplotlib 3.10 replaced (and deprecated)
+    vert=False with orientation='horizontal'."""
+    from matplotlib.axes import Axes  # type: ignore[import-not-found,unused-ignore]
+
+    if "orientation" in inspect.signature(Axes.boxplot).parameters:
+        return {"orientation": "horizontal"}
+    return {"vert": False}
 
 
 def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -379,7 +411,7 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
         total_s.append(seconds)
         total_compiles.append(compiles)
 
-    fig = _figure(10, 5.6)
+    fig = _figure(11, 6.0, left=0.8, right=4.2, bottom=0.9)
     top, bottom = fig.subplots(2, 1, sharex=True)
     top.plot(xs, total_s, marker="o", markersize=3, color="#4c72b0")
     top.set_ylabel("compile s, all tests", color="#4c72b0")

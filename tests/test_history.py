@@ -128,6 +128,17 @@ def test_load_of_a_missing_file_is_empty_and_blank_lines_are_skipped(tmp_path: P
     assert history.load(path) == [{"tests": {}}, {"tests": {"t": {}}}]
 
 
+def test_load_last_parses_only_the_final_entries(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    # A broken first line is not read when only the last two are asked for.
+    path.write_text('{"tests": {\n{"tests": {"a": {}}}\n\n{"tests": {"b": {}}}\n')
+    assert history.load(path, last=2) == [{"tests": {"a": {}}}, {"tests": {"b": {}}}]
+    assert history.load(path, last=1) == [{"tests": {"b": {}}}]
+    assert history.load(path, last=0) == []
+    with pytest.raises(BaselineError, match=r"h\.jsonl:1: "):
+        history.load(path, last=5)
+
+
 @pytest.mark.parametrize(
     ("second_line", "message"),
     [
