@@ -1,0 +1,311 @@
+"""How the report side of pytest-jaxperf scales with the size of a suite.
+
+Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]``
+
+Builds, in a temporary directory, a synthetic baseline and run report of ``--tests`` tests
+(1-4 jitted functions each with realistic counts, phase seconds and retrace causes; a fifth of
+the tests with a ``jaxperf.benchmark`` entry holding runtime statistics and 100 per-round
+samples, as the fixture writes them; the run has ~1% retrace regressions, ~2% improvements,
+~1% new tests and jittered timings), then measures, best of ``--repeat``:
+
+1. load baseline + load report + compare every test + save the merged baseline
+   (what the plugin does at the end of a ``--jaxperf --jaxperf-save`` run). Target < 1 s.
+2. markdown (``--jaxperf-markdown``) and HTML (``--jaxperf-html``, needs matplotlib)
+   generation without history. Target < 5 s together.
+3. a history of ``--runs`` runs: making and appending one entry per run, loading the whole
+   file, and the HTML report with the trends it adds.
+
+No jax needed; matplotlib for the HTML figures (skipped with a note when missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pytest_jaxperf import baseline as baseline_io
+from pytest_jaxperf import history
+from pytest_jaxperf.cli import evaluate_all
+from pytest_jaxperf.config import Tolerances
+from pytest_jaxperf.environment import timing_differences
+from pytest_jaxperf.markdown import render_markdown
+from pytest_jaxperf.model import FunctionRecord, Report, TestRecord
+
+T = TypeVar("T")
+
+TARGET_COMPARE_S = 1.0
+TARGET_REPORTS_S = 5.0
+
+ENV = {
+    "backend": "cpu",
+    "cpu": "AMD EPYC 7B13",
+    "cpu_count": 16,
+    "device_count": 1,
+    "device_kind": "cpu",
+    "jax": "0.10.2",
+    "jaxlib": "0.10.2",
+    "platform": "Linux-6.8-x86_64-with-glibc2.36",
+    "python": "3.11.7",
+    "x64": False,
+}
+NAMES = ["step", "loss", "update", "predict", "integrate", "<lambda>", "solve", "kernel"]
+CAUSES = [
+    "x: f32[128] -> f32[256]",
+    "static argument n: 3 -> 4",
+    "config jax_enable_x64: False -> True",
+    "function re-defined on every call (jit inside a loop?)",
+]
+
+
+def _function(rng: random.Random, module: int, index: int) -> FunctionRecord:
+    traces = rng.choice([1, 1, 1, 1, 2, 3])
+    scale = rng.lognormvariate(0, 0.8)
+    return FunctionRecord(
+        name=NAMES[(module + index) % len(NAMES)],
+        site=f"pkg/module_{module:03}.py:{10 + 17 * index}",
+        traces=traces,
+        lowerings=traces,
+        compiles=traces,
+        trace_s=round(0.004 * scale * traces, 6),
+        lower_s=round(0.006 * scale * traces, 6),
+        compile_s=round(0.05 * scale * traces, 6),
+        retrace_reasons=[rng.choice(CAUSES) for _ in range(traces - 1)],
+    )
+
+
+def _benchmark(rng: random.Random, median: float) -> dict[str, Any]:
+    samples = [median * rng.lognormvariate(0, 0.04) for _ in range(100)]
+    ordered = sorted(samples)
+    q1, q3 = ordered[25], ordered[75]
+    return {
+        "kind": "benchmark",
+        "first_call_s": round(0.1 + rng.random() * 0.3, 6),
+        "trace_s": 0.004,
+        "lower_s": 0.006,
+        "compile_s": 0.05,
+        "compiled_on_first_call": True,
+        "runtime": {
+            "min_s": ordered[0],
+            "max_s": ordered[-1],
+            "median_s": statistics.median(ordered),
+            "mean_s": statistics.fmean(ordered),
+            "stddev_s": statistics.stdev(ordered),
+            "q1_s": q1,
+            "q3_s": q3,
+            "iqr_s": q3 - q1,
+            "rounds": 100,
+            "iterations": rng.choice([1, 10, 100]),
+            "outliers": 2,
+            "samples_s": samples,
+        },
+        "jaxpr_eqns": rng.randint(5, 400),
+        "hlo_ops": rng.randint(10, 800),
+        "flops": float(rng.randint(1_000, 10_000_000)),
+        "bytes_accessed": float(rng.randint(1_000, 10_000_000)),
+        "temp_bytes": rng.randint(0, 1_000_000),
+    }
+
+
+def _record(rng: random.Random, i: int) -> TestRecord:
+    module = i // 25
+    rec = TestRecord(
+        functions={f.key: f for f in (_function(rng, module, j) for j in range(rng.randint(1, 4)))}
+    )
+    rec.recompute_totals()
+    rec.eager.compiles = rec.eager.lowerings = rng.randint(0, 5)
+    rec.eager.compile_s = round(0.02 * rec.eager.compiles, 6)
+    if i % 5 == 0:
+        rec.benchmarks = {"main": _benchmark(rng, 10 ** rng.uniform(-5, -2))}
+    return rec
+
+
+def _nodeid(i: int) -> str:
+    return f"tests/test_module_{i // 25:03}.py::test_case_{i % 25:02}[param-{i}]"
+
+
+def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
+    """A baseline and a run of `tests` tests, with regressions, improvements and new tests."""
+    rng = random.Random(seed)
+    base_tests = {_nodeid(i): _record(rng, i) for i in range(tests)}
+    run_tests: dict[str, TestRecord] = {}
+    for i, (nodeid, old) in enumerate(base_tests.items()):
+        if i % 100 == 99:
+            continue  # deleted test; its place is taken by a new one below
+        rec = TestRecord(
+            functions={
+                k: FunctionRecord(**{**vars(f), "retrace_reasons": list(f.retrace_reasons)})
+                for k, f in old.functions.items()
+            },
+            benchmarks={
+                label: {
+                    **b,
+                    "runtime": {
+                        **b["runtime"],
+                        "samples_s": [
+                            s * rng.lognormvariate(0, 0.03) for s in b["runtime"]["samples_s"]
+                        ],
+                    },
+                }
+                for label, b in old.benchmarks.items()
+            },
+        )
+        first = next(iter(rec.functions.values()))
+        if i % 100 == 7:  # a retrace regression
+            first.traces += 1
+            first.compiles += 1
+            first.lowerings += 1
+            first.retrace_reasons.append(rng.choice(CAUSES))
+        elif i % 50 == 3 and first.traces > 1:  # an improvement
+            first.traces = first.compiles = first.lowerings = 1
+            first.retrace_reasons = []
+        for f in rec.functions.values():
+            jitter = rng.lognormvariate(0, 0.1)
+            f.trace_s, f.lower_s, f.compile_s = (
+                round(v * jitter, 6) for v in (f.trace_s, f.lower_s, f.compile_s)
+            )
+        rec.recompute_totals()
+        rec.eager.add(old.eager)
+        run_tests[nodeid] = rec
+    for j in range(tests // 100):
+        run_tests[f"tests/test_new.py::test_added_{j:04}"] = _record(rng, tests + j)
+    return Report(dict(ENV), base_tests), Report(dict(ENV), run_tests)
+
+
+def best_of(repeat: int, call: Callable[[], T]) -> tuple[float, T]:
+    """The shortest wall time of `repeat` calls (gc collected before each), and a result."""
+    times, result = [], None
+    for _ in range(repeat):
+        gc.collect()
+        start = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - start)
+    assert result is not None
+    return min(times), result
+
+
+def _mb(path: Path) -> str:
+    return f"{path.stat().st_size / 1e6:.1f} MB"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tests", type=int, default=10_000, help="tests in the suite (10000)")
+    ap.add_argument("--runs", type=int, default=100, help="runs in the history (100)")
+    ap.add_argument("--repeat", type=int, default=3, help="best of this many timings (3)")
+    args = ap.parse_args(argv)
+    repeat = max(1, args.repeat)
+
+    print(f"pytest-jaxperf report scale: {args.tests} tests, history of {args.runs} runs")
+    print(f"python {sys.version.split()[0]}, best of {repeat}\n")
+    start = time.perf_counter()
+    base, run = build(args.tests)
+    print(f"synthetic data built in {time.perf_counter() - start:.2f} s")
+
+    with tempfile.TemporaryDirectory(prefix="jaxperf-scale-") as tmp:
+        root = Path(tmp)
+        base_path, run_path, saved_path = (
+            root / "baseline.json",
+            root / "run.json",
+            root / "new.json",
+        )
+        baseline_io.save(base_path, base)
+        baseline_io.save(run_path, run)
+        print(f"baseline {_mb(base_path)}, report {_mb(run_path)} ({len(run.tests)} tests)\n")
+
+        # 1. load + compare + save
+        t_load, (b, r) = best_of(
+            repeat, lambda: (baseline_io.load(base_path), baseline_io.load(run_path))
+        )
+        assert b is not None and r is not None
+        differences = timing_differences(b.environment, r.environment)
+        t_cmp, outcomes = best_of(repeat, lambda: evaluate_all(b, r, Tolerances(), differences))
+        merged = baseline_io.merge(b, r)
+        t_save, _ = best_of(repeat, lambda: baseline_io.save(saved_path, merged) or True)
+        total = t_load + t_cmp + t_save
+        failed = sum(o.failed for o in outcomes.values())
+        print("1. load baseline + report, compare all tests, save merged baseline")
+        print(
+            f"   load {t_load:.3f} s + compare {t_cmp:.3f} s + save {t_save:.3f} s "
+            f"= {total:.3f} s  (target < {TARGET_COMPARE_S:g} s: "
+            f"{'met' if total < TARGET_COMPARE_S else 'MISSED'}); "
+            f"{failed} regressions found"
+        )
+
+        # 2. markdown and HTML without history
+        t_md, md = best_of(repeat, lambda: render_markdown(r, outcomes, str(base_path)))
+        print("\n2. reports without history")
+        print(f"   markdown {t_md:.3f} s ({len(md.encode()) / 1e3:.0f} kB)")
+        html_mod = _html()
+        if html_mod is None:
+            print("   HTML: skipped, matplotlib is not installed (pip install matplotlib)")
+        else:
+            html_mod.render_html(Report(), None, {})  # matplotlib's import, paid once
+            t_html, page = best_of(repeat, lambda: html_mod.render_html(r, b, outcomes))
+            both = t_md + t_html
+            print(f"   HTML     {t_html:.3f} s ({len(page.encode()) / 1e6:.1f} MB)")
+            print(
+                f"   together {both:.3f} s  (target < {TARGET_REPORTS_S:g} s: "
+                f"{'met' if both < TARGET_REPORTS_S else 'MISSED'})"
+            )
+
+        # 3. history
+        hist_path = root / "history.jsonl"
+        when = datetime(2025, 1, 1, tzinfo=timezone.utc)
+        start = time.perf_counter()
+        t_entry = 0.0
+        for i in range(args.runs):
+            t0 = time.perf_counter()
+            entry = history.make_entry(r, when + timedelta(hours=i), cwd=root)
+            t_entry += time.perf_counter() - t0
+            history.append(hist_path, entry)
+        t_append_all = time.perf_counter() - start
+        t_git, _ = best_of(1, lambda: history.git_state(Path(__file__).resolve().parent))
+        t_hload, entries = best_of(repeat, lambda: history.load(hist_path))
+        print(
+            f"\n3. history of {args.runs} runs ({_mb(hist_path)}, "
+            f"{hist_path.stat().st_size / args.runs / 1e3:.0f} kB per run)"
+        )
+        print(
+            f"   make entry + append, per run: {t_append_all / args.runs * 1e3:.1f} ms "
+            f"(entry {t_entry / args.runs * 1e3:.1f} ms; git commit + dirty flag in this "
+            f"repository adds {t_git * 1e3:.0f} ms)"
+        )
+        print(f"   load all {len(entries)} runs: {t_hload:.3f} s")
+        if html_mod is not None:
+            t_hhtml, _ = best_of(repeat, lambda: html_mod.render_html(r, b, outcomes, entries))
+            print(
+                f"   HTML with the history: {t_hhtml:.3f} s "
+                f"(+{t_hhtml - t_html:.3f} s for the trends)"
+            )
+            per_run = t_append_all / args.runs
+            print(
+                f"   end of a run with --jaxperf-history and --jaxperf-html: append "
+                f"{per_run:.3f} s + load {t_hload:.3f} s + HTML {t_hhtml:.3f} s "
+                f"= {per_run + t_hload + t_hhtml:.3f} s"
+            )
+    return 0
+
+
+def _html() -> Any:
+    try:
+        from pytest_jaxperf import html
+    except ImportError:  # pragma: no cover - the module itself imports no matplotlib
+        return None
+    try:
+        html.require_matplotlib()
+    except ImportError:
+        return None
+    return html
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
