@@ -14,7 +14,7 @@ from typing import NoReturn, TextIO
 from . import compare, export, report
 from .baseline import BaselineError, load
 from .config import DEFAULT_COMPILE_FLOOR, DEFAULT_COMPILE_RTOL, MarkerLimits, Tolerances
-from .environment import timing_differences
+from .environment import static_differences, timing_differences
 from .model import Report, TestRecord
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -154,14 +154,14 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     base, run = _load(args.baseline), _load(args.report)
     tolerances = Tolerances(compile_rtol=args.compile_rtol, compile_floor=args.compile_floor)
     differences = timing_differences(base.environment, run.environment)
-    outcomes = evaluate_all(base, run, tolerances, differences)
+    outcomes = evaluate_all(
+        base, run, tolerances, differences, static_differences(base.environment, run.environment)
+    )
     print(
         f"jaxperf: comparing {args.report} ({len(run.tests)} tests) "
         f"with {args.baseline} ({len(base.tests)} tests)",
         file=out,
     )
-    if differences:
-        print(f"compile time not gated: environment differs ({', '.join(differences)})", file=out)
     for nodeid, outcome in sorted(outcomes.items()):
         if outcome.failed:
             print(report.failure_text(nodeid, outcome, str(args.baseline)), file=out)
@@ -173,6 +173,12 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     for nodeid, outcome in sorted(outcomes.items()):
         if outcome.status == "improved":
             print(f"improved: {nodeid}: {'; '.join(outcome.improvements)}", file=out)
+    notes: dict[str, int] = {}
+    for outcome in outcomes.values():
+        for note in outcome.notes:
+            notes[note] = notes.get(note, 0) + 1
+    for note, count in sorted(notes.items(), key=lambda item: (-item[1], item[0])):
+        print(f"note ({count} test{'s' if count != 1 else ''}): {note}", file=out)
     missing = len(set(base.tests) - set(run.tests))
     if missing:
         print(f"{missing} baseline tests are not in the report (not compared)", file=out)
@@ -181,13 +187,23 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def evaluate_all(
-    base: Report, run: Report, tolerances: Tolerances, differences: Sequence[str]
+    base: Report,
+    run: Report,
+    tolerances: Tolerances,
+    differences: Sequence[str],
+    static: Sequence[str] = (),
 ) -> dict[str, compare.Outcome]:
-    """The plugin's verdict for every test of `run`, without marker limits. Tests that did
-    not pass are compared too: the plugin marks the tests it fails as 'failed'."""
+    """The plugin's verdict for every test of `run`, without marker limits (`differences`
+    and `static`: how the environments differ for timings and for program metrics). Tests
+    that did not pass are compared too: the plugin marks the tests it fails as 'failed'."""
     return {
         nodeid: compare.evaluate(
-            rec, base.tests.get(nodeid), MarkerLimits(), tolerances, list(differences)
+            rec,
+            base.tests.get(nodeid),
+            MarkerLimits(),
+            tolerances,
+            list(differences),
+            static_differences=list(static),
         )
         for nodeid, rec in run.tests.items()
     }

@@ -152,11 +152,13 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
             notes[n] = notes.get(n, 0) + 1
     if notes:
         out.append("<h2>Not gated</h2><ul>")
+        ordered = sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))
         out += [
             f"<li>{count} test{'s' if count != 1 else ''}: {_e(n)}</li>"
-            for n, count in sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))
+            for n, count in ordered[:MAX_DETAILED]
         ]
         out.append("</ul>")
+        out += _more(len(ordered), MAX_DETAILED, "notes")
     return out
 
 
@@ -395,10 +397,11 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
     from matplotlib.ticker import MaxNLocator  # type: ignore[import-not-found,unused-ignore]
 
     xs = list(range(len(entries)))
-    series: dict[str, list[float]] = {}
     total_s: list[float] = []
     total_compiles: list[float] = []
-    for i, entry in enumerate(entries):
+    low: dict[str, float] = {}
+    high: dict[str, float] = {}
+    for entry in entries:
         seconds = compiles = 0.0
         for nodeid, item in entry["tests"].items():
             if not isinstance(item, Mapping):
@@ -406,10 +409,22 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
             value = _metrics.number(item.get("compile_s"))
             if value is not None:
                 seconds += value
-                series.setdefault(nodeid, [math.nan] * len(entries))[i] = value
+                if value < low.get(nodeid, math.inf):
+                    low[nodeid] = value
+                if value > high.get(nodeid, -math.inf):
+                    high[nodeid] = value
             compiles += _metrics.number(item.get("compiles")) or 0.0
         total_s.append(seconds)
         total_compiles.append(compiles)
+    # Only the tests that moved most get a line: no per-test series for the whole suite.
+    movers = sorted(low, key=lambda k: (low[k] - high[k], k))[:MAX_TREND_TESTS]
+    series = {
+        nodeid: [
+            _metrics.number(item.get("compile_s")) if isinstance(item, Mapping) else None
+            for item in (entry["tests"].get(nodeid) for entry in entries)
+        ]
+        for nodeid in movers
+    }
 
     fig = _figure(11, 6.0, left=0.8, right=4.2, bottom=0.9)
     top, bottom = fig.subplots(2, 1, sharex=True)
@@ -421,13 +436,9 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
     twin.yaxis.set_major_locator(MaxNLocator(integer=True))
     top.grid(alpha=0.3)
 
-    def spread(values: list[float]) -> float:
-        finite = [v for v in values if not math.isnan(v)]
-        return max(finite) - min(finite) if finite else 0.0
-
-    movers = sorted(series, key=lambda k: (-spread(series[k]), k))[:MAX_TREND_TESTS]
     for nodeid in movers:
-        bottom.plot(xs, series[nodeid], marker="o", markersize=3, label=_label(nodeid, 60))
+        ys = [math.nan if v is None else v for v in series[nodeid]]
+        bottom.plot(xs, ys, marker="o", markersize=3, label=_label(nodeid, 60))
     bottom.set_ylabel("compile s per test")
     bottom.grid(alpha=0.3)
     if movers:
@@ -440,7 +451,7 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
         "<h2>Trends</h2>",
         f"<p>{len(entries)} runs of the history. Top: compile seconds and compiles of all "
         "tests per run. Bottom: compile seconds of the tests that changed most.</p>",
-        _truncation(len(movers), len(series), "tests in the per-test trend (largest changes)"),
+        _truncation(len(movers), len(low), "tests in the per-test trend (largest changes)"),
         _img(fig, "compile time and compiles across the runs of the history"),
     ]
 

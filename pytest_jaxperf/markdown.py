@@ -144,11 +144,14 @@ def _notes(outcomes: Mapping[str, Outcome]) -> list[str]:
     if not groups:
         return []
     out = ["### Not gated", ""]
-    for note, nodeids in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0])):
+    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    for note, nodeids in ordered[:MAX_LISTED]:
         if len(nodeids) == 1:
             out.append(f"- {_code(nodeids[0])}: {_escape(note)}")
         else:
             out.append(f"- {_plural(len(nodeids), 'test')}: {_escape(note)}")
+    if len(ordered) > MAX_LISTED:
+        out.append(f"- … and {len(ordered) - MAX_LISTED} more notes")
     return out + [""]
 
 

@@ -79,8 +79,35 @@ def test_compare_tolerances_and_environment(
     baseline_io.save(run_path, run)
     assert main(args) == 0
     out = capsys.readouterr().out
-    assert "compile time not gated: environment differs (jax 0.10.2 -> 0.10.3)" in out
+    assert (
+        "note (1 test): compile time not gated: environment differs (jax 0.10.2 -> 0.10.3)" in out
+    )
     assert out.splitlines()[-1].endswith("1 not gated")
+
+
+def test_compare_gates_program_metrics_only_on_the_same_jax(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def report(jax: str, eqns: int) -> Report:
+        bench = {"kind": "benchmark", "jaxpr_eqns": eqns}
+        return Report(
+            environment={"jax": jax},
+            tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": bench})},
+        )
+
+    base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
+    baseline_io.save(base_path, report("0.10.2", 12))
+    baseline_io.save(run_path, report("0.10.2", 40))
+    assert main(["compare", str(base_path), str(run_path)]) == 1
+    assert "jaxpr_eqns" in capsys.readouterr().out
+    baseline_io.save(run_path, report("0.10.3", 40))
+    assert main(["compare", str(base_path), str(run_path)]) == 0
+    out = capsys.readouterr().out
+    assert "jaxpr_eqns" not in out
+    assert (
+        "note (1 test): program metrics not gated: environment differs (jax 0.10.2 -> 0.10.3)"
+        in out
+    )
 
 
 def test_compare_gates_tests_the_plugin_marked_failed(

@@ -174,9 +174,10 @@ def test_charts_are_bounded_and_say_so() -> None:
         for i in range(45)
     }
     run = Report(tests=tests)
-    doc = parse(render_html(run, None, outcomes_for(None, run)))
+    doc = parse(render_html(run, None, outcomes_for(None, run), history_of(run, 3)))
     text = "".join(doc.text)
     assert "Showing 30 of 45 tests (regressed first, then the longest compile times)." in text
+    assert "Showing 10 of 45 tests in the per-test trend (largest changes)." in text
     # The chart's image is no taller than 30 bars need.
     png = check_self_contained(doc)[0]
     height = int.from_bytes(png[20:24], "big")

@@ -79,6 +79,16 @@ def test_not_gated_notes_are_grouped_and_escaped() -> None:
     assert "jax 0.10.3 · jaxlib 0.10.2 · cpu" in text
 
 
+def test_many_different_notes_are_capped() -> None:
+    run = Report(tests={f"t::{i:03}": rec(fn("f", "m.py:1")) for i in range(130)})
+    outcomes = outcomes_for(None, run)
+    for i, outcome in enumerate(outcomes.values()):
+        outcome.notes.append(f"runtime of b{i} not gated: machine load")
+    notes = section(render_markdown(run, outcomes), "Not gated")
+    assert notes.count("\n- `t::") == 100
+    assert notes.splitlines()[-1] == "- … and 30 more notes"
+
+
 def test_markdown_specials_in_causes_and_names_stay_literal() -> None:
     weird = "tests/t.py::test_x[`tick`]"
     base = Report(tests={weird: rec(fn("<lambda>", "m.py:1"))})
