@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import random
 import statistics
 import sys
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_jaxperf import baseline as baseline_io
-from pytest_jaxperf import history
+from pytest_jaxperf import history, model
 from pytest_jaxperf.cli import evaluate_all
 from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.environment import timing_differences
@@ -239,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{'met' if total < TARGET_COMPARE_S else 'MISSED'}); "
             f"{failed} regressions found"
         )
+        _breakdown(base_path, b, repeat)
 
         # 2. markdown and HTML without history
         t_md, md = best_of(repeat, lambda: render_markdown(r, outcomes, str(base_path)))
@@ -293,6 +295,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"= {per_run + t_hload + t_hhtml:.3f} s"
             )
     return 0
+
+
+def _breakdown(path: Path, report: Report, repeat: int) -> None:
+    """Where loading and saving one file spend their time, and what the samples weigh."""
+    text = path.read_text(encoding="utf-8")
+    t_parse, data = best_of(repeat, lambda: json.loads(text))
+    t_check, _ = best_of(repeat, lambda: model.report_from_json(data))
+    t_tojson, doc = best_of(repeat, lambda: model.report_to_json(report))
+    t_indent, _ = best_of(repeat, lambda: json.dumps(doc, indent=2, sort_keys=True))
+    t_compact, _ = best_of(repeat, lambda: json.dumps(doc, sort_keys=True))
+    for test in doc["tests"].values():
+        for bench in test["benchmarks"].values():
+            bench.get("runtime", {}).pop("samples_s", None)
+    without = len(json.dumps(doc, indent=2, sort_keys=True).encode())
+    print(
+        f"   one file ({len(text.encode()) / 1e6:.1f} MB): json.loads {t_parse:.3f} s + "
+        f"validation (report_from_json) {t_check:.3f} s; report_to_json {t_tojson:.3f} s + "
+        f"json.dumps(indent=2) {t_indent:.3f} s (without indent: {t_compact:.3f} s); "
+        f"{without / 1e6:.1f} MB without the per-round samples_s"
+    )
 
 
 def _html() -> Any:
