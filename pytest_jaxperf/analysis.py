@@ -19,7 +19,8 @@ STATIC_METRICS = (
     "peak_bytes",
 )
 
-_HLO_OP = re.compile(r"\b(?:stablehlo|func|chlo|sdy|mhlo)\.[a-z_]+")
+# An op name, not an attribute: `#stablehlo.scatter<...>` and `mhlo.num_partitions = 1` are not ops.
+_HLO_OP = re.compile(r"(?<![#\w.])(?:stablehlo|func|chlo|sdy|mhlo)\.[a-z_]+\b(?!\s*=)")
 
 
 @dataclass(frozen=True)

@@ -244,9 +244,10 @@ class JaxPerf:
                 f"{self.nodeid}: jaxperf.scaling metric {metric!r} is unknown; "
                 f"expected one of {', '.join(SCALING_METRICS)}"
             )
-        if len(sizes) < 2 or any(n <= 0 for n in sizes):
+        if len(set(sizes)) < 2 or any(n <= 0 for n in sizes):
             raise pytest.UsageError(
-                f"{self.nodeid}: jaxperf.scaling needs at least two positive sizes, got {sizes!r}"
+                f"{self.nodeid}: jaxperf.scaling needs at least two different positive sizes, "
+                f"got {sizes!r}"
             )
         label = label or f"scaling:{_name(fn)}"
         self._claim(label)

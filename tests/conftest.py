@@ -9,6 +9,7 @@ from typing import Any
 import jax  # noqa: F401  (imported once here: pytester's in-process runs must not re-import it)
 import jax.numpy  # noqa: F401
 import pytest
+import scipy.stats  # noqa: F401  (same: numpy.fft cannot be loaded twice in one process)
 
 pytest_plugins = ["pytester"]
 

@@ -180,12 +180,6 @@ def test_count_hlo_ops_on_literal_stablehlo() -> None:
     assert count_hlo_ops("%0 = chlo.erf_inv %arg0 : tensor<f32>") == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="count_hlo_ops counts attribute names as ops: the module attributes "
-    "mhlo.num_partitions / mhlo.num_replicas (+2 in every lowered module) and dialect "
-    "attributes such as #stablehlo.scatter<...>",
-)
 def test_count_hlo_ops_ignores_attributes() -> None:
     module = (
         "module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"

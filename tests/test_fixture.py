@@ -1,0 +1,253 @@
+"""End to end: the jaxperf fixture (benchmark, no_recompile, scaling) and the runtime gate."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import lit, read_json
+
+FAST = ("--jaxperf-min-rounds=5", "--jaxperf-max-time=0.05")
+HEADER = """
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from jax import lax
+"""
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest("--jaxperf", "--jaxperf-json=out.json", *FAST, *args)
+
+
+def test_benchmark_records_first_call_runtime_and_metrics(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+@jax.jit
+def f(x):
+    return jnp.sin(x) * 2 + 1
+
+def test_bench(jaxperf):
+    result = jaxperf.benchmark(f, jnp.ones(1000), eager=True)
+    assert result.runtime.median_s > 0
+    assert result.metrics.jaxpr_eqns == 3
+    assert float(result.output[0]) == pytest.approx(float(np.sin(1.0) * 2 + 1))
+    jaxperf.benchmark(f, jnp.ones(10), label="small", reference=lambda x: np.sin(x) * 2 + 1)
+"""
+    )
+    _run(jp).assert_outcomes(passed=1)
+    rec = read_json(jp.path / "out.json")["tests"][
+        "test_benchmark_records_first_call_runtime_and_metrics.py::test_bench"
+    ]
+    # Two benchmarks, two shapes: the measuring and the program metrics add no trace.
+    assert (rec["traces"], rec["compiles"]) == (2, 2)
+    bench = rec["benchmarks"]["f"]
+    assert bench["kind"] == "benchmark"
+    assert bench["compiled_on_first_call"] is True
+    assert bench["first_call_s"] >= bench["compile_s"] > 0
+    assert (bench["jaxpr_eqns"], bench["flops"], bench["transcendentals"]) == (3, 2000, 1000)
+    assert (bench["argument_bytes"], bench["output_bytes"]) == (4000, 4000)
+    runtime = bench["runtime"]
+    assert runtime["rounds"] >= 5 and runtime["iterations"] >= 1
+    assert runtime["min_s"] <= runtime["median_s"] <= runtime["max_s"]
+    assert len(runtime["samples_s"]) == min(runtime["rounds"], 100)
+    assert bench["eager_median_s"] > 0
+    assert "break_even_calls" in bench
+    assert "device_peak_bytes" not in bench  # CPU reports no device memory
+    assert rec["benchmarks"]["small"]["argument_bytes"] == 40
+
+
+def test_benchmark_label_twice_is_an_error(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+def test_twice(jaxperf):
+    f = jax.jit(lambda x: x + 1)
+    jaxperf.benchmark(f, jnp.ones(3), label="add")
+    jaxperf.benchmark(f, jnp.ones(4), label="add")
+"""
+    )
+    result = _run(jp)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("*jaxperf label 'add' is used twice in this test; pass a distinct label=...*")
+    )
+
+
+def test_benchmark_is_a_plain_call_when_off(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+def test_off(jaxperf):
+    assert not jaxperf.enabled
+    result = jaxperf.benchmark(jax.jit(lambda x: x * 3), jnp.ones(2))
+    assert result.runtime is None and result.first_call_s is None
+    assert result.output.tolist() == [3.0, 3.0]
+"""
+    )
+    jp.runpytest().assert_outcomes(passed=1)
+
+
+def test_timing_off_skips_steady_state(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+def test_bench(jaxperf):
+    result = jaxperf.benchmark(jax.jit(lambda x: x * 3), jnp.ones(2))
+    assert result.runtime is None and result.metrics.jaxpr_eqns == 1
+"""
+    )
+    _run(jp, "--jaxperf-timing=off").assert_outcomes(passed=1)
+
+
+NO_RECOMPILE = """
+@jax.jit
+def step(x):
+    return x * 0.5 + 1
+
+def test_steady_loop(jaxperf):
+    x = jnp.ones(8)
+    x = step(x)
+    with jaxperf.no_recompile():
+        for _ in range(20):
+            x = step(x)
+        jnp.zeros(17) + jnp.arange(17.0)  # eager helper compiles do not count
+
+def test_shape_change(jaxperf):
+    step(jnp.ones(8))
+    with jaxperf.no_recompile():
+        step(jnp.ones(9))
+"""
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_no_recompile(jp: pytest.Pytester, on: bool) -> None:
+    jp.makepyfile(HEADER + NO_RECOMPILE)
+    result = _run(jp) if on else jp.runpytest()
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*jaxperf.no_recompile: compiled inside the block:",
+            "step at test_no_recompile.py:*: 1 trace(s), 1 compile(s)",
+            "    cause: x: f32[8] -> f32[9]",
+        )
+    )
+
+
+def test_scaling_tells_builtin_sum_from_jnp_sum(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        HEADER
+        + """
+SIZES = [50, 100, 200, 400]
+
+def make(n):
+    return (jnp.ones(n),)
+
+def test_jnp_sum(jaxperf):
+    result = jaxperf.scaling(jnp.sum, make, SIZES, max_exponent=0.2)
+    assert result.values == [1.0, 1.0, 1.0, 1.0] and result.exponent == 0.0
+
+def test_builtin_sum(jaxperf):
+    jaxperf.scaling(lambda x: sum(x), make, SIZES, max_exponent=0.5, label="builtin")
+
+def test_at_set_loop(jaxperf):
+    def double_each(x):
+        for i in range(x.shape[0]):
+            x = x.at[i].set(x[i] * 2)
+        return x
+    jaxperf.scaling(double_each, make, [10, 20, 40], metric="hlo_ops", max_exponent=0.5)
+
+def test_bad_metric(jaxperf):
+    jaxperf.scaling(jnp.sum, make, SIZES, metric="seconds")
+"""
+    )
+    result = _run(jp)
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*jaxperf.scaling: jaxpr_eqns of <lambda> grows with exponent 1.00 > max_exponent 0.5",
+            "      size  jaxpr_eqns",
+            "        50  150",
+            "       100  300",
+            "       200  600",
+            "       400  1200",
+        )
+    )
+    result.stdout.fnmatch_lines(lit("*hlo_ops of double_each grows with exponent *"))
+    result.stdout.fnmatch_lines(
+        lit("*'seconds' is unknown; expected one of jaxpr_eqns, hlo_ops, compile_s, runtime_s")
+    )
+    data = read_json(jp.path / "out.json")["tests"]
+    points = data["test_scaling_tells_builtin_sum_from_jnp_sum.py::test_jnp_sum"]["benchmarks"]
+    assert points["scaling:sum"]["exponent"] == 0.0
+    # The scaling work itself is not charged to the test's counts.
+    assert data["test_scaling_tells_builtin_sum_from_jnp_sum.py::test_jnp_sum"]["traces"] == 0
+
+
+def test_program_metric_limit_and_gate(jp: pytest.Pytester) -> None:
+    code = (
+        HEADER
+        + """
+N = 64
+
+@jax.jit
+def total(x):
+    return {expr}
+
+@pytest.mark.jaxperf(max_jaxpr_eqns={limit})
+def test_total(jaxperf):
+    jaxperf.benchmark(total, jnp.ones(N))
+"""
+    )
+    jp.makepyfile(test_m=code.format(expr="jnp.sum(x)", limit=1000))
+    _run(jp, "--jaxperf-save").assert_outcomes(passed=1)
+    jp.makepyfile(test_m=code.format(expr="sum(x)", limit=1000))
+    result = _run(jp, "--jaxperf-timing=off")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit("*jaxpr_eqns of benchmark 'total': baseline 1 -> now 192 (+191, +19100%) [static_rtol*")
+    )
+    jp.makepyfile(test_m=code.format(expr="sum(x)", limit=100))
+    result = _run(jp, "--jaxperf-timing=off", "--jaxperf-save")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(lit("*jaxpr_eqns of benchmark 'total': 192 > limit 100"))
+
+
+RUNTIME = """
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+REPEAT = {repeat}
+
+@jax.jit
+def work(x):
+    return lax.fori_loop(0, REPEAT, lambda i, v: jnp.sin(v) * 0.5 + 0.25, x)
+
+def test_runtime(jaxperf):
+    jaxperf.benchmark(work, jnp.ones(4096))
+"""
+
+
+def test_runtime_gate(jp: pytest.Pytester) -> None:
+    # Compile time is not this test's subject: keep it out of the verdict.
+    timing = ("--jaxperf-min-rounds=30", "--jaxperf-max-time=0.3", "--jaxperf-compile-floor=1000")
+    jp.makepyfile(test_rt=RUNTIME.format(repeat=20))
+    jp.runpytest("--jaxperf", "--jaxperf-save", *timing).assert_outcomes(passed=1)
+    # Unchanged code against its own baseline: no false alarm, ten times in a row.
+    for _ in range(10):
+        result = jp.runpytest("--jaxperf", *timing)
+        assert result.ret == 0, result.stdout.str()
+    # Four times the work: the default runtime_rtol is 1.0 because this suite's own load
+    # (two xdist workers on two cores) moved unchanged code by +50% between runs.
+    jp.makepyfile(test_rt=RUNTIME.format(repeat=80))
+    result = jp.runpytest("--jaxperf", *timing)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "*runtime of benchmark 'work': baseline * -> now * (+*, +*%) "
+            "[median, runtime_rtol 1, Mann-Whitney p=*]"
+        )
+    )
+    result = jp.runpytest("--jaxperf", "--jaxperf-timing=report", *timing)
+    result.assert_outcomes(passed=1)
