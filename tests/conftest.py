@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,9 @@ def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
     """A pytester whose inner sessions see only the CPU and have no cache dir."""
     pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    # Tests rewrite a module within the same second at the same size (f32[3] -> f32[4]):
+    # a cached .pyc, judged by mtime and size, would run the old code.
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
     return pytester
 
 
