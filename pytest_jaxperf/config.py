@@ -60,6 +60,12 @@ OPTIONS: tuple[Option, ...] = (
            f"bytes (default {DEFAULT_STATIC_RTOL})"),
     Option("jaxperf_min_rounds", "--jaxperf-min-rounds", "int", DEFAULT_MIN_ROUNDS,
            f"timed rounds per benchmark at least (default {DEFAULT_MIN_ROUNDS})"),
+    Option("jaxperf_markdown", "--jaxperf-markdown", "path", None,
+           "write a markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)"),
+    Option("jaxperf_html", "--jaxperf-html", "path", None,
+           "write a self-contained HTML report with plots to PATH (needs pytest-jaxperf[plot])"),
+    Option("jaxperf_history", "--jaxperf-history", "path", None,
+           "append one line per run to this JSON Lines file; the HTML report plots it"),
     Option("jaxperf_max_time", "--jaxperf-max-time", "float", DEFAULT_MAX_TIME,
            "seconds of timed rounds per benchmark, once the minimum rounds are done "
            f"(default {DEFAULT_MAX_TIME})"),
@@ -90,6 +96,9 @@ class Settings:
     timing_mode: str
     min_rounds: int
     max_time: float
+    markdown: Path | None
+    html: Path | None
+    history: Path | None
 
     @classmethod
     def from_pytest_config(cls, config: pytest.Config) -> Settings:
@@ -123,6 +132,9 @@ class Settings:
             timing_mode=values["jaxperf_timing"],
             min_rounds=values["jaxperf_min_rounds"],
             max_time=values["jaxperf_max_time"],
+            markdown=values["jaxperf_markdown"],
+            html=values["jaxperf_html"],
+            history=values["jaxperf_history"],
         )
 
 

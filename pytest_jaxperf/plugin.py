@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from . import _xdist, compare, report
 from . import baseline as baseline_io
-from . import compare, report
 from .config import MARKER_DOC, OPTIONS, MarkerLimits, Settings, _convert
 from .fixture import JaxPerf, snapshot
 from .model import Report, TestRecord
@@ -51,9 +52,18 @@ def pytest_configure(config: pytest.Config) -> None:
         base = baseline_io.load(settings.baseline)
     except baseline_io.BaselineError as exc:
         raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
+    if settings.html is not None:
+        from .html import require_matplotlib
+
+        try:
+            require_matplotlib()
+        except ImportError as exc:
+            raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     session = JaxPerfSession(config, settings, base)
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "jaxperf-session")
+    if config.pluginmanager.hasplugin("xdist") and not _xdist.is_worker(config):
+        config.pluginmanager.register(_xdist.XdistHooks(session), "jaxperf-xdist")
 
 
 @pytest.fixture
@@ -150,12 +160,15 @@ class JaxPerfSession:
         from .environment import static_differences, timing_differences
 
         env, base_env = self._env(), self.baseline.environment if self.baseline else {}
+        timing = timing_differences(base_env, env) if base is not None else []
+        if base is not None and _xdist.is_worker(self.config):
+            timing.append("measured under pytest-xdist, beside other workers")
         outcome = compare.evaluate(
             record,
             base,
             item.stash[LIMITS_KEY],
             self.settings.tolerances,
-            timing_differences(base_env, env) if base is not None else [],
+            timing,
             gate_baseline=not self.settings.save,
             static_differences=static_differences(base_env, env) if base is not None else [],
             timing_mode=self.settings.timing_mode,
@@ -163,8 +176,11 @@ class JaxPerfSession:
         self.outcomes[item.nodeid] = outcome
         rep.sections.append(("jaxperf", report.detail_section(record, outcome)))
         if outcome.failed:
-            record.outcome = rep.outcome = "failed"
+            # The test itself passed: "regressed" keeps it apart from a real failure.
+            record.outcome, rep.outcome = "regressed", "failed"
             rep.longrepr = report.failure_text(item.nodeid, outcome, str(self.settings.baseline))
+        # JUnit XML reads properties off the teardown report, which copies the item's.
+        item.user_properties += report.junit_properties(record, outcome)
         return rep
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -181,10 +197,37 @@ class JaxPerfSession:
         tr.write_line(report.tally(self.outcomes))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if _xdist.is_worker(self.config):
+            _xdist.send(self.config, self)
+            return
         if not self.records:
             return
+        s = self.settings
         run = Report(environment=self._env(), tests=dict(self.records))
-        if self.settings.json is not None:
-            baseline_io.save(self.settings.json, run)
-        if self.settings.save:
-            baseline_io.save(self.settings.baseline, baseline_io.merge(self.baseline, run))
+        if s.json is not None:
+            baseline_io.save(s.json, run)
+        if s.save:
+            baseline_io.save(s.baseline, baseline_io.merge(self.baseline, run))
+        if s.markdown is not None:
+            from .markdown import render_markdown
+
+            _write(s.markdown, render_markdown(run, self.outcomes, str(s.baseline)))
+        runs = None
+        if s.history is not None:
+            from . import history
+
+            history.append(s.history, history.make_entry(run, cwd=self.config.rootpath))
+            runs = history.load(s.history, last=HISTORY_IN_HTML)
+        if s.html is not None:
+            from .html import render_html
+
+            _write(s.html, render_html(run, self.baseline, self.outcomes, runs))
+
+
+# Runs of history plotted in the HTML report; loading all of a long history costs seconds.
+HISTORY_IN_HTML = 50
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")

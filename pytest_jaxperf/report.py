@@ -90,17 +90,22 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
 def benchmark_line(label: str, bench: Mapping[str, Any]) -> str:
     """One line per jaxperf.benchmark or jaxperf.scaling result."""
     if bench.get("kind") == "scaling":
+        sizes, values = bench.get("sizes"), bench.get("values")
         points = ", ".join(
-            f"{n}: {v:g}" for n, v in zip(bench.get("sizes", []), bench.get("values", []))
+            f"{n}: {v:g}"
+            for n, v in zip(sizes if isinstance(sizes, list) else [], values or [])
+            if isinstance(n, (int, float)) and isinstance(v, (int, float))
         )
-        exponent = bench.get("exponent", 0.0)
+        exponent = bench.get("exponent")
+        exponent = exponent if isinstance(exponent, (int, float)) else float("nan")
         return f"{label}: {bench.get('metric')} grows with exponent {exponent:.2f} ({points})"
     parts = [f"benchmark {label!r}:"]
     first = bench.get("first_call_s")
     if isinstance(first, (int, float)):
         parts.append(f"first call {first:.3f} s")
     runtime = bench.get("runtime")
-    if isinstance(runtime, Mapping):
+    keys = ("median_s", "min_s", "iqr_s", "rounds", "iterations")
+    if isinstance(runtime, Mapping) and all(isinstance(runtime.get(k), (int, float)) for k in keys):
         parts.append(
             f"runtime median {_fmt(RUNTIME, runtime['median_s'])} "
             f"(min {_fmt(RUNTIME, runtime['min_s'])}, IQR {_fmt(RUNTIME, runtime['iqr_s'])}, "
@@ -193,3 +198,20 @@ def tally(outcomes: Mapping[str, Outcome]) -> str:
     if reported:
         text += f", {reported} reported only (saving)"
     return text
+
+
+def junit_properties(record: TestRecord, outcome: Outcome) -> list[tuple[str, object]]:
+    """Key metrics as JUnit XML properties, for CI systems that display them."""
+    props: list[tuple[str, object]] = [
+        ("jaxperf_status", outcome.status),
+        ("jaxperf_traces", record.traces),
+        ("jaxperf_compiles", record.compiles),
+        ("jaxperf_compile_s", round(record.total_s, 6)),
+    ]
+    for label, bench in sorted(record.benchmarks.items()):
+        runtime = bench.get("runtime")
+        if isinstance(runtime, Mapping) and isinstance(runtime.get("median_s"), (int, float)):
+            props.append((f"jaxperf_runtime_median_s[{label}]", runtime["median_s"]))
+        if isinstance(bench.get("jaxpr_eqns"), int):
+            props.append((f"jaxperf_jaxpr_eqns[{label}]", bench["jaxpr_eqns"]))
+    return props

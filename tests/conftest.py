@@ -12,6 +12,13 @@ import jax.numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401  (same: numpy.fft cannot be loaded twice in one process)
 
+try:  # same again: matplotlib's classes must not be imported twice in one process
+    import matplotlib.backends.backend_agg  # noqa: F401
+    import matplotlib.figure  # noqa: F401
+    import matplotlib.patches  # noqa: F401
+except ImportError:  # optional extra
+    pass
+
 pytest_plugins = ["pytester"]
 
 

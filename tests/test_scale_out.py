@@ -1,0 +1,104 @@
+"""End to end: pytest-xdist, the markdown/HTML/history outputs and JUnit properties."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from conftest import lit, read_json
+
+SUITE = """
+import functools
+import jax
+import jax.numpy as jnp
+import pytest
+
+@functools.partial(jax.jit, static_argnames="n")
+def g(x, n):
+    return jnp.sin(x) * n
+
+@pytest.mark.parametrize("k", range(6))
+def test_many(k, jaxperf):
+    g(jnp.ones(k + 2), n=2); g(jnp.ones(k + 2), n=3)
+    jaxperf.benchmark(g, jnp.ones(4), n=2)
+"""
+FAST = ("--jaxperf-min-rounds=3", "--jaxperf-max-time=0.02")
+
+
+def _counts(path: object) -> dict[str, tuple[int, int, int]]:
+    tests = read_json(path)["tests"]  # type: ignore[arg-type]
+    return {
+        k: (v["traces"], v["compiles"], v["benchmarks"]["g"]["jaxpr_eqns"])
+        for k, v in tests.items()
+    }
+
+
+def test_xdist_matches_serial_and_controller_writes_once(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_suite=SUITE)
+    serial = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=serial.json", *FAST)
+    serial.assert_outcomes(passed=6)
+    result = jp.runpytest_subprocess(
+        "--jaxperf", "-n", "2", "--jaxperf-json=par.json", "--jaxperf-save", *FAST
+    )
+    result.assert_outcomes(passed=6)
+    assert _counts(jp.path / "par.json") == _counts(jp.path / "serial.json")
+    assert len(_counts(jp.path / "par.json")) == 6
+    result.stdout.fnmatch_lines(lit("jaxperf: 0 regressions, 0 improvements, 6 new, 0 not gated"))
+    saved = read_json(jp.path / ".jaxperf" / "baseline.json")
+    assert len(saved["tests"]) == 6 and saved["environment"]["backend"] == "cpu"
+    # Against that baseline, under xdist: counts gated, timings reported as not gated.
+    again = jp.runpytest_subprocess("--jaxperf", "-n", "2", *FAST)
+    again.assert_outcomes(passed=6)
+    again.stdout.fnmatch_lines(lit("*6 not gated*"))
+    jp.makepyfile(test_suite=SUITE.replace("n=3)", "n=4); g(jnp.ones(k + 2), n=5)"))
+    broken = jp.runpytest_subprocess("--jaxperf", "-n", "2", *FAST)
+    broken.assert_outcomes(failed=6)
+    broken.stdout.fnmatch_lines(lit("*cause: static argument n: *", "jaxperf: 6 regressions*"))
+
+
+def test_markdown_history_html_and_junit(jp: pytest.Pytester) -> None:
+    pytest.importorskip("matplotlib")
+    jp.makepyfile(test_suite=SUITE)
+    args = (
+        "--jaxperf", "--jaxperf-markdown=out/summary.md", "--jaxperf-history=out/history.jsonl",
+        "--jaxperf-html=out/report.html", "--junitxml=out/junit.xml", *FAST,
+    )  # fmt: skip
+    jp.runpytest(*args, "--jaxperf-save").assert_outcomes(passed=6)
+    jp.runpytest(*args).assert_outcomes(passed=6)
+    lines = (jp.path / "out" / "history.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+    entry = json.loads(lines[-1])
+    assert entry["tests"]["test_suite.py::test_many[0]"]["traces"] == 3  # 2 static n, 1 shape
+    markdown = (jp.path / "out" / "summary.md").read_text()
+    assert "test_suite.py::test_many[5]" in markdown
+    page = (jp.path / "out" / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") or page.lstrip().lower().startswith("<!doctype html")
+    assert "data:image/png;base64," in page and "https://" not in page
+    props = {
+        p.get("name"): p.get("value")
+        for case in ET.parse(jp.path / "out" / "junit.xml").iter("testcase")
+        if case.get("name") == "test_many[0]"
+        for p in case.iter("property")
+    }
+    assert props["jaxperf_traces"] == "3" and props["jaxperf_compiles"] == "3"
+    assert props["jaxperf_status"] == "ok"
+    assert props["jaxperf_jaxpr_eqns[g]"] == "2"
+    assert float(props["jaxperf_runtime_median_s[g]"]) > 0
+
+
+def test_html_without_matplotlib_is_a_usage_error(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # makes `import matplotlib` fail
+    jp.makepyfile(test_suite=SUITE)
+    result = jp.runpytest("--jaxperf", "--jaxperf-html=r.html")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        lit(
+            "ERROR: pytest-jaxperf: --jaxperf-html needs matplotlib: "
+            "pip install 'pytest-jaxperf[plot]'"
+        )
+    )
