@@ -74,9 +74,16 @@ class Stats:
         )
 
     def to_json(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["samples_s"] = list(self.samples_s)
+        out = {
+            k: _significant(v, 6) if isinstance(v, float) else v for k, v in asdict(self).items()
+        }
+        # Four digits are plenty for a rank test, and keep a baseline diff readable.
+        out["samples_s"] = [_significant(v, 4) for v in self.samples_s]
         return out
+
+
+def _significant(value: float, digits: int) -> float:
+    return float(f"{value:.{digits}g}")
 
 
 def _thin(samples: list[float], most: int) -> list[float]:
