@@ -185,9 +185,10 @@ def evaluate_all(
     differences: Sequence[str],
     static: Sequence[str] = (),
 ) -> dict[str, compare.Outcome]:
-    """The plugin's verdict for every test of `run`, without marker limits (`differences`
-    and `static`: how the environments differ for timings and for program metrics). Tests
-    that did not pass are compared too: the plugin marks the tests it fails as 'failed'."""
+    """The plugin's verdict for every test of `run` that passed or that the plugin failed
+    ('regressed'), without marker limits (`differences` and `static`: how the environments
+    differ for timings and for program metrics). A test that failed by itself recorded only
+    part of its work, so it is not compared."""
     return {
         nodeid: compare.evaluate(
             rec,
@@ -198,6 +199,7 @@ def evaluate_all(
             static_differences=list(static),
         )
         for nodeid, rec in run.tests.items()
+        if rec.outcome in ("passed", "regressed")
     }
 
 

@@ -110,18 +110,26 @@ def test_compare_gates_program_metrics_only_on_the_same_jax(
     )
 
 
-def test_compare_gates_tests_the_plugin_marked_failed(
+def test_compare_gates_regressed_tests_and_skips_failed_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = Report(tests={"t::a": rec(fn("f", "m.py:1"))})
-    run = Report(tests={"t::a": rec(fn("f", "m.py:1", traces=2)), "t::gone": rec()})
-    run.tests["t::a"].outcome = "failed"
+    base = Report(tests={"t::a": rec(fn("f", "m.py:1")), "t::b": rec(fn("g", "m.py:5"))})
+    run = Report(
+        tests={
+            "t::a": rec(fn("f", "m.py:1", traces=2)),
+            "t::b": rec(fn("g", "m.py:5", traces=3)),
+            "t::gone": rec(),
+        }
+    )
+    run.tests["t::a"].outcome = "regressed"  # the plugin failed it
+    run.tests["t::b"].outcome = "failed"  # it failed by itself: a partial record
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
     baseline_io.save(base_path, Report(tests={**base.tests, "t::old": rec()}))
     baseline_io.save(run_path, run)
     assert main(["compare", str(base_path), str(run_path)]) == 1
     out = capsys.readouterr().out
-    assert "  note: the test's outcome in the report: failed" in out
+    assert "  note: the test's outcome in the report: regressed" in out
+    assert "traces of g" not in out
     assert "1 baseline tests are not in the report (not compared)" in out
 
 
