@@ -271,3 +271,24 @@ def test_2_after():
     import jax
 
     assert jax.config.jax_explain_cache_misses is False
+
+
+def test_listener_errors_never_reach_user_code(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from pytest_jaxperf.recorder import RECORDER, Scope
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("listener bug")
+
+    monkeypatch.setattr(Scope, "on_duration", broken)
+    monkeypatch.setattr(Scope, "on_explain", broken)
+    RECORDER.isolate()
+    with RECORDER.scope(tmp_path) as scope:  # type: ignore[arg-type]
+        out = jax.jit(lambda x: x * 5)(jnp.ones(3))
+    assert out.tolist() == [5.0, 5.0, 5.0]
+    assert scope.listener_errors >= 3  # trace, lower and compile events, and the explanation
+    assert scope.functions == {}
