@@ -1,22 +1,47 @@
 import jax.numpy as jnp
+import numpy as np
 import pytest
-
-from jaxperf_example.integration import overlap
+from jaxperf_example.integration import overlap, overlap_sweep
 
 GRID = jnp.linspace(-10.0, 10.0, 1600)
 
 
+def closed_form(mean1, std1, mean2, std2):
+    # The product of N(m1, s1) and N(m2, s2) integrates to N(m1 - m2; 0, sqrt(s1² + s2²)).
+    var = std1**2 + std2**2
+    return np.exp(-0.5 * (mean1 - mean2) ** 2 / var) / np.sqrt(2 * np.pi * var)
+
+
 @pytest.mark.jaxperf(max_traces=1, max_compiles=1)
 def test_overlap_matches_closed_form():
-    # The product of N(0, 1) and N(1, 1) integrates to N(0 - 1; 0, sqrt(2)).
-    value = overlap(GRID, jnp.float32(0.0), jnp.float32(1.0), jnp.float32(1.0), jnp.float32(1.0))
-    expected = jnp.exp(-0.25) / jnp.sqrt(4 * jnp.pi)
-    assert jnp.allclose(value, expected, rtol=1e-4)
+    value = overlap(GRID, 0.0, 1.0, 1.0, 1.0)
+    assert float(value) == pytest.approx(closed_form(0.0, 1.0, 1.0, 1.0), rel=1e-4)
 
 
 @pytest.mark.jaxperf(max_traces={"overlap": 1})
-def test_parameter_sweep_compiles_once():
-    # Array-valued parameters: new values reuse the compiled program. Python floats of
-    # varying value would too, but mixing ints and floats would retrace.
-    for mean in jnp.linspace(-2.0, 2.0, 8):
-        overlap(GRID, mean, jnp.float32(1.0), jnp.float32(0.5), jnp.float32(2.0))
+def test_width_sweep_compiles_once():
+    # Whole and fractional widths alike: one trace, one compile for the whole sweep.
+    widths = [1, 1.5, 2, 2.5, 3]
+    values = overlap_sweep(GRID, widths)
+    assert values == pytest.approx([closed_form(0.0, w, 0.5, 2.0) for w in widths], rel=1e-4)
+
+
+@pytest.mark.jaxperf(max_jaxpr_eqns=50)
+def test_overlap_first_call_and_steady_state(jaxperf):
+    # Compiled vs op-by-op: how many calls until the compile has paid for itself.
+    result = jaxperf.benchmark(overlap, GRID, 0.0, 1.0, 1.0, 1.0, eager=True)
+    assert float(result.output) == pytest.approx(closed_form(0.0, 1.0, 1.0, 1.0), rel=1e-4)
+    if result.runtime is not None:  # measured with --jaxperf (and timing on)
+        assert result.first_call_s > result.runtime.median_s
+
+
+def test_equations_do_not_grow_with_the_grid(jaxperf):
+    # jnp.sum is one equation at any grid size; an unrolled Python loop is 3 per point.
+    result = jaxperf.scaling(
+        overlap,
+        lambda n: (np.linspace(-10.0, 10.0, n, dtype=np.float32), 0.0, 1.0, 1.0, 1.0),
+        sizes=[200, 400, 800, 1600],
+        metric="jaxpr_eqns",
+        max_exponent=0.1,
+    )
+    assert result.values[0] == result.values[-1]
