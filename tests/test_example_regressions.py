@@ -1,0 +1,150 @@
+"""End to end: each trap of the example project, switched back on, fails the test that
+guards it, with a message naming the function and the cause.
+
+Only counts and program metrics decide here (compile time and runtime are given margins
+no regression reaches), so the failing set is exact. Each case runs only the tests that
+guard its module, to keep it to a few seconds.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import NamedTuple
+
+import pytest
+from conftest import lit
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
+COUNTS_ONLY = ("--jaxperf-compile-rtol=1000", "--jaxperf-runtime-rtol=1000")
+
+
+class Case(NamedTuple):
+    select: tuple[str, ...]  # what to run of the example's tests
+    failed: tuple[str, ...]  # the tests that must fail (all others selected must pass)
+    lines: tuple[str, ...]  # fnmatch patterns, in order, in the output
+    passed: int = 0
+
+
+CASES = {
+    # Only the scaling test: it traces and never compiles, where each other test of the
+    # module would spend 1-3 s compiling the unrolled sum (they fail too, by compile time,
+    # and test_overlap_first_call_and_steady_state by its max_jaxpr_eqns=50).
+    "builtin_sum": Case(
+        select=("tests/test_integration.py::test_equations_do_not_grow_with_the_grid",),
+        failed=("test_integration.py::test_equations_do_not_grow_with_the_grid",),
+        lines=(
+            "*jaxpr_eqns of overlap grows with exponent 0.98 > max_exponent 0.1",
+            "      size  jaxpr_eqns",
+            "       200  629",
+            "       400  1229",
+            "       800  2429",
+            "      1600  4829",
+        ),
+    ),
+    "int_std": Case(
+        select=("tests/test_integration.py::test_width_sweep_compiles_once",),
+        failed=("test_integration.py::test_width_sweep_compiles_once",),
+        lines=(
+            "*traces of overlap (defined at jaxperf_example/integration.py:*): 2 > limit 1",
+            "*cause: std1: i32[] -> f32[]",
+            "*compiles of overlap (defined at *): baseline 1 -> now 2 (+1, +100%)",
+            "*cause: std1: i32[] -> f32[]",
+        ),
+    ),
+    "jit_pieces": Case(
+        select=("tests/test_layer.py",),
+        failed=(
+            "test_layer.py::test_forward_passes_compile_once",
+            "test_layer.py::test_first_call_vs_steady_state",
+        ),
+        passed=1,
+        lines=(
+            "*test_forward_passes_compile_once*",
+            "*traces of all functions: 3 > limit 1",
+            "*compiles of all functions: 3 > limit 1",
+            "*traces of add_bias (defined at jaxperf_example/layer.py:*): baseline 0 -> now 1*",
+            "*cause: new function (not in the baseline)",
+        ),
+    ),
+    "data_dependent_size": Case(
+        select=("tests/test_neighbours.py::test_trajectory_compiles_once",),
+        failed=("test_neighbours.py::test_trajectory_compiles_once",),
+        lines=(
+            "*jaxperf.no_recompile: compiled inside the block:",
+            "pair_energy at jaxperf_example/neighbours.py:*: * trace(s), * compile(s)",
+            "    cause: static argument size: * -> *",
+        ),
+    ),
+    "jit_in_loop": Case(
+        select=("tests/test_sampler.py::test_tuning_reuses_one_compiled_sampler",),
+        failed=("test_sampler.py::test_tuning_reuses_one_compiled_sampler",),
+        lines=(
+            "*traces of all functions: 3 > limit 1",
+            "*cause: run_block: function re-defined on every call (jit inside a loop?): "
+            "a new run_block object was traced; create and jit it once, outside the loop",
+            "*traces of run_block (defined at jaxperf_example/sampler.py:*): "
+            "baseline 0 -> now 3 (+3)",
+        ),
+    ),
+    "print_in_jit": Case(
+        select=("tests/test_side_effects.py",),
+        failed=("test_side_effects.py::test_training_logs_every_step_and_traces_once",),
+        passed=1,
+        lines=(
+            "*traces of sgd_step (defined at jaxperf_example/side_effects.py:*): 5 > limit 1",
+            "*cause: static argument step: 0 -> 1",
+            "*compiles of sgd_step (defined at *): baseline 1 -> now 5 (+4, +400%)",
+        ),
+    ),
+}
+
+
+@pytest.fixture
+def example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    dest = pytester.path / "example_project"
+    shutil.copytree(
+        EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
+    )
+    monkeypatch.chdir(dest)
+    monkeypatch.setenv("PYTHONPATH", str(dest))
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    return dest
+
+
+def test_every_regression_has_a_case_and_a_documented_row() -> None:
+    from jaxperf_example.regression import REGRESSIONS
+
+    assert set(CASES) == set(REGRESSIONS)
+    readme = (EXAMPLE / "README.md").read_text()
+    for name in REGRESSIONS:
+        assert f"`{name}`" in readme
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_regression_fails_the_test_that_guards_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path, name: str
+) -> None:
+    case = CASES[name]
+    monkeypatch.setenv(VARIABLE, name)
+    committed = (example / ".jaxperf" / "baseline.json").read_text()
+    result = pytester.runpytest_subprocess(
+        *case.select, "--jaxperf", *COUNTS_ONLY, "-p", "no:cacheprovider", "-rf"
+    )
+    result.assert_outcomes(failed=len(case.failed), passed=case.passed)
+    failed = {line.split()[1] for line in result.outlines if line.startswith("FAILED ")}
+    assert failed == {f"tests/{nodeid}" for nodeid in case.failed}
+    result.stdout.fnmatch_lines(lit(*case.lines))
+    assert (example / ".jaxperf" / "baseline.json").read_text() == committed
+
+
+def test_unknown_regression_name_is_a_clear_error(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, example: Path
+) -> None:
+    monkeypatch.setenv(VARIABLE, "builtin_summ")
+    result = pytester.runpytest_subprocess("tests/test_integration.py", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    result.stdout.fnmatch_lines(
+        ["*ValueError: JAXPERF_EXAMPLE_REGRESSION: unknown regression(s) builtin_summ; *"]
+    )
