@@ -33,15 +33,30 @@ def first_call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> float:
 
 
 def steady(fn: Callable[..., Any], *args: Any, budget: float = 0.3, **kwargs: Any) -> float:
-    """Median seconds per call over at least 5 calls and about `budget` seconds."""
-    jax.block_until_ready(fn(*args, **kwargs))
-    times: list[float] = []
-    deadline = time.perf_counter() + budget
-    while len(times) < 5 or time.perf_counter() < deadline:
-        start = time.perf_counter()
+    """Median seconds per call over rounds of repeated calls: each round lasts at least
+    5 ms (tiny calls on CPU flip between two speeds; a round averages over them), and
+    rounds go on for at least 5 and about `budget` seconds."""
+
+    def call() -> None:
         jax.block_until_ready(fn(*args, **kwargs))
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+
+    call()
+    per_round = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(per_round):
+            call()
+        if time.perf_counter() - start >= 5e-3:
+            break
+        per_round *= 2
+    rounds: list[float] = []
+    deadline = time.perf_counter() + budget
+    while len(rounds) < 5 or time.perf_counter() < deadline:
+        start = time.perf_counter()
+        for _ in range(per_round):
+            call()
+        rounds.append((time.perf_counter() - start) / per_round)
+    return statistics.median(rounds)
 
 
 def eager(fn: Callable[..., Any]) -> Callable[..., Any]:
