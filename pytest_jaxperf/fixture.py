@@ -38,12 +38,14 @@ class BenchmarkResult:
     device_peak_bytes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
+        # Microseconds for one-off times, 6 significant digits for per-call ones: enough for
+        # any gate, and a baseline diff stays readable.
         out: dict[str, Any] = {
             "kind": "benchmark",
-            "first_call_s": self.first_call_s,
-            "trace_s": self.trace_s,
-            "lower_s": self.lower_s,
-            "compile_s": self.compile_s,
+            "first_call_s": None if self.first_call_s is None else round(self.first_call_s, 6),
+            "trace_s": round(self.trace_s, 6),
+            "lower_s": round(self.lower_s, 6),
+            "compile_s": round(self.compile_s, 6),
             "compiled_on_first_call": self.compiled_on_first_call,
         }
         if self.runtime is not None:
@@ -51,8 +53,10 @@ class BenchmarkResult:
         if self.metrics is not None:
             out.update(self.metrics.to_json())
         if self.eager is not None:
-            out["eager_median_s"] = self.eager.median_s
-            out["break_even_calls"] = self.break_even_calls
+            out["eager_median_s"] = float(f"{self.eager.median_s:.6g}")
+            out["break_even_calls"] = (
+                None if self.break_even_calls is None else round(self.break_even_calls, 1)
+            )
         if self.device_peak_bytes is not None:
             out["device_peak_bytes"] = self.device_peak_bytes
         return out
