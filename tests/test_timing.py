@@ -202,14 +202,14 @@ def test_calibrate_at_least_doubles() -> None:
 
 def test_measure_default_config_exact_schedule(gc_enabled: None) -> None:
     clock = FakeClock()
-    config = TimingConfig()  # min_rounds 20, max_time 1.0, warmup 0.05, round >= 2e-3
+    config = TimingConfig()  # min_rounds 20, max_time 0.5, warmup 0.05, round >= 2e-3
     s = measure(clock.call, config, clock)
     # warm-up: calls until 0.05 s have passed: ceil(0.05 / COST) = ceil(204.8) = 205
     # calibration: 1 + 10 calls -> 10 iterations per round
-    # rounds: until 1.0 s of rounds: ceil(1.0 / (10 * COST)) = ceil(409.6) = 410 (>= 20)
+    # rounds: until 0.5 s of rounds: ceil(0.5 / (10 * COST)) = ceil(204.8) = 205 (>= 20)
     assert s.iterations == 10
-    assert s.rounds == 410
-    assert clock.calls == 205 + 11 + 410 * 10
+    assert s.rounds == 205
+    assert clock.calls == 205 + 11 + 205 * 10
     # per-call time of every round is exactly the fake cost
     assert s.median_s == s.min_s == s.max_s == s.mean_s == COST
     assert (s.stddev_s, s.iqr_s, s.outliers) == (0.0, 0.0, 0)
