@@ -3,43 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from _records import Record, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
 from pytest_jaxperf.compare import COMPILE_TIME, Outcome, evaluate, match_functions
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.model import FunctionRecord
-from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
 
 NO_LIMITS = MarkerLimits()
 DEFAULTS = Tolerances(compile_rtol=1.0, compile_floor=0.1)
-
-
-def fn(
-    name: str,
-    site: str,
-    traces: int = 1,
-    compiles: int | None = None,
-    compile_s: float = 0.0,
-    cache_hits: int = 0,
-    reasons: tuple[str, ...] = (),
-) -> FunctionRecord:
-    compiles = traces if compiles is None else compiles
-    return FunctionRecord(
-        name=name,
-        site=site,
-        traces=traces,
-        lowerings=compiles,
-        compiles=compiles,
-        cache_hits=cache_hits,
-        compile_s=compile_s,
-        retrace_reasons=list(reasons),
-    )
-
-
-def rec(*functions: FunctionRecord) -> Record:
-    record = Record(functions={f.key: f for f in functions})
-    record.recompute_totals()
-    return record
 
 
 def run(

@@ -5,43 +5,16 @@ from __future__ import annotations
 import re
 
 import pytest
+from _records import Record, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
 from pytest_jaxperf.compare import COMPILE_TIME, Breach, Outcome, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.model import FunctionRecord
-from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
 from pytest_jaxperf.report import failure_text, summary_lines, tally
 
 DEFAULTS = Tolerances(compile_rtol=1.0, compile_floor=0.1)
 BASELINE = ".jaxperf/baseline.json"
 SAVE_HINT = f"  baseline: {BASELINE} (if the change is intended, update it with --jaxperf-save)"
-
-
-def fn(
-    name: str,
-    site: str,
-    traces: int = 1,
-    compiles: int | None = None,
-    compile_s: float = 0.0,
-    reasons: tuple[str, ...] = (),
-) -> FunctionRecord:
-    compiles = traces if compiles is None else compiles
-    return FunctionRecord(
-        name=name,
-        site=site,
-        traces=traces,
-        lowerings=compiles,
-        compiles=compiles,
-        compile_s=compile_s,
-        retrace_reasons=list(reasons),
-    )
-
-
-def rec(*functions: FunctionRecord) -> Record:
-    record = Record(functions={f.key: f for f in functions})
-    record.recompute_totals()
-    return record
 
 
 def judge(

@@ -1,0 +1,43 @@
+"""Hand-built records for the plugin's unit tests (no jax needed)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_jaxperf.model import FunctionRecord
+from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
+
+
+def fn(
+    name: str,
+    site: str,
+    traces: int = 1,
+    compiles: int | None = None,
+    *,
+    trace_s: float = 0.0,
+    lower_s: float = 0.0,
+    compile_s: float = 0.0,
+    cache_hits: int = 0,
+    reasons: tuple[str, ...] = (),
+) -> FunctionRecord:
+    """A function record; lowerings and compiles default to the number of traces."""
+    compiles = traces if compiles is None else compiles
+    return FunctionRecord(
+        name=name,
+        site=site,
+        traces=traces,
+        lowerings=compiles,
+        compiles=compiles,
+        cache_hits=cache_hits,
+        trace_s=trace_s,
+        lower_s=lower_s,
+        compile_s=compile_s,
+        retrace_reasons=list(reasons),
+    )
+
+
+def rec(*functions: FunctionRecord, benchmarks: dict[str, Any] | None = None) -> Record:
+    """A test record holding `functions`, with its totals summed."""
+    record = Record(functions={f.key: f for f in functions}, benchmarks=benchmarks or {})
+    record.recompute_totals()
+    return record
