@@ -60,6 +60,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _machine import machine_busy_s, wait_for_quiet
+
 TARGET_B_OVER_A = 1.01
 TARGET_C_OVER_B = 1.10
 
@@ -118,6 +120,7 @@ import os
 import sys
 
 import pytest
+
 
 MODE = os.environ.get("JAXPERF_DIAG", "")
 
@@ -316,30 +319,6 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def _machine_busy_s() -> float | None:
-    """CPU seconds the whole machine has spent busy since boot (Linux /proc/stat)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> float:
-    """Waits (at most max_wait s) until other processes use < threshold of one CPU."""
-    waited = 0.0
-    while waited < max_wait:
-        b0 = _machine_busy_s()
-        time.sleep(0.5)
-        b1 = _machine_busy_s()
-        if b0 is None or b1 is None or b1 - b0 < threshold * 0.5:
-            break
-        waited += 0.5
-    return waited
-
-
 @dataclass
 class Run:
     wall: float
@@ -373,11 +352,11 @@ def run_pytest(suite: Suite, cfg: Config, diag_dir: Path | None = None) -> Run:
     if cache_dir:
         env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
     ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    busy0 = _machine_busy_s()
+    busy0 = machine_busy_s()
     t0 = time.perf_counter()
     proc = subprocess.run(cmd, cwd=suite.root, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - t0
-    busy1 = _machine_busy_s()
+    busy1 = machine_busy_s()
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     background = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - cpu)

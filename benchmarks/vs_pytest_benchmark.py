@@ -47,6 +47,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from _machine import machine_busy_s, wait_for_quiet
+
 CASES = ("elementwise_1e3", "elementwise_1e6", "matmul_512")
 TOOLS = ("jaxperf", "pytest-benchmark")
 TARGET_MEDIAN_RTOL = 0.05
@@ -113,6 +115,7 @@ import pytest
 from common import CASES, WARMUP_S, log, make
 
 
+
 @pytest.mark.parametrize("case", CASES)
 def test_pytest_benchmark(benchmark, case):
     f, x = make(case)
@@ -151,30 +154,6 @@ class Run:
     cases: dict[str, Measure] = field(default_factory=dict)
 
 
-def _machine_busy_s() -> float | None:
-    """CPU seconds the whole machine has spent busy since boot (Linux /proc/stat)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(v) for v in f.readline().split()[1:9]]
-    except (OSError, ValueError):
-        return None
-    user, nice, system, _idle, _iowait, irq, softirq, steal = fields
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def wait_for_quiet(max_wait: float, threshold: float = 0.25) -> float:
-    """Wait (at most max_wait s) until other processes use < threshold of one CPU."""
-    waited = 0.0
-    while waited < max_wait:
-        b0 = _machine_busy_s()
-        time.sleep(0.5)
-        b1 = _machine_busy_s()
-        if b0 is None or b1 is None or b1 - b0 < threshold * 0.5:
-            break
-        waited += 0.5
-    return waited
-
-
 def _children_cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_CHILDREN)
     return usage.ru_utime + usage.ru_stime
@@ -193,12 +172,12 @@ def run_tool(tool: str, workdir: Path, index: int, pb_warmup: str) -> Run:
     env = {**os.environ, "VS_BODY_LOG": str(body_log), "VS_PB_WARMUP": pb_warmup}
     load1 = os.getloadavg()[0]
     cpu0 = _children_cpu()
-    busy0 = _machine_busy_s()
+    busy0 = machine_busy_s()
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - start
     cpu = _children_cpu() - cpu0
-    busy1 = _machine_busy_s()
+    busy1 = machine_busy_s()
     others = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - cpu)
     if proc.returncode != 0:
         sys.exit(f"{tool} run failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}{proc.stderr}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -40,3 +41,21 @@ def read_json(path: Path) -> Any:
 def lit(*patterns: str) -> list[str]:
     """fnmatch patterns with '[' taken literally (shapes like f32[3] are everywhere here)."""
     return [p.replace("[", "[[]") for p in patterns]
+
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+REGRESSION_VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
+
+
+@pytest.fixture
+def example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A copy of example_project to run pytest in, with no regression switched on."""
+    dest = pytester.path / "example_project"
+    shutil.copytree(
+        EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
+    )
+    monkeypatch.chdir(dest)
+    monkeypatch.setenv("PYTHONPATH", str(dest))
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    monkeypatch.delenv(REGRESSION_VARIABLE, raising=False)
+    return dest

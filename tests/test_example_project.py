@@ -2,31 +2,15 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from conftest import read_json
+from conftest import EXAMPLE, read_json
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
-REGRESSION_VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
 TEST_FILES = sorted(p.name for p in (EXAMPLE / "tests").glob("test_*.py"))
 # The inner runs compete with this suite's own xdist workers: compile time and runtime are
 # gated with wide margins, counts and program metrics exactly.
 WIDE_TIMING = ("--jaxperf-compile-rtol=10", "--jaxperf-runtime-rtol=10")
-
-
-@pytest.fixture
-def example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    dest = pytester.path / "example_project"
-    shutil.copytree(
-        EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
-    )
-    monkeypatch.chdir(dest)
-    monkeypatch.setenv("PYTHONPATH", str(dest))
-    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
-    monkeypatch.delenv(REGRESSION_VARIABLE, raising=False)
-    return dest
 
 
 def test_baseline_covers_only_existing_test_files() -> None:

@@ -8,14 +8,12 @@ guard its module, to keep it to a few seconds.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from conftest import lit
+from conftest import EXAMPLE, lit
 
-EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
 VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
 COUNTS_ONLY = ("--jaxperf-compile-rtol=1000", "--jaxperf-runtime-rtol=1000")
 
@@ -99,18 +97,6 @@ CASES = {
         ),
     ),
 }
-
-
-@pytest.fixture
-def example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    dest = pytester.path / "example_project"
-    shutil.copytree(
-        EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
-    )
-    monkeypatch.chdir(dest)
-    monkeypatch.setenv("PYTHONPATH", str(dest))
-    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
-    return dest
 
 
 def test_every_regression_has_a_case_and_a_documented_row() -> None:
