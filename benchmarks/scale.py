@@ -1,12 +1,15 @@
 """How the report side of pytest-jaxperf scales with the size of a suite.
 
-Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]``
+Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]
+[--raw-samples]``
 
 Builds, in a temporary directory, a synthetic baseline and run report of ``--tests`` tests
 (1-4 jitted functions each with realistic counts, phase seconds and retrace causes; a fifth of
 the tests with a ``jaxperf.benchmark`` entry holding runtime statistics and 100 per-round
-samples, as the fixture writes them; the run has ~1% retrace regressions, ~2% improvements,
-~1% new tests and jittered timings), then measures, best of ``--repeat``:
+samples, as the fixture writes them: statistics to 6 significant digits, samples to 4, or at
+full precision with ``--raw-samples``, as files written before that rounding hold them; the run
+has ~1% retrace regressions, ~2% improvements, ~1% new tests and jittered timings), then
+measures, best of ``--repeat``:
 
 1. load baseline + load report + compare every test + save the merged baseline
    (what the plugin does at the end of a ``--jaxperf --jaxperf-save`` run). Target < 1 s.
@@ -21,10 +24,10 @@ No jax needed; matplotlib for the HTML figures (skipped with a note when missing
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import gc
 import json
 import random
-import statistics
 import sys
 import tempfile
 import time
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pytest_jaxperf import baseline as baseline_io
-from pytest_jaxperf import history, model
+from pytest_jaxperf import history, model, timing
 from pytest_jaxperf.cli import evaluate_all
 from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.environment import timing_differences
@@ -83,10 +86,16 @@ def _function(rng: random.Random, module: int, index: int) -> FunctionRecord:
     )
 
 
-def _benchmark(rng: random.Random, median: float) -> dict[str, Any]:
+def _runtime(samples: list[float], iterations: int, raw: bool) -> dict[str, Any]:
+    """Runtime statistics as the fixture writes them (rounded), or at full precision."""
+    stats = timing.Stats.from_samples(samples, iterations)
+    if not raw:
+        return stats.to_json()
+    return {**dataclasses.asdict(stats), "samples_s": list(stats.samples_s)}
+
+
+def _benchmark(rng: random.Random, median: float, raw: bool) -> dict[str, Any]:
     samples = [median * rng.lognormvariate(0, 0.04) for _ in range(100)]
-    ordered = sorted(samples)
-    q1, q3 = ordered[25], ordered[75]
     return {
         "kind": "benchmark",
         "first_call_s": round(0.1 + rng.random() * 0.3, 6),
@@ -94,20 +103,7 @@ def _benchmark(rng: random.Random, median: float) -> dict[str, Any]:
         "lower_s": 0.006,
         "compile_s": 0.05,
         "compiled_on_first_call": True,
-        "runtime": {
-            "min_s": ordered[0],
-            "max_s": ordered[-1],
-            "median_s": statistics.median(ordered),
-            "mean_s": statistics.fmean(ordered),
-            "stddev_s": statistics.stdev(ordered),
-            "q1_s": q1,
-            "q3_s": q3,
-            "iqr_s": q3 - q1,
-            "rounds": 100,
-            "iterations": rng.choice([1, 10, 100]),
-            "outliers": 2,
-            "samples_s": samples,
-        },
+        "runtime": _runtime(samples, rng.choice([1, 10, 100]), raw),
         "jaxpr_eqns": rng.randint(5, 400),
         "hlo_ops": rng.randint(10, 800),
         "flops": float(rng.randint(1_000, 10_000_000)),
@@ -116,7 +112,7 @@ def _benchmark(rng: random.Random, median: float) -> dict[str, Any]:
     }
 
 
-def _record(rng: random.Random, i: int) -> TestRecord:
+def _record(rng: random.Random, i: int, raw: bool) -> TestRecord:
     module = i // 25
     rec = TestRecord(
         functions={f.key: f for f in (_function(rng, module, j) for j in range(rng.randint(1, 4)))}
@@ -125,7 +121,7 @@ def _record(rng: random.Random, i: int) -> TestRecord:
     rec.eager.compiles = rec.eager.lowerings = rng.randint(0, 5)
     rec.eager.compile_s = round(0.02 * rec.eager.compiles, 6)
     if i % 5 == 0:
-        rec.benchmarks = {"main": _benchmark(rng, 10 ** rng.uniform(-5, -2))}
+        rec.benchmarks = {"main": _benchmark(rng, 10 ** rng.uniform(-5, -2), raw)}
     return rec
 
 
@@ -133,10 +129,11 @@ def _nodeid(i: int) -> str:
     return f"tests/test_module_{i // 25:03}.py::test_case_{i % 25:02}[param-{i}]"
 
 
-def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
-    """A baseline and a run of `tests` tests, with regressions, improvements and new tests."""
+def build(tests: int, seed: int = 0, raw: bool = False) -> tuple[Report, Report]:
+    """A baseline and a run of `tests` tests, with regressions, improvements and new tests;
+    `raw`: benchmark statistics and samples at full precision instead of rounded."""
     rng = random.Random(seed)
-    base_tests = {_nodeid(i): _record(rng, i) for i in range(tests)}
+    base_tests = {_nodeid(i): _record(rng, i, raw) for i in range(tests)}
     run_tests: dict[str, TestRecord] = {}
     for i, (nodeid, old) in enumerate(base_tests.items()):
         if i % 100 == 99:
@@ -149,12 +146,11 @@ def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
             benchmarks={
                 label: {
                     **b,
-                    "runtime": {
-                        **b["runtime"],
-                        "samples_s": [
-                            s * rng.lognormvariate(0, 0.03) for s in b["runtime"]["samples_s"]
-                        ],
-                    },
+                    "runtime": _runtime(
+                        [s * rng.lognormvariate(0, 0.03) for s in b["runtime"]["samples_s"]],
+                        b["runtime"]["iterations"],
+                        raw,
+                    ),
                 }
                 for label, b in old.benchmarks.items()
             },
@@ -177,7 +173,7 @@ def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
         rec.eager.add(old.eager)
         run_tests[nodeid] = rec
     for j in range(tests // 100):
-        run_tests[f"tests/test_new.py::test_added_{j:04}"] = _record(rng, tests + j)
+        run_tests[f"tests/test_new.py::test_added_{j:04}"] = _record(rng, tests + j, raw)
     return Report(dict(ENV), base_tests), Report(dict(ENV), run_tests)
 
 
@@ -185,6 +181,7 @@ def best_of(repeat: int, call: Callable[[], T]) -> tuple[float, T]:
     """The shortest wall time of `repeat` calls (gc collected before each), and a result."""
     times, result = [], None
     for _ in range(repeat):
+        result = None  # freeing the last result (a whole report, say) is not the next call's cost
         gc.collect()
         start = time.perf_counter()
         result = call()
@@ -202,13 +199,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests", type=int, default=10_000, help="tests in the suite (10000)")
     ap.add_argument("--runs", type=int, default=100, help="runs in the history (100)")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many timings (3)")
+    ap.add_argument(
+        "--raw-samples",
+        action="store_true",
+        help="benchmark statistics and samples at full precision, as older files hold them",
+    )
     args = ap.parse_args(argv)
     repeat = max(1, args.repeat)
 
     print(f"pytest-jaxperf report scale: {args.tests} tests, history of {args.runs} runs")
-    print(f"python {sys.version.split()[0]}, best of {repeat}\n")
+    samples = "full precision" if args.raw_samples else "rounded as the fixture writes them"
+    print(f"python {sys.version.split()[0]}, best of {repeat}; benchmark samples {samples}\n")
     start = time.perf_counter()
-    base, run = build(args.tests)
+    base, run = build(args.tests, raw=args.raw_samples)
     print(f"synthetic data built in {time.perf_counter() - start:.2f} s")
 
     with tempfile.TemporaryDirectory(prefix="jaxperf-scale-") as tmp:
@@ -230,7 +233,12 @@ def main(argv: list[str] | None = None) -> int:
         differences = timing_differences(b.environment, r.environment)
         t_cmp, outcomes = best_of(repeat, lambda: evaluate_all(b, r, Tolerances(), differences))
         merged = baseline_io.merge(b, r)
-        t_save, _ = best_of(repeat, lambda: baseline_io.save(saved_path, merged) or True)
+
+        def save_merged() -> bool:
+            baseline_io.save(saved_path, merged)
+            return True
+
+        t_save, _ = best_of(repeat, save_merged)
         total = t_load + t_cmp + t_save
         failed = sum(o.failed for o in outcomes.values())
         print("1. load baseline + report, compare all tests, save merged baseline")
@@ -302,18 +310,23 @@ def _breakdown(path: Path, report: Report, repeat: int) -> None:
     text = path.read_text(encoding="utf-8")
     t_parse, data = best_of(repeat, lambda: json.loads(text))
     t_check, _ = best_of(repeat, lambda: model.report_from_json(data))
+    t_dumps, _ = best_of(repeat, lambda: baseline_io.dumps(report))
     t_tojson, doc = best_of(repeat, lambda: model.report_to_json(report))
-    t_indent, _ = best_of(repeat, lambda: json.dumps(doc, indent=2, sort_keys=True))
+    t_indent, old = best_of(1, lambda: json.dumps(doc, indent=2, sort_keys=True))
     t_compact, _ = best_of(repeat, lambda: json.dumps(doc, sort_keys=True))
     for test in doc["tests"].values():
         for bench in test["benchmarks"].values():
             bench.get("runtime", {}).pop("samples_s", None)
-    without = len(json.dumps(doc, indent=2, sort_keys=True).encode())
+    without = len(baseline_io.format_json(doc).encode())
     print(
         f"   one file ({len(text.encode()) / 1e6:.1f} MB): json.loads {t_parse:.3f} s + "
-        f"validation (report_from_json) {t_check:.3f} s; report_to_json {t_tojson:.3f} s + "
-        f"json.dumps(indent=2) {t_indent:.3f} s (without indent: {t_compact:.3f} s); "
+        f"validation (report_from_json) {t_check:.3f} s; baseline.dumps {t_dumps:.3f} s; "
         f"{without / 1e6:.1f} MB without the per-round samples_s"
+    )
+    print(
+        f"   for comparison: report_to_json {t_tojson:.3f} s + json.dumps(indent=2, "
+        f"sort_keys=True) {t_indent:.3f} s ({len(old.encode()) / 1e6:.1f} MB, the layout "
+        f"before), compact json.dumps(sort_keys=True) {t_compact:.3f} s"
     )
 
 

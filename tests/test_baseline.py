@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
+import gc
 import json
+import math
 import os
 import stat
 from collections.abc import Iterator
@@ -11,8 +14,9 @@ from typing import Any
 
 import pytest
 
-from pytest_jaxperf.baseline import BaselineError, dumps, load, merge, save
-from pytest_jaxperf.model import SCHEMA, Counts, FunctionRecord, Report
+from pytest_jaxperf import model
+from pytest_jaxperf.baseline import BaselineError, dumps, format_json, load, merge, save
+from pytest_jaxperf.model import SCHEMA, Counts, FunctionRecord, Report, report_to_json
 from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
 
 
@@ -90,7 +94,7 @@ def test_file_format_is_sorted_indented_and_ends_with_newline(tmp_path: Path) ->
     text = path.read_text(encoding="utf-8")
     assert text.endswith("}\n")
     assert not text.endswith("\n\n")
-    assert text == json.dumps(json.loads(text), indent=2, sort_keys=True) + "\n"
+    assert text == format_json(json.loads(text)) + "\n"
     assert text.splitlines()[1].startswith('  "environment": {')
     data = json.loads(text)
     assert list(data) == ["environment", "schema", "tests"]
@@ -112,6 +116,222 @@ def test_timings_are_rounded_to_six_digits() -> None:
 
 def test_save_is_deterministic() -> None:
     assert dumps(full_report()) == dumps(full_report())
+
+
+# -- the file layout --------------------------------------------------------------------------
+
+
+def odd_report() -> Report:
+    """Values the templates do not write themselves: odd strings, odd numbers, odd keys."""
+    rec = full_report().tests["tests/test_b.py::test_y"]
+    rec.outcome = 'weird "quoted"\\ \u00e9\n\t'
+    rec.functions['ünïcode at a"b.py:1'] = FunctionRecord(
+        name="ünïcode", site='a"b.py:1', retrace_reasons=['x, y: "z" -> \\', "\u2603"]
+    )
+    rec.benchmarks["step"].update(
+        nan=math.nan,
+        inf=-math.inf,
+        flag=True,
+        nested={"b": [1, 2.5, None, {"z": 1, "a": [False]}], "a": {}},
+        empty_list=[],
+        big=10**30,
+        tiny=5e-324,
+    )
+    rec.benchmarks["empty"] = {}
+    rec.benchmarks["0 first"] = {"": "empty key", " ": 1}
+    floaty = Record(
+        traces=True,  # a bool where a count goes: written as json writes a bool
+        cache_hits=2**70,
+        compile_s=math.inf,
+        eager=Counts(compiles=3, trace_s=1),  # an int where seconds go
+        functions={"f": FunctionRecord(name="f", lower_s=math.nan, compiles=1.0)},  # type: ignore[arg-type]
+    )
+    unnamed = FunctionRecord(name=None, site="m.py:1")  # type: ignore[arg-type]
+    whole = FunctionRecord(name="g", site="m.py:2", trace_s=1)  # an int where seconds go
+    numbered = Record(
+        functions={"f": unnamed, "e": whole},
+        benchmarks={2: {"b": 1}, 1: {}},  # type: ignore[dict-item]
+    )
+    return Report(
+        environment={"é": "ü", "list": [1, "two"], "none": None, "nested": {"b": 1, "a": 2}},
+        tests={
+            "tests/test_b.py::test_y": rec,
+            "tests/test_a.py::test_x": Record(),
+            'tests/test_ü.py::test["quote", \\]': floaty,
+            "tests/test_z.py::test_numbered": numbered,
+        },
+    )
+
+
+REPORTS = [
+    pytest.param(full_report, id="full"),
+    pytest.param(odd_report, id="odd-values"),
+    pytest.param(Report, id="empty"),
+    pytest.param(lambda: Report(tests={2: Record(), 1: Record()}), id="numbered-tests"),
+]
+
+
+@pytest.mark.parametrize("make", REPORTS)
+def test_file_holds_exactly_the_json_form(make: Any) -> None:
+    report = make()
+    text = dumps(report)
+    doc = report_to_json(report)
+    before = json.dumps(doc, indent=2, sort_keys=True) + "\n"  # the layout before this one
+    assert json.dumps(json.loads(text)) == json.dumps(json.loads(before))  # nan == nan too
+    assert json.dumps(json.loads(text)) == json.dumps(doc, sort_keys=True)
+    assert text.isascii()
+
+
+@pytest.mark.parametrize("make", REPORTS)
+def test_templates_write_what_the_general_layout_writes(make: Any) -> None:
+    report = make()
+    assert dumps(report) == format_json(report_to_json(report)) + "\n"
+
+
+@pytest.mark.parametrize("make", REPORTS)
+def test_every_object_has_sorted_keys(make: Any) -> None:
+    def check(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        keys = [k for k, _ in pairs]
+        assert keys == sorted(keys)
+        return dict(pairs)
+
+    json.loads(dumps(make()), object_pairs_hook=check)
+
+
+def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
+    lines = dumps(full_report()).splitlines()
+    assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
+    assert '  "schema": "pytest-jaxperf/1",' in lines
+    assert '    "tests/test_a.py::test_x": {' in lines
+    assert '      "traces": 3' in lines
+    assert '      "compile_s": 1.125,' in lines
+    assert (
+        '      "eager": {"cache_hits": 0, "compile_s": 0.174, "compiles": 7, "lower_s": 0.0, '
+        '"lowerings": 7, "trace_s": 0.0, "traces": 0},'
+    ) in lines
+    assert (
+        '        "integrate at pkg/ode.py:42": {"cache_hits": 1, "compile_s": 0.345678, '
+        '"compiles": 4, "lower_s": 0.023456, "lowerings": 3, "name": "integrate", '
+        '"retrace_reasons": ["x: f32[3] -> f32[4]", "static argument n: 2 -> 3"], '
+        '"site": "pkg/ode.py:42", "trace_s": 0.012345, "traces": 2}'
+    ) in lines
+    assert '        "step": {' in lines
+    assert '          "first_call_s": 0.31,' in lines
+    assert (
+        '          "runtime": {"iqr_s": 2e-06, "median_s": 1.2e-05, "min_s": 1e-05, "rounds": 200}'
+    ) in lines
+    assert '      "benchmarks": {},' in lines  # empty objects stay on their line
+    assert '      "functions": {},' in lines
+    assert lines[-1] == "}"
+
+
+def test_save_is_stable_byte_for_byte(tmp_path: Path) -> None:
+    first, second, again = (tmp_path / name for name in ("a.json", "b.json", "c.json"))
+    save(first, full_report())
+    save(second, full_report())
+    assert first.read_bytes() == second.read_bytes()
+    loaded = load(first)
+    assert loaded is not None
+    save(again, loaded)  # a baseline rewritten unchanged stays byte for byte the same
+    assert again.read_bytes() == first.read_bytes()
+
+
+def test_a_file_in_the_old_layout_loads_the_same(tmp_path: Path) -> None:
+    old, new = tmp_path / "old.json", tmp_path / "new.json"
+    report = full_report()
+    old.write_text(json.dumps(report_to_json(report), indent=2, sort_keys=True), encoding="utf-8")
+    save(new, report)
+    assert load(old) == load(new) == report
+
+
+def test_a_file_with_fields_missing_loads_with_defaults(tmp_path: Path) -> None:
+    data = valid()
+    del function(data)["cache_hits"], entry(data)["eager"]["traces"], entry(data)["outcome"]
+    data["tests"]["tests/test_a.py::test_x"] = {"traces": 2, "compile_s": 1}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    loaded = load(path)
+    assert loaded is not None
+    expected = full_report()
+    expected.tests["tests/test_b.py::test_y"].functions["integrate at pkg/ode.py:42"].cache_hits = 0
+    expected.tests["tests/test_a.py::test_x"] = Record(traces=2, compile_s=1.0)
+    assert loaded == expected
+    assert type(loaded.tests["tests/test_a.py::test_x"].compile_s) is float
+
+
+def test_quick_and_careful_readers_agree() -> None:
+    # The quick reader returns what the careful one does, or None to leave it to the careful one.
+    tests = [*json.loads(dumps(odd_report()))["tests"].values(), *valid()["tests"].values()]
+    for test in tests:
+        quick = model._quick_test(test)
+        assert quick is None or quick == model._test_from_json(test, "where")
+        for fn in test["functions"].values():
+            quick_fn = model._quick_function(fn)
+            assert quick_fn is None or quick_fn == model._function_from_json(fn, "where")
+    quick = [model._quick_test(test) is not None for test in tests]
+    assert quick == [True, True, False, False, True, True]  # not: a count true, a name null
+
+
+def test_quick_reader_leaves_other_fields_to_the_careful_one(tmp_path: Path) -> None:
+    data = valid()
+    fn, eager, other = (
+        function(data),
+        entry(data)["eager"],
+        data["tests"]["tests/test_a.py::test_x"],
+    )
+    fn["unknown"] = fn.pop("cache_hits")
+    eager["unknown"] = eager.pop("traces")
+    other["unknown"] = other.pop("outcome")
+    assert model._quick_function(fn) is None
+    assert [model._quick_test(test) for test in data["tests"].values()] == [None, None]
+    eager["traces"] = 0
+    del eager["unknown"]
+    eager["lower_s"] = 1  # an int where seconds go
+    assert model._quick_test(entry(data)) is None
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    expected = full_report()
+    expected.tests["tests/test_b.py::test_y"].functions["integrate at pkg/ode.py:42"].cache_hits = 0
+    expected.tests["tests/test_b.py::test_y"].eager.lower_s = 1.0
+    assert load(path) == expected
+
+
+def test_quick_reader_builds_records_in_field_order() -> None:
+    # It calls the dataclasses with positional arguments.
+    names = model.COUNT_FIELDS + model.TIME_FIELDS
+    assert tuple(f.name for f in dataclasses.fields(Counts)) == names
+    assert tuple(f.name for f in dataclasses.fields(FunctionRecord)) == (
+        *names,
+        "name",
+        "site",
+        "retrace_reasons",
+    )
+    assert tuple(f.name for f in dataclasses.fields(Record)) == (
+        *names,
+        "outcome",
+        "functions",
+        "eager",
+        "benchmarks",
+    )
+
+
+def test_load_leaves_the_garbage_collector_as_it_was(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    save(path, full_report())
+    assert gc.isenabled()
+    load(path)
+    assert gc.isenabled()
+    path.write_text("{", encoding="utf-8")
+    with pytest.raises(BaselineError):
+        load(path)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        save(path, full_report())
+        load(path)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 def test_save_replaces_the_whole_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
