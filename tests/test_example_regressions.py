@@ -99,7 +99,11 @@ CASES = {
 }
 
 
-def test_every_regression_has_a_case_and_a_documented_row() -> None:
+def test_every_regression_has_a_case_and_a_documented_row(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The example package need not be installed for the plugin's own suite.
+    monkeypatch.syspath_prepend(str(EXAMPLE))
     from jaxperf_example.regression import REGRESSIONS
 
     assert set(CASES) == set(REGRESSIONS)
