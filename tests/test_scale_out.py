@@ -60,9 +60,11 @@ def test_xdist_matches_serial_and_controller_writes_once(jp: pytest.Pytester) ->
 def test_markdown_history_html_and_junit(jp: pytest.Pytester) -> None:
     pytest.importorskip("matplotlib")
     jp.makepyfile(test_suite=SUITE)
+    # Timings under this suite's own load are not this test's subject: keep them out of the verdict.
     args = (
         "--jaxperf", "--jaxperf-markdown=out/summary.md", "--jaxperf-history=out/history.jsonl",
         "--jaxperf-html=out/report.html", "--junitxml=out/junit.xml", *FAST,
+        "--jaxperf-compile-floor=1000", "--jaxperf-runtime-rtol=1000",
     )  # fmt: skip
     jp.runpytest(*args, "--jaxperf-save").assert_outcomes(passed=6)
     jp.runpytest(*args).assert_outcomes(passed=6)
