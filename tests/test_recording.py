@@ -140,7 +140,7 @@ def test_eager_helpers_in_their_own_bucket(jp: pytest.Pytester) -> None:
         + """
 @pytest.mark.jaxperf
 def test_eager():
-    x = jnp.ones(4)
+    x = jnp.ones(4117)  # a shape no other test uses: JAX's helpers compile for it here
     jnp.sin(x) + 1
 """
     )
@@ -172,16 +172,13 @@ def test_{name}():
     jp.makepyfile(test_a=body.format(name="a"), test_b=body.format(name="b"))
 
     def counts(*args: str) -> dict:
-        return {
-            k: (v["traces"], v["compiles"], v["eager"]["compiles"])
-            for k, v in _record(jp, *args).items()
-        }
+        # Helper (eager) compiles are not isolated between tests, so they are left out.
+        return {k: (v["traces"], v["compiles"]) for k, v in _record(jp, *args).items()}
 
     forward = counts("test_a.py", "test_b.py")
     backward = counts("test_b.py", "test_a.py")
     only_b = counts("-k", "test_b")
-    assert forward["test_a.py::test_a"] == forward["test_b.py::test_b"]
-    assert forward["test_a.py::test_a"][:2] == (1, 1)
+    assert forward["test_a.py::test_a"] == forward["test_b.py::test_b"] == (1, 1)
     assert backward == forward
     assert only_b == {"test_b.py::test_b": forward["test_b.py::test_b"]}
 
