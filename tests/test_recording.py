@@ -289,3 +289,31 @@ def test_listener_errors_never_reach_user_code(
     assert out.tolist() == [5.0, 5.0, 5.0]
     assert scope.listener_errors >= 3  # trace, lower and compile events, and the explanation
     assert scope.functions == {}
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_isolation_forgets_user_functions(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object, fallback: bool
+) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from pytest_jaxperf import recorder
+
+    if fallback:  # private caches not as expected: everything is cleared instead
+
+        def unexpected(jax_dirs: tuple[str, ...]) -> None:
+            raise AttributeError("no such cache")
+
+        monkeypatch.setattr(recorder, "_evict_user_functions", unexpected)
+    f = jax.jit(lambda x: x * 7)
+    x = jnp.ones(5)
+    f(x)
+    recorder.RECORDER.isolate()
+    with recorder.RECORDER.scope(tmp_path) as scope:  # type: ignore[arg-type]
+        f(x)
+        jnp.ones(5)  # a helper compiled above, for the same shape
+    (fn,) = scope.functions.values()
+    assert (fn.traces, fn.lowerings, fn.compiles) == (1, 1, 1)
+    # JAX's helpers stay compiled, unless everything had to be cleared.
+    assert (scope.eager.compiles > 0) is fallback
