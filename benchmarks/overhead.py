@@ -24,10 +24,12 @@ is the thorough run, about 12 minutes).
    times, which split the extra time of C and D into what recorded and unrecorded tests pay.
 3. E: in a fresh interpreter, whether ``import pytest_jaxperf.plugin`` imports jax (it must
    not) and what that import costs (``-X importtime``).
-4. In-process: the plugin calls ``jax.clear_caches()`` before every recorded test so that
-   counts do not depend on test order. Measured here: the cost of that call with N = 1, 10,
-   200 jitted functions cached, and the cost of re-paying JAX's own helper compiles of a
-   typical test preamble (``jnp.ones``, ``jnp.arange``, ``jax.random.normal``...) after it.
+4. In-process: before every recorded test the plugin makes JAX forget the user's compiled
+   functions so that counts do not depend on test order; it falls back to
+   ``jax.clear_caches()`` when JAX's private caches are not as expected. Measured here,
+   for that fallback: the cost of the call with N = 1, 10, 200 jitted functions cached,
+   and of re-paying JAX's own helper compiles of a typical test preamble (``jnp.ones``,
+   ``jnp.arange``, ``jax.random.normal``...) after it.
 
 Runs start only once other processes leave the machine quiet (up to ``--quiet-wait`` s);
 the CPU time other processes used during each run is reported, with a warning when it is
@@ -679,7 +681,7 @@ def main(argv: list[str] | None = None) -> int:
 
     # In-process isolation costs.
     print()
-    print("isolation, in-process (the plugin runs jax.clear_caches() before every recorded test):")
+    print("isolation fallback, in-process (jax.clear_caches() before every recorded test):")
     for n, (clear_ms, fill_ms) in clear_cost((1, 10, 200)).items():
         print(
             f"  jax.clear_caches() with {n:>3} jitted functions cached: {clear_ms:7.2f} ms "
