@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import causes
+from ._metrics import number, runtime, samples_s
 from .analysis import STATIC_METRICS
 from .config import Limit, MarkerLimits, Tolerances
 from .model import FunctionRecord, TestRecord
@@ -219,12 +220,6 @@ RUNTIME_ALPHA = 0.01
 RUNTIME = "runtime"
 
 
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def _program_benchmarks(rec: TestRecord) -> dict[str, dict[str, Any]]:
     return {k: v for k, v in rec.benchmarks.items() if v.get("kind", "benchmark") == "benchmark"}
 
@@ -235,7 +230,7 @@ def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) ->
             continue
         for label, bench in sorted(_program_benchmarks(record).items()):
             value = limit.get(label) if isinstance(limit, Mapping) else limit
-            current = _num(bench.get(metric))
+            current = number(bench.get(metric))
             if value is not None and current is not None and current > value:
                 out.breaches.append(
                     Breach(metric, None, float(value), current, "limit", benchmark=label)
@@ -265,7 +260,7 @@ def _benchmarks_vs_baseline(
                 out.notes.append(note)
         else:
             for metric in STATIC_METRICS:
-                now, before = _num(bench.get(metric)), _num(old.get(metric))
+                now, before = number(bench.get(metric)), number(old.get(metric))
                 if now is None or before is None:
                     continue
                 if now > before * (1 + tol.static_rtol) and now > before:
@@ -289,10 +284,8 @@ def _runtime(
     timing_mode: str,
     gate_baseline: bool,
 ) -> None:
-    now_rt, old_rt = bench.get("runtime"), old.get("runtime")
-    if not isinstance(now_rt, Mapping) or not isinstance(old_rt, Mapping):
-        return
-    now, before = _num(now_rt.get("median_s")), _num(old_rt.get("median_s"))
+    now_rt, old_rt = runtime(bench), runtime(old)
+    now, before = number(now_rt.get("median_s")), number(old_rt.get("median_s"))
     if not now or not before:
         return
     change = now / before - 1
@@ -303,7 +296,7 @@ def _runtime(
                 f"({', '.join(timing_differences)}); median {before:.3g} s -> {now:.3g} s"
             )
         return
-    now_min, before_min = _num(now_rt.get("min_s")), _num(old_rt.get("min_s"))
+    now_min, before_min = number(now_rt.get("min_s")), number(old_rt.get("min_s"))
     # The fastest round must be slower too: load from other processes moves the median of
     # unchanged code by +50% on a shared 2-core machine, but rarely every round.
     min_change = now_min / before_min - 1 if now_min and before_min else change
@@ -313,7 +306,7 @@ def _runtime(
             f"{min_change:+.0%}: machine load, not gated"
         )
     elif change > tol.runtime_rtol:
-        p = significance(now_rt.get("samples_s"), old_rt.get("samples_s"), "greater")
+        p = significance(samples_s(bench), samples_s(old), "greater")
         detail = f"median, runtime_rtol {tol.runtime_rtol:g}, " + (
             f"Mann-Whitney p={p:.2g}" if p is not None else "too few rounds for a test"
         )
@@ -327,19 +320,16 @@ def _runtime(
                 f"runtime of {label} {change:+.0%} but not statistically clear ({detail})"
             )
     elif change < -tol.runtime_rtol / (1 + tol.runtime_rtol):
-        p = significance(now_rt.get("samples_s"), old_rt.get("samples_s"), "less")
+        p = significance(samples_s(bench), samples_s(old), "less")
         if p is not None and p < RUNTIME_ALPHA:
             out.improvements.append(f"runtime of {label}: {before:.3g} s -> {now:.3g} s")
 
 
-def significance(now: Any, before: Any, alternative: str) -> float | None:
-    """One-sided Mann-Whitney U p-value that `now` is `alternative` than `before`."""
-    if not isinstance(now, list) or not isinstance(before, list):
-        return None
-    a = [v for v in now if _num(v) is not None]
-    b = [v for v in before if _num(v) is not None]
-    if len(a) < 5 or len(b) < 5:
+def significance(now: list[float], before: list[float], alternative: str) -> float | None:
+    """One-sided Mann-Whitney U p-value that `now` is `alternative` than `before`; None
+    with fewer than 5 rounds on either side."""
+    if len(now) < 5 or len(before) < 5:
         return None
     from scipy import stats
 
-    return float(stats.mannwhitneyu(a, b, alternative=alternative).pvalue)
+    return float(stats.mannwhitneyu(now, before, alternative=alternative).pvalue)
