@@ -29,6 +29,8 @@ class JaxPerfSession:
         self.outcomes: dict[str, compare.Outcome] = {}
         self.scopes: dict[str, Any] = {}
         self.environment: dict[str, Any] | None = None
+        # Listener failures are swallowed (never raised into the user's code): shown instead.
+        self.listener_errors: dict[str, int] = {}
 
     def _recorded(self, item: pytest.Item) -> bool:
         return LIMITS_KEY in item.stash
@@ -74,6 +76,8 @@ class JaxPerfSession:
             finally:
                 del self.scopes[item.nodeid]
                 self.records[item.nodeid] = snapshot(scope)
+                if scope.listener_errors:
+                    self.listener_errors[item.nodeid] = scope.listener_errors
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -104,7 +108,14 @@ class JaxPerfSession:
             timing_mode=self.settings.timing_mode,
         )
         self.outcomes[item.nodeid] = outcome
-        rep.sections.append(("jaxperf", report.detail_section(record, outcome)))
+        section = report.detail_section(record, outcome)
+        if item.nodeid in self.listener_errors:
+            section += (
+                f"\nrecorder: {self.listener_errors[item.nodeid]} JAX event(s) could not be "
+                "read; the counts above may be incomplete (a JAX version this plugin does not "
+                "know?)"
+            )
+        rep.sections.append(("jaxperf", section))
         if outcome.failed:
             # The test itself passed: "regressed" keeps it apart from a real failure.
             record.outcome, rep.outcome = "regressed", "failed"

@@ -317,3 +317,25 @@ def test_isolation_forgets_user_functions(
     assert (fn.traces, fn.lowerings, fn.compiles) == (1, 1, 1)
     # JAX's helpers stay compiled, unless everything had to be cleared.
     assert (scope.eager.compiles > 0) is fallback
+
+
+def test_listener_errors_are_shown_in_the_report(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_jaxperf.recorder import Scope
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("listener bug")
+
+    monkeypatch.setattr(Scope, "on_duration", broken)
+    jp.makepyfile(
+        HEADER
+        + """
+@pytest.mark.jaxperf
+def test_f():
+    assert jax.jit(lambda x: x + 1)(jnp.ones(2)).tolist() == [2.0, 2.0]
+"""
+    )
+    result = jp.runpytest("--jaxperf", "-rA")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["recorder: * JAX event(s) could not be read; the counts*"])
