@@ -44,7 +44,8 @@ def _argument(path: str, arg_names: Sequence[str]) -> str:
 
 
 def _strip(text: str) -> str:
-    return _URL.sub("", text).strip()
+    # "f32[]({})" carries an empty sharding: JAX prints it once weak types are involved.
+    return _URL.sub("", text).replace("({})", "").strip()
 
 
 def cause(message: str, arg_names: Sequence[str] = ()) -> str:

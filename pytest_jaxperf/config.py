@@ -69,6 +69,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_max_time", "--jaxperf-max-time", "float", DEFAULT_MAX_TIME,
            "seconds of timed rounds per benchmark, once the minimum rounds are done "
            f"(default {DEFAULT_MAX_TIME})"),
+    Option("jaxperf_allow_partial", "--jaxperf-allow-partial", "bool", False,
+           "when the start-up self-check finds a JAX hook missing, warn and mark the affected "
+           "metrics 'not measured' (never gated) instead of refusing to run"),
 )  # fmt: skip
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -99,6 +102,7 @@ class Settings:
     markdown: Path | None
     html: Path | None
     history: Path | None
+    allow_partial: bool = False
 
     @classmethod
     def from_pytest_config(cls, config: pytest.Config) -> Settings:
@@ -135,6 +139,7 @@ class Settings:
             markdown=values["jaxperf_markdown"],
             html=values["jaxperf_html"],
             history=values["jaxperf_history"],
+            allow_partial=values["jaxperf_allow_partial"],
         )
 
 

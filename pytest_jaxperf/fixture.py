@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import time
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,10 +21,17 @@ from .timing import Stats, TimingConfig
 
 SCALING_METRICS = ("jaxpr_eqns", "hlo_ops", "compile_s", "runtime_s")
 
+# One call's arguments: what a benchmark `setup=` returns.
+Inputs = tuple[tuple[Any, ...], dict[str, Any]]
+
 
 @dataclass
 class BenchmarkResult:
-    """What `jaxperf.benchmark` measured; the timing fields are None when --jaxperf is off."""
+    """What `jaxperf.benchmark` measured; the timing fields are None when --jaxperf is off.
+
+    `runtime` is per call. When every call needs fresh arguments (`setup=`, or arguments the
+    function donates) each round is one call: `runtime.iterations` is 1 and `runtime.rounds`
+    counts the timed calls; the untimed setup and copies are in neither."""
 
     label: str
     output: Any
@@ -139,25 +148,40 @@ class JaxPerf:
         label: str | None = None,
         eager: bool = False,
         reference: Callable[..., Any] | None = None,
+        setup: Callable[[], Inputs] | None = None,
         **kwargs: Any,
     ) -> BenchmarkResult:
         """First-call cost, steady-state runtime and program metrics of `fn(*args, **kwargs)`.
 
         `fn` should be jitted (a plain function is wrapped in jax.jit). With `eager=True` the
         un-jitted function is timed too (under jax.disable_jit), with `reference` any other
-        implementation (e.g. NumPy); the result then has the break-even call count."""
+        implementation (e.g. NumPy); the result then has the break-even call count.
+
+        `setup`, instead of arguments, returns fresh `(args, kwargs)` for every call, the first
+        included; it is not timed. Without it, arguments that `fn` donates are copied, untimed,
+        before every timed call; the first call consumes the caller's own, as it would without
+        the plugin."""
         import jax
 
         label = label or _name(fn)
         self._claim(label)
+        if setup is not None:
+            if args or kwargs:
+                raise pytest.UsageError(
+                    f"{self.nodeid}: jaxperf.benchmark takes arguments or setup=, not both; "
+                    "return all the arguments from setup()"
+                )
+            args, kwargs = self._setup_inputs(setup)
         scope = self._scope()
         jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
         if scope is None:
             return BenchmarkResult(label, jitted(*args, **kwargs))
 
-        from . import analysis, timing
+        from . import analysis
         from .recorder import RECORDER
 
+        with RECORDER.paused():
+            spares = None if setup is not None else _spares(jitted, args, kwargs)
         before = _totals(scope)
         start = time.perf_counter()
         output = jax.block_until_ready(jitted(*args, **kwargs))
@@ -172,27 +196,51 @@ class JaxPerf:
             compile_s=spent.compile_s - before.compile_s,
             compiled_on_first_call=spent.compiles > before.compiles,
         )
-        with RECORDER.paused():
+        with RECORDER.paused(), _quiet_donation():
+            fresh = (
+                functools.partial(self._setup_inputs, setup)
+                if setup is not None
+                else _refresher(args, kwargs, spares)
+            )
+            # Traces from shapes only: arguments the first call consumed are fine here.
             result.metrics = analysis.program_metrics(jitted, args, kwargs)
             if self._timing_mode != "off":
-                result.runtime = timing.measure(
-                    lambda: jax.block_until_ready(jitted(*args, **kwargs)), self._timing
-                )
+                result.runtime = _time(jitted, args, kwargs, fresh, self._timing)
                 other = reference
                 if eager and other is None:
                     other = _eager(jitted)
                 if other is not None:
-                    ref = other
-                    result.eager = timing.measure(
-                        lambda: jax.block_until_ready(ref(*args, **kwargs)),
-                        _eager_config(self._timing),
-                    )
+                    result.eager = _time(other, args, kwargs, fresh, _eager_config(self._timing))
                     result.break_even_calls = break_even(
                         first_call_s, result.runtime.median_s, result.eager.median_s
                     )
             result.device_peak_bytes = analysis.device_peak_bytes()
         scope.benchmarks[label] = result.to_json()
         return result
+
+    def _setup_inputs(self, setup: Callable[[], Inputs]) -> Inputs:
+        """setup()'s (args, kwargs), checked and computed: a timed call that follows must not
+        wait for them."""
+        import jax
+
+        value: Any = setup()
+        if (
+            isinstance(value, tuple)
+            and len(value) == 2
+            and isinstance(value[0], tuple)
+            and isinstance(value[1], dict)
+        ):
+            inputs: Inputs = jax.block_until_ready((value[0], value[1]))
+            return inputs
+        got = (
+            f"({type(value[0]).__name__}, {type(value[1]).__name__})"
+            if isinstance(value, tuple) and len(value) == 2
+            else type(value).__name__
+        )
+        raise pytest.UsageError(
+            f"{self.nodeid}: jaxperf.benchmark setup= must return (args, kwargs), a tuple and "
+            f"a dict, e.g. `return (x,), {{}}`; it returned {got}"
+        )
 
     # -- no_recompile ------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -240,9 +288,8 @@ class JaxPerf:
     ) -> ScalingResult:
         """Evaluate `metric` for fn(*make_args(n)) at each size, fit the log-log slope, and
         fail when it exceeds `max_exponent` (builtin sum over n elements: exponent 1;
-        jnp.sum: 0). The work done here is not counted in the test's traces and compiles."""
-        import jax
-
+        jnp.sum: 0). The work done here is not counted in the test's traces and compiles, and
+        leaves `fn` as it was: each size is measured on a fresh jit of the same function."""
         if metric not in SCALING_METRICS:
             raise pytest.UsageError(
                 f"{self.nodeid}: jaxperf.scaling metric {metric!r} is unknown; "
@@ -255,11 +302,10 @@ class JaxPerf:
             )
         label = label or f"scaling:{_name(fn)}"
         self._claim(label)
-        jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
         result = ScalingResult(label, metric, max_exponent=max_exponent)
         for n in sizes:
             result.sizes.append(int(n))
-            result.values.append(self._scaling_point(jitted, tuple(make_args(n)), metric))
+            result.values.append(self._scaling_point(fn, tuple(make_args(n)), metric))
         result.exponent = growth_exponent(result.sizes, result.values)
         scope = self._scope()
         if scope is not None:
@@ -272,30 +318,31 @@ class JaxPerf:
             )
         return result
 
-    def _scaling_point(self, jitted: Any, args: tuple[Any, ...], metric: str) -> float:
+    def _scaling_point(self, fn: Callable[..., Any], args: tuple[Any, ...], metric: str) -> float:
         import jax
 
-        from . import analysis, timing
+        from . import analysis
         from .recorder import RECORDER
 
-        if metric == "jaxpr_eqns":
-            with RECORDER.paused():
-                return float(analysis.count_eqns(jitted.trace(*args).jaxpr))
-        if metric == "hlo_ops":
-            with RECORDER.paused():
-                return float(analysis.count_hlo_ops(jitted.trace(*args).lower().as_text()))
+        # A new jit per point: it shares no cache entry with the user's function (whose caches
+        # stay as they were) nor with another size, so compile_s is a real compile each time.
+        jitted = _fresh_jit(fn)
         if metric == "compile_s":
-            if hasattr(jitted, "clear_cache"):
-                jitted.clear_cache()
-            with RECORDER.scope(self._rootdir) as inner:
-                jax.block_until_ready(jitted(*args))
-            return sum(f.total_s for f in inner.functions.values())
-        with RECORDER.paused():
+            # Ahead of time: compiled, never run, so donated arguments are not consumed.
+            with _quiet_donation(), RECORDER.scope(self._rootdir) as inner:
+                jitted.trace(*args).lower().compile()
+            return _totals(inner).total_s + inner.eager.total_s
+        with RECORDER.paused(), _quiet_donation():
+            if metric == "jaxpr_eqns":
+                return float(analysis.count_eqns(jitted.trace(*args).jaxpr))
+            if metric == "hlo_ops":
+                return float(analysis.count_hlo_ops(jitted.trace(*args).lower().as_text()))
+            spares = _spares(jitted, args, {})
             jax.block_until_ready(jitted(*args))
             config = TimingConfig(
                 min_rounds=5, max_time=self._timing.max_time / 4, warmup_time=0.01
             )
-            return timing.measure(lambda: jax.block_until_ready(jitted(*args)), config).median_s
+            return _time(jitted, args, {}, _refresher(args, {}, spares), config).median_s
 
 
 def growth_exponent(sizes: Sequence[float], values: Sequence[float]) -> float:
@@ -326,6 +373,115 @@ def _eager(jitted: Any) -> Callable[..., Any]:
             return jitted(*args, **kwargs)
 
     return run
+
+
+def _time(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    fresh: Callable[[], Inputs] | None,
+    config: TimingConfig,
+) -> Stats:
+    """Steady-state seconds per call of fn(*args, **kwargs), or of fn on fresh() inputs."""
+    import jax
+
+    from . import timing
+
+    if fresh is None:
+        return timing.measure(lambda: jax.block_until_ready(fn(*args, **kwargs)), config)
+    return timing.measure_each(fresh, lambda a: jax.block_until_ready(fn(*a[0], **a[1])), config)
+
+
+# The jax.jit options that decide what a fresh jit traces and compiles.
+_JIT_OPTIONS = (
+    "static_argnums",
+    "static_argnames",
+    "donate_argnums",
+    "donate_argnames",
+    "keep_unused",
+)
+
+
+def _fresh_jit(fn: Callable[..., Any]) -> Any:
+    """A new jax.jit of the function under `fn` (itself jitted or not), with the same static
+    and donated arguments: a new function object, so it shares no cache entry with `fn`."""
+    import jax
+
+    inner = getattr(fn, "__wrapped__", fn) if hasattr(fn, "lower") else fn
+
+    def fresh(*args: Any, **kwargs: Any) -> Any:
+        return inner(*args, **kwargs)
+
+    # The user's name, definition site and signature (static_argnames resolve against it).
+    functools.update_wrapper(fresh, inner)
+    # No public API tells a jitted function's options: read JAX's private record of them,
+    # where it is as expected; without them every argument is traced.
+    info = getattr(fn, "_jit_info", None)
+    return jax.jit(fresh, **{k: getattr(info, k) for k in _JIT_OPTIONS if hasattr(info, k)})
+
+
+def _spares(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> list[Any] | None:
+    """Copies of the array arguments, taken before the first call in case it donates them;
+    None when `jitted` declares no donated argument (JAX's private `_jit_info`; where that is
+    missing, copies are taken anyway)."""
+    import jax
+
+    info = getattr(jitted, "_jit_info", None)
+    donates = getattr(info, "donate_argnums", True) or getattr(info, "donate_argnames", True)
+    if not donates:
+        return None
+    return [
+        _copy(x) if isinstance(x, jax.Array) and not x.is_deleted() else None
+        for x in jax.tree.leaves((args, kwargs))
+    ]
+
+
+def _refresher(
+    args: tuple[Any, ...], kwargs: dict[str, Any], spares: list[Any] | None
+) -> Callable[[], Inputs] | None:
+    """None when the first call consumed no argument; otherwise a function that returns the
+    arguments with ready, fresh copies in place of the consumed (deleted) arrays."""
+    import jax
+
+    if spares is None:
+        return None
+    leaves, treedef = jax.tree.flatten((args, kwargs))
+    consumed = [
+        i
+        for i, x in enumerate(leaves)
+        if isinstance(x, jax.Array) and x.is_deleted() and spares[i] is not None
+    ]
+    if not consumed:
+        return None
+
+    def fresh() -> Inputs:
+        new = list(leaves)
+        for i in consumed:
+            new[i] = _copy(spares[i])
+        jax.block_until_ready([new[i] for i in consumed])  # copying is not the call's time
+        out: Inputs = jax.tree.unflatten(treedef, new)
+        return out
+
+    return fresh
+
+
+def _copy(x: Any) -> Any:
+    import jax
+
+    # No target device: the copy keeps the sharding and committed-ness (and weak type), so
+    # the compiled program is reused. jax.device_put(x, device) would commit an uncommitted
+    # array, and a committed argument can make JAX compile again.
+    return jax.device_put(x, may_alias=False)
+
+
+@contextlib.contextmanager
+def _quiet_donation() -> Iterator[None]:
+    # The plugin's own compiles (scaling's fresh jits) repeat JAX's warning about a donation
+    # the user's first compile already warned of; under filterwarnings=error it would fail
+    # the user's test.
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Some donated buffers were not usable")
+        yield
 
 
 def _eager_config(config: TimingConfig) -> TimingConfig:

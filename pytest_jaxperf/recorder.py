@@ -1,53 +1,70 @@
-"""Records traces, lowerings and backend compiles per jitted function inside a scope.
+"""Records traces, lowerings and backend compiles per user function inside a scope.
 
-Sources: `jax.monitoring` duration events (timings of top-level traces, every lowering and
-compile) and JAX's cache-miss explanations (one record per real trace, nested jits included,
-with the cause). JAX is imported only when a scope is first opened.
+Sources (see `_jaxhooks` for the JAX internals behind each):
+- traces: one event per real Python trace from JAX's trace cache, for jitted functions
+  (nested ones included) and for bodies of eager `lax.scan` / `while_loop` / `cond`, with
+  the cause computed from the cache's own keys: no logging, no notion of "user files";
+- lowerings, compiles and their seconds: `jax.monitoring` duration events, each charged
+  to the user function inside the lowered program, whatever JAX transformation wraps it.
+
+Between recorded tests the user's functions are evicted from JAX's caches, except those
+traced while a fixture that is still alive was set up; JAX's own helpers stay compiled.
 """
 
 from __future__ import annotations
 
 import contextlib
 import inspect
-import logging
 import os
 import sys
 import threading
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from . import causes
+from . import _jaxhooks as hooks
+from . import causes, identity
+from .identity import Identity
 from .model import MAX_REASONS, Counts, FunctionRecord, function_key
 
-TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
-LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
-COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
-EXPLAIN_LOGGER = "jax._src.interpreters.partial_eval"
-
-# How far up the stack a listener looks for JAX's frames that carry the function identity.
-_MAX_DEPTH = 40
+# Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
+_MAX_SEEN = 2000
+CLEARED = (
+    "traced again after its cache was cleared (jax.clear_caches(), clear_cache(), or "
+    "the function was evicted by another tool)"
+)
 
 
 class Scope:
     """What happened between opening and closing one recording block."""
 
-    def __init__(self, rootdir: Path, jax_dirs: tuple[str, ...]) -> None:
+    def __init__(self, rootdir: Path) -> None:
         self._rootdir = str(rootdir)
-        self._jax_dirs = jax_dirs
         self._lock = threading.Lock()
         self.functions: dict[str, FunctionRecord] = {}
         # Written by the jaxperf fixture (benchmark, scaling), keyed by label.
         self.benchmarks: dict[str, dict[str, Any]] = {}
         self.eager = Counts()
         self.listener_errors = 0
+        # Events on threads that were already running when the scope opened: a thread left
+        # over by an earlier test must not charge this one.
+        self.foreign_events = 0
+        self._foreign = {t.ident for t in threading.enumerate()} - {threading.get_ident()}
         # Per thread: the function whose lowering awaits its backend compile, and whether
         # a persistent-cache hit was announced for that compile.
-        self._pending: dict[int, tuple[str, str | None, int | None]] = {}
+        self._pending: dict[int, Identity | None] = {}
         self._cache_hit: set[int] = set()
         self._sites: dict[str, str] = {}
+        # Function objects traced in this scope, per function key: a trace of a new object
+        # at a known key is a re-definition (jit inside a loop).
+        self._objects: dict[str, list[weakref.ref[Any] | int]] = {}
+
+    def owns_current_thread(self) -> bool:
+        if threading.get_ident() in self._foreign:
+            self.foreign_events += 1
+            return False
+        return True
 
     # -- identity -------------------------------------------------------------------------
     def _site(self, filename: str | None, lineno: int | None) -> str:
@@ -59,76 +76,40 @@ class Scope:
             self._sites[filename] = rel
         return f"{rel}:{lineno}" if lineno else rel
 
-    def _is_user(self, filename: str | None) -> bool:
-        return not (filename and filename.startswith(self._jax_dirs))
-
-    def _function(self, name: str, site: str) -> FunctionRecord:
-        key = function_key(name, site)
+    def function(self, ident: Identity) -> FunctionRecord:
+        key = function_key(ident.name, self._site(ident.filename, ident.lineno))
         fn = self.functions.get(key)
         if fn is None:
-            fn = self.functions[key] = FunctionRecord(name=name, site=site)
+            fn = self.functions[key] = FunctionRecord(
+                name=ident.name, site=self._site(ident.filename, ident.lineno)
+            )
         return fn
 
-    def _target(self, name: str, filename: str | None, lineno: int | None) -> Counts:
-        if not self._is_user(filename):
-            return self.eager
-        return self._function(name, self._site(filename, lineno))
+    def _target(self, ident: Identity | None) -> Counts:
+        return self.eager if ident is None else self.function(ident)
 
-    # -- listeners ------------------------------------------------------------------------
-    def on_duration(self, event: str, seconds: float, fun_name: str | None) -> None:
-        tid = threading.get_ident()
+    # -- events ---------------------------------------------------------------------------
+    def on_trace(
+        self, ident: Identity, fun: Any, seen_before: bool, explanation: str | None
+    ) -> None:
         with self._lock:
-            if event == TRACE_EVENT:
-                dbg = _local(_frame("_trace_for_jit"), "dbg")
-                name, filename, lineno = _identity(dbg, fun_name)
-                self._target(name, filename, lineno).trace_s += seconds
-            elif event == LOWER_EVENT:
-                closed = _local(_frame("_cached_lowering_to_hlo"), "closed_jaxpr")
-                dbg = getattr(getattr(closed, "jaxpr", None), "debug_info", None)
-                name, filename, lineno = _identity(dbg, _unwrap_jit_name(fun_name))
-                target = self._target(name, filename, lineno)
-                target.lowerings += 1
-                target.lower_s += seconds
-                self._pending[tid] = (name, filename, lineno)
-            elif event == COMPILE_EVENT:
-                pending = self._pending.pop(tid, None)
-                if pending is None:
-                    target = self._target(_unwrap_jit_name(fun_name), None, None)
-                else:
-                    target = self._target(*pending)
-                target.compiles += 1
-                if tid in self._cache_hit:
-                    # A persistent-cache hit takes ~1 ms: never let it pass for a fast compile.
-                    self._cache_hit.discard(tid)
-                    target.cache_hits += 1
-                else:
-                    target.compile_s += seconds
-
-    def on_event(self, event: str) -> None:
-        if event == CACHE_HIT_EVENT:
-            with self._lock:
-                self._cache_hit.add(threading.get_ident())
-
-    def on_explain(self, message: str) -> None:
-        frame = _frame("explain")
-        # Only jit traces count; scan bodies and cond branches are traced by lax instead.
-        caller = frame.f_back if frame is not None else None
-        if caller is not None and caller.f_code.co_name != "_trace_for_jit":
-            return
-        dbg = _local(frame, "debug_info")
-        name, filename, lineno = _identity(dbg, _name_from_message(message))
-        if not self._is_user(filename):
-            return
-        fun = _local(frame, "fun")
-        with self._lock:
-            fn = self._function(name, self._site(filename, lineno))
-            first_sight = causes.is_first_sight(message)
-            if fn.traces and first_sight:
-                reason: str | None = causes.REDEFINED.format(name=name)
-            elif first_sight:
-                reason = None
+            fn = self.function(ident)
+            objects = self._objects.setdefault(fn.key, [])
+            if seen_before:
+                reason: str | None = (
+                    causes.cause(explanation, _positional_names(fun))
+                    if explanation
+                    else "cause unknown"
+                )
+            elif not objects:
+                reason = None  # first trace of this function in the test
+            elif any(_same(ref, fun) for ref in objects):
+                reason = CLEARED
             else:
-                reason = causes.cause(message, _positional_names(fun))
+                reason = causes.REDEFINED.format(name=ident.name)
+            if not any(_same(ref, fun) for ref in objects):
+                objects.append(_ref(fun))
+                del objects[:-MAX_REASONS]
             fn.traces += 1
             if (
                 reason
@@ -137,27 +118,32 @@ class Scope:
             ):
                 fn.retrace_reasons.append(reason)
 
+    def on_trace_time(self, ident: Identity | None, seconds: float) -> None:
+        with self._lock:
+            self._target(ident).trace_s += seconds
 
-class _ExplainFilter(logging.Filter):
-    """Hands each cache-miss explanation to its scope while that scope is the active one.
+    def on_lowering(self, ident: Identity | None, seconds: float) -> None:
+        with self._lock:
+            target = self._target(ident)
+            target.lowerings += 1
+            target.lower_s += seconds
+            self._pending[threading.get_ident()] = ident
 
-    Records exist only because the recorder switched explanations on, unless the user had
-    them on already; only in that case do they travel on to the user's handlers.
-    """
+    def on_compile(self, seconds: float) -> None:
+        tid = threading.get_ident()
+        with self._lock:
+            target = self._target(self._pending.pop(tid, None))
+            target.compiles += 1
+            if tid in self._cache_hit:
+                # A persistent-cache hit takes ~1 ms: never let it pass for a fast compile.
+                self._cache_hit.discard(tid)
+                target.cache_hits += 1
+            else:
+                target.compile_s += seconds
 
-    def __init__(self, recorder: Recorder, scope: Scope, pass_through: bool) -> None:
-        super().__init__()
-        self.recorder = recorder
-        self.scope = scope
-        self.pass_through = pass_through
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.recorder.active is self.scope:
-            try:
-                self.scope.on_explain(record.getMessage())
-            except Exception:
-                self.scope.listener_errors += 1
-        return self.pass_through
+    def on_cache_hit(self) -> None:
+        with self._lock:
+            self._cache_hit.add(threading.get_ident())
 
 
 class Recorder:
@@ -167,55 +153,183 @@ class Recorder:
         self.active: Scope | None = None
         self._installed = False
         self._jax_dirs: tuple[str, ...] = ()
+        self._traces: hooks.TraceListener | None = None
+        # JAX's DebugInfo text -> the user's function, where they differ (wrapped or
+        # partial functions): lowerings carry only the DebugInfo.
+        self._aliases: dict[str, Identity] = {}
+        # The cache key of each function's last trace, for "previous value" causes.
+        self._last_key: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
+        # Functions traced while a fixture was set up, per live fixture: kept by isolation.
+        self._collecting: list[list[weakref.ref[Any] | int]] = []
+        self._fixture_funs: dict[int, list[weakref.ref[Any] | int]] = {}
+        # Callables traced since the last isolation (for caches that cannot be listed), and
+        # whether anything was traced at all: an isolation with nothing new is skipped.
+        self._seen: dict[int, weakref.ref[Any] | int] = {}
+        self._dirty = True
+        self.evicted = 0
+        self.isolation = "per function"
 
-    def _install(self) -> None:
+    @property
+    def jax_dirs(self) -> tuple[str, ...]:
+        return self._jax_dirs
+
+    def install(self) -> None:
         if self._installed:
+            if self._traces is not None:
+                self._traces.ensure()
             return
-        import jax
         import jax.monitoring
-        import jaxlib
 
-        self._jax_dirs = tuple(
-            os.path.dirname(mod.__file__) + os.sep for mod in (jax, jaxlib) if mod.__file__
-        )
+        self._jax_dirs = identity.jax_dirs()
         # Registered once and never removed: jax's unregister asserts, and a dormant
         # listener costs one attribute check per compile.
         jax.monitoring.register_event_duration_secs_listener(self._on_duration)
         jax.monitoring.register_event_listener(self._on_event)
+        if not hooks.missing():
+            self._traces = hooks.TraceListener(self._on_trace)
+            self._traces.ensure()
         self._installed = True
 
-    def _on_duration(self, event: str, duration_secs: float, **kwargs: str | int) -> None:
+    # -- identity -------------------------------------------------------------------------
+    def _user(self, ident: Identity | None) -> Identity | None:
+        return None if identity.is_jax(ident, self._jax_dirs) else ident
+
+    def _identify(self, fun: Any, dbg: Any, static: tuple[Any, ...] = ()) -> Identity | None:
+        """The user function a trace stands for; None for JAX's own helpers."""
+        if hooks.is_jit_wrapper(fun):
+            return None  # make_jaxpr(jitted): the jitted function's own trace follows
+        ident = self._user(identity.resolve(fun, self._jax_dirs, static))
+        named = identity.from_debug_info(dbg)
+        if ident is None:
+            # A JAX-made closure around a user body (fori_loop's scanned_fun).
+            ident = self._user(named)
+        elif named is None or (named.name, named.filename) != (ident.name, ident.filename):
+            src = getattr(dbg, "func_src_info", None)
+            if src:
+                self._aliases[str(src)] = ident
+        return ident
+
+    def _lowered(self) -> Identity | None:
+        fun = hooks.jitted_callable()
+        if fun is not None and not hooks.is_jit_wrapper(fun):
+            ident = self._user(identity.resolve(fun, self._jax_dirs))
+            if ident is not None:
+                return ident
+        for dbg in hooks.debug_infos(hooks.lowered_jaxpr()):
+            src = getattr(dbg, "func_src_info", None)
+            ident = self._aliases.get(str(src)) if src else None
+            ident = self._user(ident or identity.from_debug_info(dbg))
+            if ident is not None:
+                return ident
+        return None
+
+    # -- listeners ------------------------------------------------------------------------
+    def _on_trace(self, call: hooks.TraceCall) -> None:
+        try:
+            if call.by_jit or call.eager:
+                inner = identity.user_callable(call.fun, self._jax_dirs)
+                refs = [_ref(call.fun), _ref(inner)]
+                for funs in self._collecting:
+                    funs.extend(refs)
+                if not self._collecting:
+                    self._dirty = True
+                    if len(self._seen) < _MAX_SEEN:
+                        self._seen.update((_key(r), r) for r in refs)
+            scope = self.active
+            if scope is None or not (call.by_jit or call.eager):
+                return
+            if not scope.owns_current_thread():
+                return
+            if not call.by_jit and hooks.find_frame("_trace_for_jit", start=4) is not None:
+                return  # JAX's own staging inside a jit trace (pmap's shard_map): counted there
+            ident = self._identify(call.fun, call.debug_info, call.static)
+            if ident is None:
+                return
+            last = self._last_key.get(id(call.fun))
+            previous = last[1] if last is not None and _same(last[0], call.fun) else None
+            seen, explanation = hooks.miss_explanation(call, previous)
+            self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
+            scope.on_trace(ident, call.fun, seen, explanation)
+        except Exception:
+            # A listener error must never surface in the user's f(x).
+            if self.active is not None:
+                self.active.listener_errors += 1
+
+    def _on_duration(self, event: str, duration_secs: float, **kwargs: Any) -> None:
         scope = self.active
         if scope is None:
             return
         try:
-            scope.on_duration(event, duration_secs, str(kwargs.get("fun_name", "")) or None)
+            if event not in (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT):
+                return
+            if not scope.owns_current_thread():
+                return
+            if event == hooks.TRACE_EVENT:
+                traced = hooks.traced_for_jit()
+                ident = None if traced is None else self._identify(*traced)
+                scope.on_trace_time(ident, duration_secs)
+            elif event == hooks.LOWER_EVENT:
+                scope.on_lowering(self._lowered(), duration_secs)
+            else:
+                scope.on_compile(duration_secs)
         except Exception:
-            # A listener error must never surface in the user's f(x).
             scope.listener_errors += 1
 
     def _on_event(self, event: str, **kwargs: Any) -> None:
         scope = self.active
-        if scope is None:
+        if scope is None or event != hooks.CACHE_HIT_EVENT:
             return
         try:
-            scope.on_event(event)
+            scope.on_cache_hit()
         except Exception:
             scope.listener_errors += 1
 
-    def isolate(self) -> None:
-        """Forget every compiled user function, so that counts do not depend on earlier tests.
+    # -- fixtures and isolation -----------------------------------------------------------
+    @contextlib.contextmanager
+    def fixture_setup(self, owner: object) -> Iterator[None]:
+        """Functions traced while `owner` (a fixture) is set up stay compiled until
+        `release(owner)`: a fixture's warm-up is not undone by isolation."""
+        funs: list[weakref.ref[Any] | int] = []
+        self._collecting.append(funs)
+        try:
+            yield
+        finally:
+            self._collecting.remove(funs)
+            if funs:
+                self._fixture_funs.setdefault(id(owner), []).extend(funs)
 
-        JAX's own helpers (the eager bucket) stay cached: re-compiling them after a full
-        `jax.clear_caches()` made `--jaxperf-all` runs twice as slow. Relies on private JAX
+    def release(self, owner: object) -> None:
+        funs = self._fixture_funs.pop(id(owner), None)
+        if funs:
+            self._dirty = True
+            self._seen.update((_key(r), r) for r in funs)
+
+    def isolate(self) -> None:
+        """Forget every user function not owned by a live fixture, so that counts do not
+        depend on earlier tests. JAX's own helpers stay cached. Relies on private JAX
         caches; when they are not as expected, everything is cleared instead."""
         import jax
 
-        self._install()
+        self.install()
+        if not self._dirty:
+            return
+        kept = {_key(r) for funs in self._fixture_funs.values() for r in funs}
+        seen = [f for k, r in self._seen.items() if k not in kept and (f := _get(r)) is not None]
+
+        def keep(fun: Any, dbg: Any) -> bool:
+            if id(fun) in kept:
+                return True
+            if self._user(identity.of_callable(fun)) is not None:
+                return False
+            return self._user(identity.from_debug_info(dbg)) is None
+
         try:
-            _evict_user_functions(self._jax_dirs)
+            self.evicted += hooks.evict(keep, seen)
         except Exception:
+            self.isolation = "jax.clear_caches() (per-function eviction failed)"
             jax.clear_caches()
+        self._seen.clear()
+        self._dirty = False
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
@@ -228,107 +342,91 @@ class Recorder:
 
     @contextlib.contextmanager
     def scope(self, rootdir: Path) -> Iterator[Scope]:
-        """Record everything compiled inside the block; JAX's config and logging are restored."""
-        self._install()
-        import jax
-
-        scope = Scope(rootdir, self._jax_dirs)
-        logger = logging.getLogger(EXPLAIN_LOGGER)
-        was_on = bool(getattr(jax.config, "jax_explain_cache_misses", False))
-        old_level = logger.level
-        filt = _ExplainFilter(self, scope, pass_through=was_on)
-        logger.addFilter(filt)
-        if not was_on:
-            jax.config.update("jax_explain_cache_misses", True)
-            if not logger.isEnabledFor(logging.WARNING):
-                logger.setLevel(logging.WARNING)
+        """Record everything compiled inside the block."""
+        self.install()
+        scope = Scope(rootdir)
         outer, self.active = self.active, scope
         try:
             yield scope
         finally:
             self.active = outer
-            logger.removeFilter(filt)
-            if not was_on:
-                jax.config.update("jax_explain_cache_misses", False)
-                logger.setLevel(old_level)
+
+    # -- self-check -----------------------------------------------------------------------
+    def sources(self) -> str:
+        """One line: where this run's numbers come from."""
+        traces = (
+            "traces and causes from JAX's trace cache"
+            if self._traces is not None
+            else "traces NOT measured"
+        )
+        return (
+            f"{traces}; lowerings, compiles and seconds from jax.monitoring; "
+            f"isolation {self.isolation}"
+        )
+
+    def self_check(self, rootdir: Path) -> dict[str, str]:
+        """Trace, compile, retrace and evict a probe function in a throwaway scope.
+
+        Returns {metric: what is wrong} for every metric this JAX cannot be counted on for:
+        'traces', 'compiles' (lowerings and compiles with their seconds), 'isolation'."""
+        import jax
+        import jax.numpy as jnp
+
+        self.install()
+        problems: dict[str, str] = {}
+        if self._traces is None:
+            problems["traces"] = "missing " + ", ".join(hooks.missing())
+
+        def _jaxperf_probe(x: Any) -> Any:
+            return x * 2.0 + 1.0
+
+        probe = jax.jit(_jaxperf_probe)
+        with self.paused():
+            small, large = jnp.ones(3), jnp.ones(4)
+        counted = []
+        for x, isolate in ((small, False), (large, False), (small, True)):
+            if isolate:
+                self.isolate()
+            with self.scope(rootdir) as scope:
+                jax.block_until_ready(probe(x))
+            counted.append([f for f in scope.functions.values() if f.name == "_jaxperf_probe"])
+        first, second, third = (fns[0] if len(fns) == 1 else None for fns in counted)
+        here = os.path.basename(__file__)
+        if "traces" not in problems and not (
+            first and first.traces == 1 and here in first.site and second and second.traces
+        ):
+            problems["traces"] = "a probe function's trace was not counted under its name"
+        elif "traces" not in problems and not any(
+            "f32[3] -> f32[4]" in r for r in (second.retrace_reasons if second else [])
+        ):
+            problems["traces"] = "the probe's retrace cause was not recognised"
+        if not (first and first.lowerings == 1 and first.compiles == 1):
+            problems["compiles"] = "a probe function's lowering/compile was not counted"
+        if not (third and third.compiles == 1 and (third.traces == 1 or "traces" in problems)):
+            problems["isolation"] = "an evicted probe function was not compiled again"
+        return problems
 
 
 RECORDER = Recorder()
 
 
-def _evict_user_functions(jax_dirs: tuple[str, ...]) -> None:
-    """Evict user functions from JAX's trace cache and empty the dispatch caches above it.
-
-    A user function then traces, lowers and compiles afresh (its jaxpr is new, so the
-    lowering and compile caches, keyed on it, miss); a JAX helper finds its jaxpr, lowering
-    and executable still cached and compiles nothing."""
-    from jax._src import pjit
-    from jax._src.interpreters import partial_eval as pe
-    from jax._src.lib import _jax  # type: ignore[attr-defined]
-
-    for key in pe.trace_to_jaxpr.cache_keys():
-        fun = key[0]() if isinstance(key, tuple) and key and callable(key[0]) else None
-        if fun is not None and not _defined_in(fun, jax_dirs):
-            pe.trace_to_jaxpr.evict_weakref(fun)
-    pjit._infer_params_cached.cache_clear()
-    pjit._cpp_pjit_cache_fun_only.clear()
-    pjit._cpp_pjit_cache_explicit_attributes.clear()
-    _jax.PjitFunctionCache.clear_all()
+def _ref(fun: Any) -> weakref.ref[Any] | int:
+    try:
+        return weakref.ref(fun)
+    except TypeError:
+        return id(fun)
 
 
-def _defined_in(fun: Any, dirs: tuple[str, ...]) -> bool:
-    """Whether `fun` (unwrapping partials, methods and decorators) comes from one of `dirs`."""
-    for _ in range(10):
-        code = getattr(fun, "__code__", None)
-        if code is not None:
-            return bool(code.co_filename.startswith(dirs))
-        fun = (
-            getattr(fun, "func", None)
-            or getattr(fun, "__func__", None)
-            or getattr(fun, "__wrapped__", None)
-        )
-        if fun is None:
-            break
-    return False  # unknown: treat as the user's, and evict
+def _get(ref: weakref.ref[Any] | int) -> Any:
+    return ref() if isinstance(ref, weakref.ref) else None
 
 
-def _frame(co_name: str) -> FrameType | None:
-    frame: FrameType | None = sys._getframe(2)
-    for _ in range(_MAX_DEPTH):
-        if frame is None:
-            return None
-        if frame.f_code.co_name == co_name:
-            return frame
-        frame = frame.f_back
-    return None
+def _key(ref: weakref.ref[Any] | int) -> int:
+    return id(ref()) if isinstance(ref, weakref.ref) else ref
 
 
-def _local(frame: FrameType | None, name: str) -> Any:
-    return None if frame is None else frame.f_locals.get(name)
-
-
-def _identity(dbg: Any, fallback_name: str | None) -> tuple[str, str | None, int | None]:
-    """(name, filename, line) of a traced function from JAX's DebugInfo, if there is one."""
-    name = getattr(dbg, "func_name", None) or fallback_name or "<unknown>"
-    filename = getattr(dbg, "func_filename", None)
-    lineno = getattr(dbg, "func_lineno", None)
-    return name, filename, lineno
-
-
-def _unwrap_jit_name(fun_name: str | None) -> str:
-    if fun_name and fun_name.startswith("jit(") and fun_name.endswith(")"):
-        return fun_name[4:-1]
-    return fun_name or "<unknown>"
-
-
-def _name_from_message(message: str) -> str | None:
-    for line in message.splitlines()[1:3]:
-        words = line.split()
-        if words and words[0] not in ("never", "for", "but"):
-            return words[0]
-        if len(words) > 1 and words[0] == "for":
-            return words[1]
-    return None
+def _same(ref: weakref.ref[Any] | int, fun: Any) -> bool:
+    return _get(ref) is fun if isinstance(ref, weakref.ref) else ref == id(fun)
 
 
 def _positional_names(fun: Any) -> list[str]:

@@ -31,6 +31,9 @@ class JaxPerfSession:
         self.environment: dict[str, Any] | None = None
         # Listener failures are swallowed (never raised into the user's code): shown instead.
         self.listener_errors: dict[str, int] = {}
+        self.foreign_events: dict[str, int] = {}
+        # Metrics the start-up self-check found this JAX cannot be counted on for, and why.
+        self.not_measured: dict[str, str] | None = None
 
     def _recorded(self, item: pytest.Item) -> bool:
         return LIMITS_KEY in item.stash
@@ -40,7 +43,36 @@ class JaxPerfSession:
             from . import environment
 
             self.environment = environment.capture()
+            if self.not_measured:
+                self.environment["not_measured"] = dict(self.not_measured)
         return self.environment
+
+    def _self_check(self) -> None:
+        """Once, before the first recorded test body: refuse (exit 4) rather than report
+        counts of 0 from a JAX whose hooks are not the ones this plugin reads."""
+        if self.not_measured is not None:
+            return
+        from . import _jaxhooks
+        from .recorder import RECORDER
+
+        problems = RECORDER.self_check(self.config.rootpath)
+        self.not_measured = problems
+        if not problems:
+            return
+        what = "; ".join(f"{metric}: {why}" for metric, why in sorted(problems.items()))
+        line = (
+            f"pytest-jaxperf: jax {_jaxhooks.jax_version()} is not supported ({what}); "
+            f"supported: {_jaxhooks.SUPPORTED}"
+        )
+        if not self.settings.allow_partial:
+            pytest.exit(line + "; --jaxperf-allow-partial runs anyway", returncode=4)
+        tr = self.config.pluginmanager.get_plugin("terminalreporter")
+        if tr is not None:
+            tr.write_line(
+                f"{line}; these metrics are reported as not measured and not gated: "
+                + ", ".join(sorted(problems)),
+                yellow=True,
+            )
 
     def pytest_report_header(self, config: pytest.Config) -> str:
         s = self.settings
@@ -62,12 +94,35 @@ class JaxPerfSession:
             if marked or uses_fixture or self.settings.record_all:
                 item.stash[LIMITS_KEY] = MarkerLimits.from_item(item)
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        # Before any fixture of a recorded test: forget what earlier tests compiled, so that
+        # its fixtures warm up afresh whatever ran before (see pytest_fixture_setup).
+        from .recorder import RECORDER
+
+        RECORDER.install()
+        if self._recorded(item):
+            RECORDER.isolate()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_fixture_setup(self, fixturedef: Any) -> Generator[None, Any, Any]:
+        from .recorder import RECORDER
+
+        with RECORDER.fixture_setup(fixturedef):
+            return (yield)
+
+    def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
+        from .recorder import RECORDER
+
+        RECORDER.release(fixturedef)
+
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
         if not self._recorded(item):
             return (yield)
         from .recorder import RECORDER
 
+        self._self_check()
         RECORDER.isolate()
         with RECORDER.scope(self.config.rootpath) as scope:
             self.scopes[item.nodeid] = scope
@@ -78,6 +133,8 @@ class JaxPerfSession:
                 self.records[item.nodeid] = snapshot(scope)
                 if scope.listener_errors:
                     self.listener_errors[item.nodeid] = scope.listener_errors
+                if scope.foreign_events:
+                    self.foreign_events[item.nodeid] = scope.foreign_events
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -106,6 +163,7 @@ class JaxPerfSession:
             gate_baseline=not self.settings.save,
             static_differences=static_differences(base_env, env) if base is not None else [],
             timing_mode=self.settings.timing_mode,
+            not_measured={**(self.not_measured or {}), **_not_measured(base_env)},
         )
         self.outcomes[item.nodeid] = outcome
         section = report.detail_section(record, outcome)
@@ -115,6 +173,14 @@ class JaxPerfSession:
                 "read; the counts above may be incomplete (a JAX version this plugin does not "
                 "know?)"
             )
+        if item.nodeid in self.foreign_events:
+            section += (
+                f"\nnot charged: {self.foreign_events[item.nodeid]} JAX event(s) on threads "
+                "started before this test"
+            )
+        from .recorder import RECORDER
+
+        section += f"\nsources: {RECORDER.sources()}"
         rep.sections.append(("jaxperf", section))
         if outcome.failed:
             # The test itself passed: "regressed" keeps it apart from a real failure.
@@ -167,6 +233,11 @@ class JaxPerfSession:
 
 # Runs of history plotted in the HTML report; loading all of a long history costs seconds.
 HISTORY_IN_HTML = 50
+
+
+def _not_measured(env: dict[str, Any]) -> dict[str, str]:
+    value = env.get("not_measured")
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _write(path: Path, text: str) -> None:

@@ -8,8 +8,9 @@ import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 Clock = Callable[[], float]
 
 # Raw per-round times kept in a record, so a later run can test significance against them.
@@ -34,7 +35,11 @@ class TimingConfig:
 
 @dataclass(frozen=True)
 class Stats:
-    """Per-call seconds over timed rounds (each round's time divided by its iterations)."""
+    """Per-call seconds over timed rounds (each round's time divided by its iterations).
+
+    `rounds` is the number of timed rounds and `iterations` the calls in each; a measurement
+    that gives every call fresh inputs (`measure_each`) times one call per round, so there
+    `iterations` is 1 and `rounds` is the number of timed calls."""
 
     min_s: float
     max_s: float
@@ -136,6 +141,38 @@ def measure(
             if len(samples) >= config.min_rounds and clock() - begin >= config.max_time:
                 break
         return Stats.from_samples(samples, iterations)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def measure_each(
+    prepare: Callable[[], T],
+    call: Callable[[T], object],
+    config: TimingConfig = TimingConfig(),
+    clock: Clock = time.perf_counter,
+) -> Stats:
+    """Like `measure`, for calls that need fresh inputs (donated buffers, a user's setup):
+    `prepare()` runs untimed before every call, so a round is one call (iterations 1), and
+    `prepare` must return inputs that are ready (block_until_ready). The time budget counts
+    the preparation too: it bounds the test's duration, and min_rounds are always taken."""
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        start = clock()
+        call(prepare())
+        while clock() - start < config.warmup_time:
+            call(prepare())
+        samples: list[float] = []
+        begin = clock()
+        while len(samples) < config.max_rounds:
+            inputs = prepare()
+            t0 = clock()
+            call(inputs)
+            samples.append(clock() - t0)
+            if len(samples) >= config.min_rounds and clock() - begin >= config.max_time:
+                break
+        return Stats.from_samples(samples, 1)
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -281,13 +281,13 @@ def test_listener_errors_never_reach_user_code(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("listener bug")
 
-    monkeypatch.setattr(Scope, "on_duration", broken)
-    monkeypatch.setattr(Scope, "on_explain", broken)
+    for name in ("on_trace", "on_trace_time", "on_lowering", "on_compile"):
+        monkeypatch.setattr(Scope, name, broken)
     RECORDER.isolate()
     with RECORDER.scope(tmp_path) as scope:  # type: ignore[arg-type]
         out = jax.jit(lambda x: x * 5)(jnp.ones(3))
     assert out.tolist() == [5.0, 5.0, 5.0]
-    assert scope.listener_errors >= 3  # trace, lower and compile events, and the explanation
+    assert scope.listener_errors >= 4  # the trace, its duration, the lowering and the compile
     assert scope.functions == {}
 
 
@@ -302,10 +302,10 @@ def test_isolation_forgets_user_functions(
 
     if fallback:  # private caches not as expected: everything is cleared instead
 
-        def unexpected(jax_dirs: tuple[str, ...]) -> None:
+        def unexpected(keep: object, seen: object) -> int:
             raise AttributeError("no such cache")
 
-        monkeypatch.setattr(recorder, "_evict_user_functions", unexpected)
+        monkeypatch.setattr(recorder.hooks, "evict", unexpected)
     f = jax.jit(lambda x: x * 7)
     x = jnp.ones(5)
     f(x)
@@ -327,7 +327,7 @@ def test_listener_errors_are_shown_in_the_report(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("listener bug")
 
-    monkeypatch.setattr(Scope, "on_duration", broken)
+    monkeypatch.setattr(Scope, "on_lowering", broken)
     jp.makepyfile(
         HEADER
         + """
@@ -336,6 +336,12 @@ def test_f():
     assert jax.jit(lambda x: x + 1)(jnp.ones(2)).tolist() == [2.0, 2.0]
 """
     )
-    result = jp.runpytest("--jaxperf", "-rA")
+    # The self-check sees the compiles go missing: allowed to go on, it says so.
+    result = jp.runpytest("--jaxperf", "--jaxperf-allow-partial", "-rA")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines(["recorder: * JAX event(s) could not be read; the counts*"])
+    result.stdout.fnmatch_lines(
+        [
+            "pytest-jaxperf: jax * is not supported (compiles: *",
+            "recorder: * JAX event(s) could not be read; the counts*",
+        ]
+    )

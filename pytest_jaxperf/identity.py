@@ -1,0 +1,191 @@
+"""Which user function a traced callable stands for: name, file and first line.
+
+JAX traces whatever it was handed: a `functools.partial`, a bound method, the wrapper that
+`jax.value_and_grad` / `jacfwd` / `checkpoint` / a `functools.wraps` decorator put around the
+user's function, or a library's generic wrapper that only borrows the user's name
+(equinox's `filter_jit` jits its own `fun_wrapped`, renamed after the user's function).
+Each is resolved to the function the user wrote, so that two different functions never
+merge under one key and one function never splits under its wrappers' keys."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import weakref
+from dataclasses import dataclass
+from types import FrameType
+from typing import Any
+
+# Frame locals that hold the user's callable in a library wrapper's __call__ (equinox's
+# `_JitWrapper.__call__(self, ...)`, flax's `JitWrapped`, ...).
+_HOLDERS = ("self", "fun", "fn", "f", "func", "function", "wrapped", "module")
+_MAX_UNWRAP = 20
+_MAX_FRAMES = 40
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    filename: str | None
+    lineno: int | None
+    wrapper: str | None = None  # "fun_wrapped at equinox/_jit.py:43" when resolved through it
+
+
+def unwrap(fun: Any) -> Any:
+    """The innermost callable under partials, bound methods, weak references, JAX's
+    WrappedFun and `__wrapped__` chains."""
+    seen: set[int] = set()
+    for _ in range(_MAX_UNWRAP):
+        seen.add(id(fun))
+        inner: Any
+        if isinstance(fun, functools.partial):
+            inner = fun.func
+        elif isinstance(fun, weakref.ref):
+            inner = fun()
+        elif _is_wrapped_fun(fun):
+            inner = getattr(fun, "f", None)
+        else:
+            try:
+                inner = getattr(fun, "__func__", None) or getattr(fun, "__wrapped__", None)
+            except Exception:  # an object whose __getattr__ misbehaves
+                inner = None
+        if inner is None or id(inner) in seen or not (callable(inner) or _is_wrapped_fun(inner)):
+            break
+        fun = inner
+    return fun
+
+
+def _is_wrapped_fun(obj: Any) -> bool:
+    # JAX's linear_util.WrappedFun (pmap wraps the user's function in one): `.f` is it.
+    return type(obj).__name__ == "WrappedFun"
+
+
+def _from_closure(fun: Any, jax_dirs: tuple[str, ...], depth: int = 0) -> Any:
+    """A user callable held in the closure of one of JAX's own wrappers (pmap's `_fun`)."""
+    for cell in getattr(fun, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if isinstance(value, type) or not (callable(value) or _is_wrapped_fun(value)):
+            continue
+        inner = unwrap(value)
+        code = _code(inner)
+        if code is None:
+            continue
+        if not _under(code.co_filename, jax_dirs):
+            return inner
+        if depth < 3 and (found := _from_closure(inner, jax_dirs, depth + 1)) is not None:
+            return found
+    return None
+
+
+def _from_static(values: Any, name: str, depth: int = 0) -> Any:
+    """A callable called `name` among (nested) static arguments."""
+    if depth > 6:
+        return None
+    if isinstance(values, (tuple, list)):
+        for value in values:
+            if (found := _from_static(value, name, depth + 1)) is not None:
+                return found
+        return None
+    if callable(values) and not isinstance(values, type):
+        inner = unwrap(values)
+        if getattr(inner, "__name__", None) == name and _code(inner) is not None:
+            return inner
+    return None
+
+
+def _code(fun: Any) -> Any:
+    code = getattr(fun, "__code__", None)
+    if code is None and callable(fun) and not isinstance(fun, type):
+        code = getattr(type(fun).__call__, "__code__", None)
+    return code
+
+
+def of_callable(fun: Any) -> Identity | None:
+    """Identity of `fun` from its code object, or None when it has none (a C callable)."""
+    inner = unwrap(fun)
+    code = _code(inner)
+    if code is None:
+        return None
+    name = getattr(inner, "__name__", None) or type(inner).__name__
+    return Identity(str(name), code.co_filename, code.co_firstlineno)
+
+
+def is_renamed(fun: Any) -> bool:
+    """A wrapper renamed after the function it calls (equinox's `fun_wrapped`)."""
+    inner = unwrap(fun)
+    code = getattr(inner, "__code__", None)
+    name = getattr(inner, "__name__", None)
+    return code is not None and name is not None and name != code.co_name
+
+
+def from_stack(name: str, exclude: str | None, frame: FrameType | None) -> Identity | None:
+    """The user's function called `name` held by a library wrapper frame on the stack."""
+    for _ in range(_MAX_FRAMES):
+        if frame is None:
+            return None
+        local = frame.f_locals
+        for holder in _HOLDERS:
+            obj = local.get(holder)
+            if obj is None or not callable(obj):
+                continue
+            ident = of_callable(obj)
+            if ident is not None and ident.name == name and ident.filename != exclude:
+                return ident
+        frame = frame.f_back
+    return None
+
+
+def user_callable(fun: Any, jax_dirs: tuple[str, ...]) -> Any:
+    """`fun` unwrapped, looking into the closure of JAX's own wrappers (pmap's `_fun`)."""
+    inner = unwrap(fun)
+    code = _code(inner)
+    if code is not None and _under(code.co_filename, jax_dirs):
+        return _from_closure(inner, jax_dirs) or inner
+    return inner
+
+
+def resolve(fun: Any, jax_dirs: tuple[str, ...], static: tuple[Any, ...] = ()) -> Identity | None:
+    """The user's function behind `fun`; None when it cannot be told from `fun` alone.
+    `static` are the static arguments of the jit call, where a generic library wrapper
+    (equinox) carries the user's function."""
+    inner = user_callable(fun, jax_dirs)
+    ident = of_callable(inner)
+    if ident is None or not is_renamed(inner) or _under(ident.filename, jax_dirs):
+        return ident
+    wrapper = f"{_code(inner).co_name} at {ident.filename}:{ident.lineno}"
+    user = _from_static(static, ident.name)
+    found_ident = of_callable(user) if user is not None else None
+    if found_ident is None or found_ident.filename == ident.filename:
+        found_ident = from_stack(ident.name, ident.filename, sys._getframe(1))
+    if found_ident is None:
+        return ident
+    return Identity(found_ident.name, found_ident.filename, found_ident.lineno, wrapper)
+
+
+def from_debug_info(dbg: Any) -> Identity | None:
+    """Identity from JAX's DebugInfo ('f at /path.py:12'), when it names one."""
+    name = getattr(dbg, "func_name", None)
+    filename = getattr(dbg, "func_filename", None)
+    if not name or name == "<unknown>":
+        return None
+    return Identity(str(name), filename, getattr(dbg, "func_lineno", None))
+
+
+def _under(filename: str | None, dirs: tuple[str, ...]) -> bool:
+    return bool(filename) and str(filename).startswith(dirs)
+
+
+def is_jax(ident: Identity | None, jax_dirs: tuple[str, ...]) -> bool:
+    """JAX's own code (its helpers and wrappers), as opposed to the user's or a library's."""
+    return ident is None or _under(ident.filename, jax_dirs)
+
+
+def jax_dirs() -> tuple[str, ...]:
+    import jax
+    import jaxlib
+
+    return tuple(os.path.dirname(mod.__file__) + os.sep for mod in (jax, jaxlib) if mod.__file__)
