@@ -21,6 +21,7 @@ _TREE = re.compile(
 _CONTEXT = re.compile(r"^\* (?P<name>\w+) differs: now (?P<new>.+) and before (?P<old>.+)$")
 _STATIC = re.compile(r"pytree metadata Static\(val=(?P<val>.*)\)$")
 _PATH_ITEM = re.compile(r"\[(?:'(?P<key>[^']*)'|(?P<index>\d+))\]")
+_FLAT = re.compile(r"^flat_args\[(?P<i>\d+)\]$")
 _URL = re.compile(r"https?://\S+")
 
 
@@ -48,7 +49,16 @@ def _strip(text: str) -> str:
     return _URL.sub("", text).replace("({})", "").strip()
 
 
-def cause(message: str, arg_names: Sequence[str] = ()) -> str:
+def _flat_arg(name: str, user_names: Sequence[str]) -> str:
+    """pmap traces a flat wrapper: 'flat_args[1]' is the user's second positional argument."""
+    if m := _FLAT.match(name):
+        i = int(m["i"])
+        if i < len(user_names):
+            return user_names[i]
+    return name
+
+
+def cause(message: str, arg_names: Sequence[str] = (), user_names: Sequence[str] = ()) -> str:
     """The cause of a retrace, e.g. 'x: f32[3] -> f32[4]', from a TRACING CACHE MISS message.
 
     `arg_names` are the positional parameter names of the traced function, used to name
@@ -67,7 +77,8 @@ def cause(message: str, arg_names: Sequence[str] = ()) -> str:
                 label = f"argument {arg}" if arg.isdigit() else arg
                 causes.append(f"{label}: {old} -> {new} ({_strip(m['why'])})")
         elif m := _TYPES.match(line):
-            causes.append(f"{m['name']}: {_strip(m['old'])} -> {_strip(m['new'])}")
+            name = _flat_arg(m["name"], user_names)
+            causes.append(f"{name}: {_strip(m['old'])} -> {_strip(m['new'])}")
         elif m := _CONTEXT.match(line):
             causes.append(f"config {m['name']}: {_strip(m['old'])} -> {_strip(m['new'])}")
     if causes:

@@ -90,14 +90,14 @@ class Scope:
 
     # -- events ---------------------------------------------------------------------------
     def on_trace(
-        self, ident: Identity, fun: Any, seen_before: bool, explanation: str | None
+        self, ident: Identity, fun: Any, seen_before: bool, explanation: str | None, user: Any
     ) -> None:
         with self._lock:
             fn = self.function(ident)
             objects = self._objects.setdefault(fn.key, [])
             if seen_before:
                 reason: str | None = (
-                    causes.cause(explanation, _positional_names(fun))
+                    causes.cause(explanation, _positional_names(fun), _positional_names(user))
                     if explanation
                     else "cause unknown"
                 )
@@ -168,6 +168,8 @@ class Recorder:
         self._dirty = True
         self.evicted = 0
         self.isolation = "per function"
+        # What the last self-check found missing, by metric.
+        self.problems: dict[str, str] = {}
 
     @property
     def jax_dirs(self) -> tuple[str, ...]:
@@ -249,7 +251,9 @@ class Recorder:
             previous = last[1] if last is not None and _same(last[0], call.fun) else None
             seen, explanation = hooks.miss_explanation(call, previous)
             self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-            scope.on_trace(ident, call.fun, seen, explanation)
+            scope.on_trace(
+                ident, call.fun, seen, explanation, identity.user_callable(call.fun, self._jax_dirs)
+            )
         except Exception:
             # A listener error must never surface in the user's f(x).
             if self.active is not None:
@@ -288,11 +292,13 @@ class Recorder:
     @contextlib.contextmanager
     def fixture_setup(self, owner: object) -> Iterator[None]:
         """Functions traced while `owner` (a fixture) is set up stay compiled until
-        `release(owner)`: a fixture's warm-up is not undone by isolation."""
+        `release(owner)`: a fixture's warm-up is not undone by isolation, nor charged to the
+        test, even when the body requests it with `request.getfixturevalue`."""
         funs: list[weakref.ref[Any] | int] = []
         self._collecting.append(funs)
         try:
-            yield
+            with self.paused():
+                yield
         finally:
             self._collecting.remove(funs)
             if funs:
@@ -311,8 +317,8 @@ class Recorder:
         import jax
 
         self.install()
-        if not self._dirty:
-            return
+        if not self._dirty and self._traces is not None:
+            return  # nothing was traced since the last isolation
         kept = {_key(r) for funs in self._fixture_funs.values() for r in funs}
         seen = [f for k, r in self._seen.items() if k not in kept and (f := _get(r)) is not None]
 
@@ -325,6 +331,7 @@ class Recorder:
 
         try:
             self.evicted += hooks.evict(keep, seen)
+            self.isolation = "per function"
         except Exception:
             self.isolation = "jax.clear_caches() (per-function eviction failed)"
             jax.clear_caches()
@@ -356,7 +363,7 @@ class Recorder:
         """One line: where this run's numbers come from."""
         traces = (
             "traces and causes from JAX's trace cache"
-            if self._traces is not None
+            if "traces" not in self.problems
             else "traces NOT measured"
         )
         return (
@@ -374,8 +381,8 @@ class Recorder:
 
         self.install()
         problems: dict[str, str] = {}
-        if self._traces is None:
-            problems["traces"] = "missing " + ", ".join(hooks.missing())
+        if missing := hooks.missing():
+            problems["traces"] = "missing " + ", ".join(missing)
 
         def _jaxperf_probe(x: Any) -> Any:
             return x * 2.0 + 1.0
@@ -404,6 +411,7 @@ class Recorder:
             problems["compiles"] = "a probe function's lowering/compile was not counted"
         if not (third and third.compiles == 1 and (third.traces == 1 or "traces" in problems)):
             problems["isolation"] = "an evicted probe function was not compiled again"
+        self.problems = problems
         return problems
 
 

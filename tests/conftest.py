@@ -13,6 +13,11 @@ import jax.numpy  # noqa: F401
 import pytest
 import scipy.stats  # noqa: F401  (same: numpy.fft cannot be loaded twice in one process)
 
+# Same again: the recorder registers JAX listeners once per process, so its module must
+# not be imported afresh by each in-process pytester run.
+import pytest_jaxperf.recorder  # noqa: F401
+import pytest_jaxperf.session  # noqa: F401
+
 try:  # same again: matplotlib's classes must not be imported twice in one process
     import matplotlib.backends.backend_agg  # noqa: F401
     import matplotlib.figure  # noqa: F401
