@@ -168,6 +168,7 @@ class Recorder:
         self._dirty = True
         self.evicted = 0
         self.isolation = "per function"
+        self._probes: list[Any] = []
         # What the last self-check found missing, by metric.
         self.problems: dict[str, str] = {}
 
@@ -375,7 +376,7 @@ class Recorder:
         """Trace, compile, retrace and evict a probe function in a throwaway scope.
 
         Returns {metric: what is wrong} for every metric this JAX cannot be counted on for:
-        'traces', 'compiles' (lowerings and compiles with their seconds), 'isolation'."""
+        'traces', 'compiles' (lowerings and compiles with their seconds)."""
         import jax
         import jax.numpy as jnp
 
@@ -388,6 +389,8 @@ class Recorder:
             return x * 2.0 + 1.0
 
         probe = jax.jit(_jaxperf_probe)
+        # Kept alive: a later probe must never reuse this one's id in JAX's caches.
+        self._probes.append((_jaxperf_probe, probe))
         with self.paused():
             small, large = jnp.ones(3), jnp.ones(4)
         counted = []
@@ -410,7 +413,9 @@ class Recorder:
         if not (first and first.lowerings == 1 and first.compiles == 1):
             problems["compiles"] = "a probe function's lowering/compile was not counted"
         if not (third and third.compiles == 1 and (third.traces == 1 or "traces" in problems)):
-            problems["isolation"] = "an evicted probe function was not compiled again"
+            # Counts would then depend on the tests that ran before: neither can be gated.
+            for metric in ("traces", "compiles"):
+                problems.setdefault(metric, "an evicted probe function was not compiled again")
         self.problems = problems
         return problems
 

@@ -526,3 +526,21 @@ def test_allow_partial_reports_not_measured_and_does_not_gate(
         "functions"
     ].values()
     assert fn["compiles"] == 2
+
+
+def test_isolation_that_does_not_work_leaves_counts_ungated(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_jaxperf import recorder
+
+    # Nothing is ever forgotten: counts would depend on what ran before.
+    monkeypatch.setattr(recorder.Recorder, "isolate", lambda self: None)
+    jp.makepyfile(SIMPLE)
+    result = jp.runpytest("--jaxperf")
+    assert result.ret == 4
+    result.stdout.fnmatch_lines(
+        [
+            "*(compiles: an evicted probe function was not compiled again; "
+            "traces: an evicted probe function was not compiled again)*"
+        ]  # fmt: skip
+    )
