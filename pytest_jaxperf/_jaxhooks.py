@@ -1,17 +1,44 @@
 """Every JAX internal the recorder reads, in one place: the rest of the plugin never touches
 `jax._src` nor branches on JAX's version.
 
-Per fact, its source (checked on JAX 0.9.0 - 0.11.x unless said otherwise):
-- one event per real Python trace, with the traced callable and its DebugInfo:
-  `jax._src.util.test_event_listener`, event "trace_to_jaxpr" inside `pe.trace_to_jaxpr`;
-- whether a trace is a jit's (nested included) or an eager control-flow body's: the caller
-  frame (`_trace_for_jit`) and `core.trace_ctx.trace`;
-- the retrace cause, without logging and for every file: `pe.trace_to_jaxpr.cache_keys()`
-  and `pe.diff_tracing_cache_keys`;
-- lowering / compile counts and seconds: `jax.monitoring` duration events (public, all);
-- the jaxpr being lowered: frame `_cached_lowering_to_hlo`, local `closed_jaxpr`;
-- forgetting one function: `evict_weakref` on JAX's function-keyed caches, `evict_function`
-  on its `lu.cache`s (pmap), and clearing the pjit dispatch caches.
+One hook set per range of JAX versions, chosen once by feature detection (attributes, not
+version strings) in `_hooks()`:
+
+jax >= 0.9.0 (checked to 0.11.x): `_TraceToJaxpr`
+- traces: test event "trace_to_jaxpr" inside the weakref_lru_cache'd
+  `pe.trace_to_jaxpr(fun, in_avals, debug_info, ...)`; a jit's when the caller frame is
+  `_trace_for_jit`, an eager body's when `core.trace_ctx.trace` is an EvalTrace;
+- causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`;
+- eviction: `evict_weakref` per function on every listable cache in `util._caches`,
+  `evict_function` on the `lu.cache`s (pmap's).
+
+jax 0.6.0 - 0.8.x: `_CreatePjitJaxpr`
+- traces: test event "create_pjit_jaxpr" inside the `lu.cache`d
+  `pjit._create_pjit_jaxpr(fun, in_type, ...)` called from `_infer_params_impl`: `fun` is a
+  WrappedFun whose `.f` is the jitted callable, and the caller `memoized_fun` holds JAX's
+  `key` and the function's earlier keys (`cache`). The pre-merge pmap
+  (`jax_pmap_shmap_merge` off, the 0.6/0.7 default) traces in `pxla.stage_parallel_callable`
+  under the `lu.cache`d `parallel_callable`, seen through the `jax.monitoring`
+  trace-duration event;
+- causes: the `lu.cache` keys (transforms, params, in_type, args, trace context) diffed
+  here, in jax >= 0.9's wording (JAX's own `pjit.explain_tracing_cache_miss` only logs);
+  the trace context is a bare tuple there, so config options are named from a snapshot of
+  `config.config_states` taken with each trace;
+- eviction: per function on every `lu.cache` (its `fun_caches`, found through
+  `util._caches`, or on 0.6 `util.cache_clearing_funs`); weakref_lru_caches have no
+  `evict_weakref` there, so one holding a user function is cleared whole; the pre-merge
+  pmap's C++ caches (`api._pmap_cache_clears`) are cleared.
+
+Not available on 0.6 - 0.8: traces of eager `lax.scan` / `while_loop` / `cond` / `fori_loop`
+bodies (they are traced in weakref_lru_caches, `_initial_style_open_jaxpr` on 0.6/0.7 and
+`pe.trace_to_jaxpr` on 0.8, that fire no event: counting them would mean replacing JAX's
+module attributes). Their lowerings and compiles are still charged to the body (through the
+lowered jaxpr's DebugInfo). `eager_traces_counted()` says which applies.
+
+Common to all: lowering / compile counts and seconds from `jax.monitoring` duration events
+(public); the jaxpr being lowered from frame `_cached_lowering_to_hlo`, local `closed_jaxpr`;
+the jitted callable from pjit's `cache_miss` frame, local `fun`; pjit's dispatch caches
+(`_infer_params_cached` when present, `_cpp_pjit_cache_*`, `PjitFunctionCache.clear_all`).
 
 Anything not as expected makes `missing()` name it; the start-up self-check turns that into
 a refusal (or, allowed, into metrics marked "not measured").
@@ -32,9 +59,8 @@ COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
 # The versions whose internals this module was checked against (see the table above).
-SUPPORTED = "jax 0.9.0 - 0.11.x"
+SUPPORTED = "jax 0.6.0 - 0.11.x"
 
-_TRACE_TEST_EVENT = "trace_to_jaxpr"
 # How far up the stack a listener looks for JAX's frames.
 _MAX_DEPTH = 40
 
@@ -49,6 +75,9 @@ class TraceCall:
     by_jit: bool  # traced for a jit (top-level or nested)
     eager: bool  # traced outside any other trace (eager lax.scan / cond / while bodies)
     static: tuple[Any, ...] = ()  # the jit call's static arguments
+    # jax 0.6 - 0.8: JAX's cache key of this trace and the function's earlier keys.
+    key: Any = None
+    earlier: tuple[Any, ...] = ()
 
 
 def jax_version() -> str:
@@ -59,23 +88,21 @@ def jax_version() -> str:
 
 def missing() -> list[str]:
     """The private hooks the recorder needs that this JAX lacks, by name."""
-    problems: list[str] = []
     try:
-        from jax._src import core, util
-        from jax._src.interpreters import partial_eval as pe
+        hooks = _hooks()
     except ImportError as exc:  # pragma: no cover - a JAX without these modules
         return [f"jax._src modules ({exc})"]
-    if not hasattr(util, "test_event_listener"):
-        problems.append("jax._src.util.test_event_listener")
-    cache = getattr(pe, "trace_to_jaxpr", None)
-    for attr in ("cache_keys", "evict_weakref"):
-        if not hasattr(cache, attr):
-            problems.append(f"jax._src.interpreters.partial_eval.trace_to_jaxpr.{attr}")
-    if not hasattr(pe, "diff_tracing_cache_keys"):
-        problems.append("jax._src.interpreters.partial_eval.diff_tracing_cache_keys")
-    if not hasattr(getattr(core, "trace_ctx", None), "trace"):
-        problems.append("jax._src.core.trace_ctx")
-    return problems
+    return hooks.missing()
+
+
+def hook_set() -> str:
+    """Which hook set this JAX uses, for messages: 'trace_to_jaxpr (jax >= 0.9)'."""
+    return _hooks().name
+
+
+def eager_traces_counted() -> bool:
+    """Whether traces of eager control-flow bodies (lax.scan outside jit) are counted."""
+    return _hooks().eager_traces
 
 
 # -- traces ------------------------------------------------------------------------------
@@ -88,16 +115,25 @@ class TraceListener:
     def __init__(self, callback: Callable[[TraceCall], None]) -> None:
         self._callback = callback
         self._previous: Callable[..., Any] | None = None
+        self._hooks = _hooks()
+        self._event = self._hooks.test_event
+        self._monitoring = False
         # One bound-method object, so that `ensure` can recognise it in the slot.
         self.listen = self._listen
 
     def _listen(self, name: str, *args: Any) -> None:
-        if name == _TRACE_TEST_EVENT:
-            call = _trace_call(sys._getframe(2))
+        if name == self._event:
+            call = self._hooks.trace_call(sys._getframe(2))
             if call is not None:
                 self._callback(call)
         if self._previous is not None:
             self._previous(name, *args)
+
+    def _on_duration(self, event: str, duration_secs: float, **kwargs: Any) -> None:
+        if event == TRACE_EVENT:
+            call = self._hooks.duration_trace_call()
+            if call is not None:
+                self._callback(call)
 
     def ensure(self) -> None:
         from jax._src import util
@@ -106,24 +142,12 @@ class TraceListener:
         if current is not self.listen:
             self._previous = current
             util.test_event_listener = self.listen
+        if self._hooks.uses_trace_duration and not self._monitoring:
+            import jax.monitoring
 
-
-def _trace_call(frame: FrameType) -> TraceCall | None:
-    if frame.f_code.co_name != "trace_to_jaxpr":
-        return None
-    from jax._src import core
-
-    local = frame.f_locals
-    caller = frame.f_back
-    by_jit = caller is not None and caller.f_code.co_name == "_trace_for_jit"
-    return TraceCall(
-        fun=local.get("fun"),
-        debug_info=local.get("debug_info"),
-        in_avals=local.get("in_avals"),
-        by_jit=by_jit,
-        eager=isinstance(core.trace_ctx.trace, core.EvalTrace),
-        static=static_args(caller) if by_jit else (),
-    )
+            # Registered once and never removed (jax's unregister asserts).
+            jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+            self._monitoring = True
 
 
 def miss_explanation(call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
@@ -131,46 +155,28 @@ def miss_explanation(call: TraceCall, previous: Any | None) -> tuple[bool, str |
 
     Built from the trace cache's own keys, so it works whatever the logging configuration
     and wherever the function's file lies. `previous` is the cache key of this function's
-    last trace, when known: a static argument then reads 2 -> 3, not 0 -> 3."""
-    from jax._src.interpreters import partial_eval as pe
-
-    keys: list[Any] = [
-        (k[1], tuple(k[2][:2]), {})
-        for k in pe.trace_to_jaxpr.cache_keys()
-        if k and k[0]() is call.fun
-    ]
-    if not keys:
-        return False, None
-    new_key = cache_key(call)
-    candidates = [previous] if previous is not None and previous in keys else keys
-    try:
-        diffs = [pe.diff_tracing_cache_keys(new_key, k) for k in candidates]
-    except Exception:
-        return True, None
-    return True, str(min(diffs)[-1])
+    last trace (from `cache_key`), when known: a static argument then reads 2 -> 3, not
+    0 -> 3. The text is in jax >= 0.9's wording on every version (see `causes`)."""
+    return _hooks().miss_explanation(call, previous)
 
 
 def cache_key(call: TraceCall) -> Any:
     """What `miss_explanation` compares against on this function's next trace."""
-    from jax._src import config
-
-    return (config.trace_context(), (call.in_avals, call.debug_info), {})
+    return _hooks().cache_key(call)
 
 
 # -- lowerings ---------------------------------------------------------------------------
 def lowered_jaxpr() -> Any:
     """The ClosedJaxpr being lowered, read from the frame of JAX's lowering (or None)."""
-    frame = find_frame("_cached_lowering_to_hlo", start=3)
+    # `lower_parallel_callable`: the pre-merge pmap of jax 0.6 / 0.7.
+    frame = _nearest(("_cached_lowering_to_hlo", "lower_parallel_callable"), start=2)
     return None if frame is None else frame.f_locals.get("closed_jaxpr")
 
 
 def traced_for_jit() -> tuple[Any, Any, tuple[Any, ...]] | None:
     """(callable, DebugInfo, static arguments) of the jit trace whose duration event is
     being emitted."""
-    frame = find_frame("_trace_for_jit", start=3)
-    if frame is None:
-        return None
-    return frame.f_locals.get("fun"), frame.f_locals.get("dbg"), static_args(frame)
+    return _hooks().traced_for_jit()
 
 
 def is_jit_wrapper(fun: Any) -> bool:
@@ -213,37 +219,26 @@ def evict(keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
     without a trace). `seen` are callables traced since the last eviction, for the caches
     that cannot be listed (pmap's). Returns how many entries were evicted. Raises when the
     caches are not as expected: the caller then clears everything."""
-    from jax._src import pjit, util
-    from jax._src.interpreters import partial_eval as pe
-    from jax._src.lib import _jax  # type: ignore[attr-defined]
+    evicted = _hooks().evict(keep, seen)
+    _clear_dispatch_caches()
+    return evicted
 
-    caches = [pe.trace_to_jaxpr]
-    caches += [c for c in util._caches if c is not pe.trace_to_jaxpr and _lists_keys(c)]
-    evicted = 0
-    for cache in caches:
-        done: set[int] = set()
-        for key in cache.cache_keys():
-            ref = key[0] if isinstance(key, tuple) and key else None
-            fun = ref() if isinstance(ref, weakref.ref) else None
-            if fun is None or id(fun) in done:
-                continue
-            done.add(id(fun))
-            if not keep(fun, _key_debug_info(key)):
-                cache.evict_weakref(fun)
-                evicted += 1
-    # Caches keyed on a WrappedFun's function (pmap's shard_map): evicted by object.
-    for cache in util._caches:
-        if hasattr(cache, "evict_function"):
-            for fun in seen:
-                cache.evict_function(fun)
+
+def _clear_dispatch_caches() -> None:
+    from jax._src import pjit
+
     # Absent on some releases: then the C++ caches below are the only ones above the trace.
     infer = getattr(pjit, "_infer_params_cached", None)
     if infer is not None:
         infer.cache_clear()
     pjit._cpp_pjit_cache_fun_only.clear()
     pjit._cpp_pjit_cache_explicit_attributes.clear()
-    _jax.PjitFunctionCache.clear_all()
-    return evicted
+    type(pjit._cpp_pjit_cache_fun_only).clear_all()  # jaxlib's PjitFunctionCache
+    # The pre-0.8 pmap's C++ executables, per pmapped function (absent from 0.8 on).
+    from jax._src import api
+
+    for fun in list(getattr(api, "_pmap_cache_clears", ())):
+        fun._cache_clear()
 
 
 def _lists_keys(cache: Any) -> bool:
@@ -251,17 +246,24 @@ def _lists_keys(cache: Any) -> bool:
 
 
 def _key_debug_info(key: tuple[Any, ...]) -> Any:
-    # (fun_ref, trace_context, (in_avals, debug_info, *context), kwargs)
+    # (fun_ref, trace_context, (in_avals, debug_info, *context), kwargs); older caches hold
+    # the DebugInfo elsewhere among the arguments.
     try:
-        return key[2][1]
+        args = key[2]
     except (IndexError, TypeError):
         return None
+    if not isinstance(args, tuple):
+        return None
+    if len(args) > 1 and hasattr(args[1], "func_src_info"):
+        return args[1]
+    return next((a for a in args if hasattr(a, "func_src_info")), None)
 
 
 def static_args(frame: FrameType | None) -> tuple[Any, ...]:
     """The static arguments of the jit call being traced (equinox passes the user's
-    function there, and jits a generic wrapper)."""
-    if frame is None or frame.f_code.co_name != "_trace_for_jit":
+    function there, and jits a generic wrapper), from a `_trace_for_jit` frame (jax >= 0.9)
+    or an `_infer_params_internal` frame (jax 0.6 - 0.8)."""
+    if frame is None or frame.f_code.co_name not in ("_trace_for_jit", "_infer_params_internal"):
         return ()
     args, info = frame.f_locals.get("args"), frame.f_locals.get("ji")
     nums = getattr(info, "static_argnums", ()) or ()
@@ -271,6 +273,16 @@ def static_args(frame: FrameType | None) -> tuple[Any, ...]:
 
 
 # -- frames ------------------------------------------------------------------------------
+def _nearest(co_names: tuple[str, ...], start: int) -> FrameType | None:
+    """The innermost frame running one of `co_names`."""
+    frame: FrameType | None = sys._getframe(start)
+    for _ in range(_MAX_DEPTH):
+        if frame is None or frame.f_code.co_name in co_names:
+            return frame
+        frame = frame.f_back
+    return None
+
+
 def find_frame(co_name: str, start: int = 2) -> FrameType | None:
     frame: FrameType | None = sys._getframe(start)
     for _ in range(_MAX_DEPTH):
@@ -280,3 +292,455 @@ def find_frame(co_name: str, start: int = 2) -> FrameType | None:
             return frame
         frame = frame.f_back
     return None
+
+
+# -- hook sets, one per range of JAX versions ---------------------------------------------
+class _HookSet:
+    """What differs between JAX version ranges. Methods are called only when `missing()` is
+    empty."""
+
+    name = ""
+    test_event = ""
+    eager_traces = True  # traces of eager control-flow bodies are counted
+    uses_trace_duration = False  # some traces are seen only through jax.monitoring
+
+    def missing(self) -> list[str]:
+        raise NotImplementedError
+
+    def trace_call(self, frame: FrameType) -> TraceCall | None:
+        raise NotImplementedError
+
+    def duration_trace_call(self) -> TraceCall | None:
+        return None
+
+    def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
+        raise NotImplementedError
+
+    def cache_key(self, call: TraceCall) -> Any:
+        raise NotImplementedError
+
+    def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
+        raise NotImplementedError
+
+    def evict(self, keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
+        raise NotImplementedError
+
+
+class _TraceToJaxpr(_HookSet):
+    """jax >= 0.9.0: one weakref_lru_cache'd `pe.trace_to_jaxpr` for jit and eager bodies."""
+
+    name = "trace_to_jaxpr (jax >= 0.9)"
+    test_event = "trace_to_jaxpr"
+
+    def missing(self) -> list[str]:
+        from jax._src import core, util
+        from jax._src.interpreters import partial_eval as pe
+
+        problems: list[str] = []
+        if not hasattr(util, "test_event_listener"):
+            problems.append("jax._src.util.test_event_listener")
+        cache = getattr(pe, "trace_to_jaxpr", None)
+        for attr in ("cache_keys", "evict_weakref"):
+            if not hasattr(cache, attr):
+                problems.append(f"jax._src.interpreters.partial_eval.trace_to_jaxpr.{attr}")
+        if not hasattr(pe, "diff_tracing_cache_keys"):
+            problems.append("jax._src.interpreters.partial_eval.diff_tracing_cache_keys")
+        if not hasattr(getattr(core, "trace_ctx", None), "trace"):
+            problems.append("jax._src.core.trace_ctx")
+        return problems
+
+    def trace_call(self, frame: FrameType) -> TraceCall | None:
+        if frame.f_code.co_name != "trace_to_jaxpr":
+            return None
+        from jax._src import core
+
+        local = frame.f_locals
+        caller = frame.f_back
+        by_jit = caller is not None and caller.f_code.co_name == "_trace_for_jit"
+        return TraceCall(
+            fun=local.get("fun"),
+            debug_info=local.get("debug_info"),
+            in_avals=local.get("in_avals"),
+            by_jit=by_jit,
+            eager=isinstance(core.trace_ctx.trace, core.EvalTrace),
+            static=static_args(caller) if by_jit else (),
+        )
+
+    def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
+        from jax._src.interpreters import partial_eval as pe
+
+        # JAX's keys: (fun_ref, trace context, (in_avals, debug_info, *context), kwargs);
+        # the context (0.9's qdd token) is compared as is: JAX does not explain it.
+        keys: list[Any] = [
+            (k[1], tuple(k[2]), {})
+            for k in pe.trace_to_jaxpr.cache_keys()
+            if k and k[0]() is call.fun
+        ]
+        if not keys:
+            return False, None
+        ctx, args, _ = self.cache_key(call)
+        same = [k for k in keys if previous is not None and (k[0], k[1][:2], {}) == previous]
+        try:
+            diffs = [
+                pe.diff_tracing_cache_keys((ctx, (*args, *k[1][2:]), {}), k) for k in same or keys
+            ]
+        except Exception:
+            return True, None
+        return True, str(min(diffs)[-1])
+
+    def cache_key(self, call: TraceCall) -> Any:
+        from jax._src import config
+
+        return (config.trace_context(), (call.in_avals, call.debug_info), {})
+
+    def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
+        frame = find_frame("_trace_for_jit", start=4)
+        if frame is None:
+            return None
+        return frame.f_locals.get("fun"), frame.f_locals.get("dbg"), static_args(frame)
+
+    def evict(self, keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
+        from jax._src import util
+        from jax._src.interpreters import partial_eval as pe
+
+        caches = [pe.trace_to_jaxpr]
+        caches += [c for c in util._caches if c is not pe.trace_to_jaxpr and _lists_keys(c)]
+        evicted = 0
+        for cache in caches:
+            done: set[int] = set()
+            for key in cache.cache_keys():
+                ref = key[0] if isinstance(key, tuple) and key else None
+                fun = ref() if isinstance(ref, weakref.ref) else None
+                if fun is None or id(fun) in done:
+                    continue
+                done.add(id(fun))
+                if not keep(fun, _key_debug_info(key)):
+                    cache.evict_weakref(fun)
+                    evicted += 1
+        # Caches keyed on a WrappedFun's function (pmap's shard_map): evicted by object.
+        for cache in util._caches:
+            if hasattr(cache, "evict_function"):
+                for fun in seen:
+                    cache.evict_function(fun)
+        return evicted
+
+
+class _CreatePjitJaxpr(_HookSet):
+    """jax 0.6.0 - 0.8.x: jit traces in the `lu.cache`d `pjit._create_pjit_jaxpr`."""
+
+    name = "create_pjit_jaxpr (jax 0.6 - 0.8)"
+    test_event = "create_pjit_jaxpr"
+    eager_traces = False
+    uses_trace_duration = True  # the pre-0.8 pmap
+
+    def missing(self) -> list[str]:
+        from jax._src import core, pjit, util
+
+        problems: list[str] = []
+        if not hasattr(util, "test_event_listener"):
+            problems.append("jax._src.util.test_event_listener")
+        if _closure_var(getattr(pjit, "_create_pjit_jaxpr", None), "fun_caches") is None:
+            problems.append("jax._src.pjit._create_pjit_jaxpr (an lu.cache)")
+        if not hasattr(getattr(core, "trace_ctx", None), "trace"):
+            problems.append("jax._src.core.trace_ctx")
+        return problems
+
+    def trace_call(self, frame: FrameType) -> TraceCall | None:
+        if frame.f_code.co_name != "_create_pjit_jaxpr":
+            return None
+        memo = frame.f_back  # lu.cache's memoized_fun: JAX's key and this function's cache
+        caller = memo.f_back if memo is not None else None
+        if memo is None or caller is None or caller.f_code.co_name != "_infer_params_impl":
+            return None
+        wrapped = frame.f_locals.get("fun")
+        return self._call(wrapped, frame.f_locals.get("in_type"), memo, by_jit=True)
+
+    def duration_trace_call(self) -> TraceCall | None:
+        # The pre-0.8 pmap traces in `stage_parallel_callable`, under the lu.cache'd
+        # `parallel_callable`, and announces it only with the trace-duration event.
+        frame = _nearest(("stage_parallel_callable", "_create_pjit_jaxpr"), start=4)
+        if frame is None or frame.f_code.co_name != "stage_parallel_callable":
+            return None  # none, or a jit traced inside the pmap's trace (counted by its event)
+        memo: FrameType | None = frame
+        for _ in range(4):
+            assert memo is not None
+            memo = memo.f_back
+            if memo is None or memo.f_code.co_name == "memoized_fun":
+                break
+        if memo is None or memo.f_code.co_name != "memoized_fun":
+            return None
+        pci = frame.f_locals.get("pci")
+        return self._call(
+            frame.f_locals.get("orig_fun", frame.f_locals.get("fun")),
+            getattr(pci, "avals", None),
+            memo,
+            by_jit=True,
+        )
+
+    def _call(self, wrapped: Any, in_avals: Any, memo: FrameType, by_jit: bool) -> TraceCall:
+        from jax._src import core
+
+        cache = memo.f_locals.get("cache")
+        key = memo.f_locals.get("key")
+        earlier = tuple(k for k in cache if k != key) if isinstance(cache, dict) else ()
+        return TraceCall(
+            fun=getattr(wrapped, "f", wrapped),
+            debug_info=getattr(wrapped, "debug_info", None),
+            in_avals=in_avals,
+            by_jit=by_jit,
+            eager=isinstance(core.trace_ctx.trace, core.EvalTrace),
+            static=_wrapped_static(key),
+            key=key,
+            earlier=earlier,
+        )
+
+    def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
+        if not call.earlier:
+            return False, None
+        new = self.cache_key(call)
+        earlier = [(k, None) for k in call.earlier]
+        candidates = (
+            [previous]
+            if isinstance(previous, tuple) and len(previous) == 2 and previous[0] in call.earlier
+            else earlier
+        )
+        try:
+            diffs = [_diff_old_keys(new, old, call.debug_info) for old in candidates]
+        except Exception:
+            return True, None
+        return True, min(diffs)[-1]
+
+    def cache_key(self, call: TraceCall) -> Any:
+        # JAX's key and the values of the config options by name: the key's trace context
+        # is a bare tuple, the names tell which option changed.
+        return (call.key, _config_values())
+
+    def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
+        frame = _nearest(("stage_parallel_callable", "_create_pjit_jaxpr"), start=4)
+        if frame is None:
+            return None
+        if frame.f_code.co_name == "stage_parallel_callable":
+            wrapped = frame.f_locals.get("orig_fun", frame.f_locals.get("fun"))
+            return getattr(wrapped, "f", wrapped), getattr(wrapped, "debug_info", None), ()
+        wrapped = frame.f_locals.get("fun")
+        memo = frame.f_back
+        key = memo.f_locals.get("key") if memo is not None else None
+        return (
+            getattr(wrapped, "f", wrapped),
+            getattr(wrapped, "debug_info", None),
+            _wrapped_static(key),
+        )
+
+    def evict(self, keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
+        from jax._src import util
+
+        evicted = 0
+        for fun_caches in _lu_caches():
+            for fun in list(fun_caches.keys()):
+                entries = fun_caches.get(fun)
+                if not keep(fun, _entries_debug_info(entries)):
+                    fun_caches.pop(fun, None)
+                    evicted += 1
+        # weakref_lru_caches have no evict_weakref here: one holding a user function
+        # (an eager body's trace, checkpoint's) is cleared whole.
+        registry: Any = getattr(util, "_caches", None) or getattr(util, "_weakref_lru_caches", ())
+        for cache in list(registry):
+            if not hasattr(cache, "cache_keys") or hasattr(cache, "evict_function"):
+                continue
+            for key in cache.cache_keys():
+                ref = key[0] if isinstance(key, tuple) and key else None
+                fun = ref() if isinstance(ref, weakref.ref) else None
+                if fun is not None and not keep(fun, _key_debug_info(key)):
+                    cache.cache_clear()
+                    evicted += 1
+                    break
+        return evicted
+
+
+def _closure_var(fun: Any, name: str) -> Any:
+    code = getattr(fun, "__code__", None)
+    if code is None or name not in code.co_freevars or not fun.__closure__:
+        return None
+    try:
+        return fun.__closure__[code.co_freevars.index(name)].cell_contents
+    except ValueError:
+        return None
+
+
+def _lu_caches() -> list[Any]:
+    """The per-function dicts of every `lu.cache` (WeakKeyDictionary: fun.f -> {key: ...})."""
+    from jax._src import util
+
+    found: list[Any] = []
+    for cache in list(getattr(util, "_caches", ())):  # 0.7 +: the memoized functions
+        fun_caches = _closure_var(cache, "fun_caches")
+        if isinstance(fun_caches, weakref.WeakKeyDictionary):
+            found.append(fun_caches)
+    for clear in list(getattr(util, "cache_clearing_funs", ())):  # 0.6: their clear methods
+        owner = getattr(clear, "__self__", None)
+        if isinstance(owner, weakref.WeakKeyDictionary) and owner not in found:
+            found.append(owner)
+    return found
+
+
+def _entries_debug_info(entries: Any) -> Any:
+    """The DebugInfo of a cached trace (`(closed_jaxpr, ...)`), to tell JAX's from users'."""
+    if not isinstance(entries, dict):
+        return None
+    for value in list(entries.values())[:1]:
+        ans = value[0] if isinstance(value, tuple) and value else None
+        first = ans[0] if isinstance(ans, tuple) and ans else ans
+        jaxpr = getattr(first, "jaxpr", first)
+        return getattr(jaxpr, "debug_info", None)
+    return None
+
+
+def _transforms(key: Any) -> tuple[Any, ...]:
+    try:
+        return tuple(key[0])
+    except (TypeError, IndexError):
+        return ()
+
+
+def _static_transform(key: Any) -> tuple[tuple[int, ...], tuple[Any, ...]] | None:
+    """(dynamic argnums, static values) of the jit's `_argnums_partial`, if it has one."""
+    found = None
+    for t in _transforms(key):
+        if getattr(t[0], "__name__", "") == "_argnums_partial" and t[1][1]:
+            found = (tuple(t[1][0]), tuple(t[1][1]))
+    return found
+
+
+def _static_kwargs(key: Any) -> dict[str, Any]:
+    for t in _transforms(key):
+        if getattr(t[0], "__name__", "") == "_argnames_partial":
+            return {k: getattr(v, "val", v) for k, v in t[1][0].val.items()}
+    return {}
+
+
+def _wrapped_static(key: Any) -> tuple[Any, ...]:
+    statics = _static_transform(key)
+    values = tuple(getattr(v, "val", v) for v in statics[1]) if statics else ()
+    return values + tuple(_static_kwargs(key).values())
+
+
+def _in_tree(key: Any) -> Any:
+    for t in _transforms(key):
+        if getattr(t[0], "__name__", "").startswith("flatten_fun"):
+            return t[1][0]
+    return None
+
+
+def _key_avals(key: Any) -> tuple[Any, ...]:
+    args = key[3]
+    if len(args) == 3:  # _create_pjit_jaxpr(fun, in_type, token, inline)
+        return tuple(args[0])
+    return tuple(args[10:])  # parallel_callable(fun, backend, ..., *avals)
+
+
+def _config_values() -> dict[str, Any]:
+    from jax._src import config
+
+    values: dict[str, Any] = {}
+    for name, state in getattr(config, "config_states", {}).items():
+        try:
+            values[name] = state.value
+        except Exception:
+            continue
+    return values
+
+
+def _static_line(path: str, new: Any, old: Any) -> str:
+    static = "<class 'jax._src.tree_util.Static'> with pytree metadata Static(val={!r})"
+    return (
+        f"  * at input path {path}, now {static.format(new)} and before "
+        f"{static.format(old)}, so the pytree node metadata does not match"
+    )
+
+
+def _diff_old_keys(new: Any, old: Any, dbg: Any) -> tuple[int, int, str]:
+    """jax >= 0.9's `diff_tracing_cache_keys` for the `lu.cache` keys of jax 0.6 - 0.8:
+    (severity, number of differences, explanation in jax >= 0.9's wording)."""
+    from jax._src import core, tree_util
+
+    (new_key, new_config), (old_key, old_config) = new, old
+    if new_key[4] != old_key[4]:
+        msg = "Tracing context doesn't match, e.g. due to config or context manager."
+        lines = []
+        if old_config is not None:
+            lines = [
+                f"  * {name} differs: now {value} and before {old_config.get(name)}"
+                for name, value in sorted(new_config.items())
+                if name in old_config and old_config[name] != value
+            ]
+        count = sum(a != b for a, b in zip(new_key[4], old_key[4])) or 1
+        return 0, count, "\n".join([msg, *lines])
+    lines = []
+    new_static, old_static = _static_transform(new_key), _static_transform(old_key)
+    if new_static and old_static and new_static[0] == old_static[0]:
+        positions = sorted(set(range(len(new_static[0]) + len(new_static[1]))) - set(new_static[0]))
+        for pos, a, b in zip(positions, new_static[1], old_static[1]):
+            if a != b:
+                lines.append(_static_line(f"[0][{pos}]", a.val, b.val))
+    new_kw, old_kw = _static_kwargs(new_key), _static_kwargs(old_key)
+    for name in sorted(set(new_kw) & set(old_kw)):
+        if new_kw[name] != old_kw[name]:
+            lines.append(_static_line(f"[1][{name!r}]", new_kw[name], old_kw[name]))
+    new_tree, old_tree = _in_tree(new_key), _in_tree(old_key)
+    if new_tree is not None and old_tree is not None and new_tree != old_tree:
+        dyn = new_static[0] if new_static else None
+        for path, thing1, thing2, why in tree_util.equality_errors_pytreedef(new_tree, old_tree):
+            keys = tuple(path)
+            text = tree_util.keystr(keys)
+            if dyn and len(keys) >= 2 and text.startswith("[0]["):
+                index = getattr(keys[1], "idx", None)
+                if isinstance(index, int) and index < len(dyn):
+                    text = f"[0][{dyn[index]}]" + tree_util.keystr(keys[2:])
+            lines.append(f"  * at input path {text}, now {thing1} and before {thing2}, so {why}")
+    if lines:
+        return 1, len(lines), "different input pytree:\n" + "\n".join(lines)
+    new_avals, old_avals = _key_avals(new_key), _key_avals(old_key)
+    if new_avals != old_avals:
+        names = (
+            dbg.safe_arg_names(len(new_avals))
+            if hasattr(dbg, "safe_arg_names")
+            else tuple(f"args[{i}]" for i in range(len(new_avals)))
+        )
+        weak = False
+        for name, new_ty, old_ty in zip(names, new_avals, old_avals):
+            if new_ty == old_ty:
+                continue
+            new_str, old_str = new_ty.str_short(True), old_ty.str_short(True)
+            if type(new_ty) is type(old_ty) is core.ShapedArray:
+                if new_ty.sharding != old_ty.sharding:
+                    new_str, old_str = new_ty.str_short(True, True), old_ty.str_short(True, True)
+                if new_ty.weak_type != old_ty.weak_type:
+                    weak = True
+                    new_str += f"{{weak_type={new_ty.weak_type}}}"
+                    old_str += f"{{weak_type={old_ty.weak_type}}}"
+            lines.append(f"  * at {name}, now {new_str} and before {old_str}")
+        if lines:
+            msg = "different input types:\n" + "\n".join(lines)
+            if weak:
+                msg += "https://docs.jax.dev/en/latest/type_promotion.html#weak-types"
+            return 3, len(lines), msg
+    return 4, 0, "cache miss explanation unavailable"
+
+
+_HOOKS: _HookSet | None = None
+
+
+def _hooks() -> _HookSet:
+    """The hook set of the installed JAX, by feature detection (chosen once)."""
+    global _HOOKS
+    if _HOOKS is None:
+        from jax._src import pjit
+
+        # jit traces through `_trace_for_jit` from 0.9 on; before, through the lu.cache'd
+        # `_create_pjit_jaxpr`. A JAX with neither gets the newest set, whose `missing()`
+        # then names what is absent.
+        if hasattr(pjit, "_trace_for_jit") or not hasattr(pjit, "_create_pjit_jaxpr"):
+            _HOOKS = _TraceToJaxpr()
+        else:
+            _HOOKS = _CreatePjitJaxpr()
+    return _HOOKS

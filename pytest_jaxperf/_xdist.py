@@ -40,6 +40,7 @@ def outcome_to_json(o: Outcome) -> dict[str, Any]:
         "breaches": [_breach_to_json(b) for b in o.breaches],
         "improvements": list(o.improvements),
         "notes": list(o.notes),
+        "info": list(o.info),
     }
 
 
@@ -49,6 +50,7 @@ def outcome_from_json(d: dict[str, Any]) -> Outcome:
         breaches=[_breach_from_json(b) for b in d["breaches"]],
         improvements=list(d["improvements"]),
         notes=list(d["notes"]),
+        info=list(d.get("info", [])),
     )
 
 

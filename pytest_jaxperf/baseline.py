@@ -159,46 +159,57 @@ _TEST_TEXT = (
     "{\n"
     '      "benchmarks": %s,\n'
     '      "cache_hits": %r,\n'
+    '      "compile_cpu_s": %r,\n'
     '      "compile_s": %r,\n'
     '      "compiles": %r,\n'
     '      "eager": %s,\n'
     '      "functions": %s,\n'
+    '      "lower_cpu_s": %r,\n'
     '      "lower_s": %r,\n'
     '      "lowerings": %r,\n'
     '      "outcome": %s,\n'
+    '      "trace_cpu_s": %r,\n'
     '      "trace_s": %r,\n'
     '      "traces": %r\n'
     "    }"
 )
 _EAGER_LINE = (
-    '{"cache_hits": %r, "compile_s": %r, "compiles": %r, "lower_s": %r, "lowerings": %r, '
-    '"trace_s": %r, "traces": %r}'
+    '{"cache_hits": %r, "compile_cpu_s": %r, "compile_s": %r, "compiles": %r, '
+    '"lower_cpu_s": %r, "lower_s": %r, "lowerings": %r, "trace_cpu_s": %r, "trace_s": %r, '
+    '"traces": %r}'
 )
 _FUNCTION_LINE = (
-    '{"cache_hits": %r, "compile_s": %r, "compiles": %r, "lower_s": %r, "lowerings": %r, '
-    '"name": %s, "retrace_reasons": [%s], "site": %s, "trace_s": %r, "traces": %r}'
+    '{"cache_hits": %r, "compile_cpu_s": %r, "compile_s": %r, "compiles": %r, '
+    '"lower_cpu_s": %r, "lower_s": %r, "lowerings": %r, "name": %s, "retrace_reasons": [%s], '
+    '"site": %s, "trace_cpu_s": %r, "trace_s": %r, "traces": %r}'
 )
 _INF = math.inf
 
 
 def _numbers(c: Counts) -> tuple[Any, ...] | None:
-    """The counts and rounded seconds of `c` in key order (cache_hits, compile_s, compiles,
-    lower_s, lowerings, trace_s, traces) when the counts are ints and the seconds finite
-    floats (%r then writes them as json.dumps does), else None."""
+    """The counts and rounded seconds of `c` in key order (cache_hits, compile_cpu_s,
+    compile_s, compiles, lower_cpu_s, lower_s, lowerings, trace_cpu_s, trace_s, traces) when
+    the counts are ints and the seconds finite floats (%r then writes them as json.dumps
+    does), else None (CPU seconds not measured, say: the general writer writes null)."""
     hits, compiles, lowerings, traces = c.cache_hits, c.compiles, c.lowerings, c.traces
     trace_s, lower_s, compile_s = c.trace_s, c.lower_s, c.compile_s
+    tc, lc, cc = c.trace_cpu_s, c.lower_cpu_s, c.compile_cpu_s
     if (
-        # Chained: all four exactly int (a bool is not one), all three exactly float.
+        # Chained: all four exactly int (a bool is not one), all six exactly float.
         type(hits) is int is type(compiles) is type(lowerings) is type(traces)
         and type(trace_s) is float is type(lower_s) is type(compile_s)
-        and -_INF < trace_s + lower_s + compile_s < _INF  # none inf or nan
+        and type(tc) is float is type(lc) is type(cc)
+        and -_INF < trace_s + lower_s + compile_s + tc + lc + cc < _INF  # none inf or nan
     ):
         return (
             hits,
+            round(cc, TIME_DIGITS),
             round(compile_s, TIME_DIGITS),
             compiles,
+            round(lc, TIME_DIGITS),
             round(lower_s, TIME_DIGITS),
             lowerings,
+            round(tc, TIME_DIGITS),
             round(trace_s, TIME_DIGITS),
             traces,
         )
@@ -226,12 +237,12 @@ def _quick_test_text(rec: TestRecord) -> str | None:
         functions.append(f"        {_string(key)}: {line}")
     return _TEST_TEXT % (
         format_json(rec.benchmarks, _BENCHMARKS, "      "),
-        *own[:3],
+        *own[:4],
         _EAGER_LINE % eager,
         "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
-        *own[3:5],
+        *own[4:7],
         _value(rec.outcome),
-        *own[5:],
+        *own[7:],
     )
 
 
@@ -240,11 +251,11 @@ def _function_line(fn: FunctionRecord) -> str | None:
     if numbers is None:
         return None
     return _FUNCTION_LINE % (
-        *numbers[:5],
+        *numbers[:7],
         _string(fn.name),
         ", ".join(map(_string, fn.retrace_reasons)),
         _string(fn.site),
-        *numbers[5:],
+        *numbers[7:],
     )
 
 

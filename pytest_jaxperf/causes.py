@@ -21,7 +21,8 @@ _TREE = re.compile(
 _CONTEXT = re.compile(r"^\* (?P<name>\w+) differs: now (?P<new>.+) and before (?P<old>.+)$")
 _STATIC = re.compile(r"pytree metadata Static\(val=(?P<val>.*)\)$")
 _PATH_ITEM = re.compile(r"\[(?:'(?P<key>[^']*)'|(?P<index>\d+))\]")
-_FLAT = re.compile(r"^flat_args\[(?P<i>\d+)\]$")
+_FLAT = re.compile(r"^(?:flat_)?args\[(?P<i>\d+)\]$")
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")
 _URL = re.compile(r"https?://\S+")
 
 
@@ -46,11 +47,13 @@ def _argument(path: str, arg_names: Sequence[str]) -> str:
 
 def _strip(text: str) -> str:
     # "f32[]({})" carries an empty sharding: JAX prints it once weak types are involved.
-    return _URL.sub("", text).replace("({})", "").strip()
+    # Object addresses ("<function f at 0x7f...>") change from run to run: dropped.
+    return _ADDRESS.sub("", _URL.sub("", text)).replace("({})", "").strip()
 
 
 def _flat_arg(name: str, user_names: Sequence[str]) -> str:
-    """pmap traces a flat wrapper: 'flat_args[1]' is the user's second positional argument."""
+    """pmap traces a flat wrapper: 'flat_args[1]' (jax 0.8: 'args[1]') is the user's second
+    positional argument."""
     if m := _FLAT.match(name):
         i = int(m["i"])
         if i < len(user_names):

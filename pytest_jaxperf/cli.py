@@ -12,7 +12,13 @@ from typing import NoReturn, TextIO
 
 from . import compare, export, report
 from .baseline import BaselineError, load
-from .config import DEFAULT_COMPILE_FLOOR, DEFAULT_COMPILE_RTOL, MarkerLimits, Tolerances
+from .config import (
+    CLOCKS,
+    DEFAULT_COMPILE_FLOOR,
+    DEFAULT_COMPILE_RTOL,
+    MarkerLimits,
+    Tolerances,
+)
 from .environment import static_differences, timing_differences
 from .model import Report, TestRecord
 
@@ -81,6 +87,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"compile-time increases below S seconds never fail "
         f"(default {DEFAULT_COMPILE_FLOOR:g})",
     )
+    for kind in ("compile", "runtime"):
+        cmp.add_argument(
+            f"--{kind}-clock",
+            choices=CLOCKS,
+            default="cpu",
+            help=f"{kind} time gated on process CPU seconds (default) or wall seconds, as "
+            f"--jaxperf-{kind}-clock",
+        )
     cmp.set_defaults(run=_compare)
 
     exp = commands.add_parser("export", help="write a report's metrics for a benchmark service")
@@ -144,7 +158,12 @@ def _details(rec: TestRecord) -> str:
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     base, run = _load(args.baseline), _load(args.report)
-    tolerances = Tolerances(compile_rtol=args.compile_rtol, compile_floor=args.compile_floor)
+    tolerances = Tolerances(
+        compile_rtol=args.compile_rtol,
+        compile_floor=args.compile_floor,
+        compile_clock=args.compile_clock,
+        runtime_clock=args.runtime_clock,
+    )
     differences = timing_differences(base.environment, run.environment)
     outcomes = evaluate_all(
         base, run, tolerances, differences, static_differences(base.environment, run.environment)

@@ -10,7 +10,7 @@ from . import causes
 from ._metrics import number, runtime, samples_s
 from .analysis import STATIC_METRICS
 from .config import Limit, MarkerLimits, Tolerances
-from .model import FunctionRecord, TestRecord
+from .model import Counts, FunctionRecord, TestRecord
 
 COMPILE_TIME = "compile time"
 
@@ -35,7 +35,9 @@ class Outcome:
     status: str = "ok"  # new | ok | improved | regressed | limit
     breaches: list[Breach] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # why something was not gated
+    # How something was gated, where the user may want to know (shown, not "not gated").
+    info: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -75,8 +77,15 @@ def _limit_for(
     ]
 
 
-def _metric(rec: FunctionRecord | TestRecord, metric: str) -> float:
-    return rec.total_s if metric == COMPILE_TIME else float(getattr(rec, metric))
+def _metric(rec: FunctionRecord | TestRecord, metric: str, clock: str = "wall") -> float:
+    return compile_seconds(rec, clock) if metric == COMPILE_TIME else float(getattr(rec, metric))
+
+
+def compile_seconds(rec: Counts, clock: str) -> float:
+    """Trace + lower + compile seconds on `clock`: process CPU seconds where they were
+    measured and asked for, else wall seconds."""
+    cpu = rec.total_cpu_s
+    return cpu if clock == "cpu" and cpu is not None else rec.total_s
 
 
 def evaluate(
@@ -113,8 +122,11 @@ def evaluate(
             continue
         for fns, value in _limit_for(limit, record.functions):
             whole_test = not isinstance(limit, Mapping)
+            clock = tol.compile_clock
             current = (
-                _metric(record, metric) if whole_test else sum(_metric(f, metric) for f in fns)
+                _metric(record, metric, clock)
+                if whole_test
+                else sum(_metric(f, metric, clock) for f in fns)
             )
             if current > value:
                 reasons = (
@@ -181,7 +193,14 @@ def evaluate(
             f"compile time not gated: environment differs ({', '.join(timing_differences)})"
         )
     else:
-        now_s, before_s = record.total_s, base.total_s
+        clock = tol.compile_clock
+        if clock == "cpu" and (record.total_cpu_s is None or base.total_cpu_s is None):
+            clock = "wall"
+            out.info.append(
+                "compile time gated on wall seconds: the baseline has no CPU seconds (saved by "
+                "an older pytest-jaxperf; re-save it with --jaxperf-save)"
+            )
+        now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock)
         threshold = before_s * (1 + tol.compile_rtol)
         if now_s > threshold and now_s - before_s > tol.compile_floor:
             out.breaches.append(
@@ -191,13 +210,14 @@ def evaluate(
                     before_s,
                     now_s,
                     "baseline",
-                    _compile_time_growth(record, matched),
+                    _compile_time_growth(record, matched, clock),
                     gate_baseline,
-                    detail=f"rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s",
+                    detail=f"{clock} seconds, rtol {tol.compile_rtol:g}, "
+                    f"floor {tol.compile_floor:g} s",
                 )
             )
         elif now_s * (1 + tol.compile_rtol) < before_s and before_s - now_s > tol.compile_floor:
-            out.improvements.append(f"compile time: {before_s:.3f} s -> {now_s:.3f} s")
+            out.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
 
     if any(b.against == "limit" for b in out.breaches):
         out.status = "limit"
@@ -213,20 +233,21 @@ def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]
 
 
 def _compile_time_growth(
-    record: TestRecord, matched: Mapping[str, FunctionRecord], most: int = 3
+    record: TestRecord, matched: Mapping[str, FunctionRecord], clock: str, most: int = 3
 ) -> tuple[str, ...]:
     """The functions whose compile time grew most, with the phase split: where to look."""
     grown = []
     for key, fn in record.functions.items():
         old = matched.get(key)
-        before = old.total_s if old else 0.0
-        if fn.total_s > before:
-            grown.append((fn.total_s - before, fn, before))
+        before = compile_seconds(old, clock) if old else 0.0
+        now = compile_seconds(fn, clock)
+        if now > before:
+            grown.append((now - before, fn, before, now))
     grown.sort(key=lambda g: -g[0])
     return tuple(
-        f"{fn.key}: {before:.3f} s -> {fn.total_s:.3f} s (trace {fn.trace_s:.3f}, "
+        f"{fn.key}: {before:.3f} s -> {now:.3f} s (wall: trace {fn.trace_s:.3f}, "
         f"lower {fn.lower_s:.3f}, backend {fn.compile_s:.3f})"
-        for _, fn, before in grown[:most]
+        for _, fn, before, now in grown[:most]
     )
 
 
@@ -316,10 +337,25 @@ def _runtime(
     # The fastest round must be slower too: load from other processes moves the median of
     # unchanged code by +50% on a shared 2-core machine, but rarely every round.
     min_change = now_min / before_min - 1 if now_min and before_min else change
+    now_cpu, before_cpu = number(now_rt.get("cpu_median_s")), number(old_rt.get("cpu_median_s"))
+    # CPU backend only (the fixture records CPU seconds there alone): load from other
+    # processes inflates wall time, not the process's own CPU time; a real slowdown of the
+    # same work grows both.
+    cpu_change = (
+        now_cpu / before_cpu - 1
+        if tol.runtime_clock == "cpu" and now_cpu is not None and before_cpu
+        else None
+    )
     if change > tol.runtime_rtol and min_change <= tol.runtime_rtol:
         out.notes.append(
             f"runtime of {label} median {change:+.0%} but its fastest round only "
             f"{min_change:+.0%}: machine load, not gated"
+        )
+    elif change > tol.runtime_rtol and cpu_change is not None and cpu_change <= tol.runtime_rtol:
+        out.notes.append(
+            f"runtime of {label} median {change:+.0%} but its CPU time per call only "
+            f"{cpu_change:+.0%}: machine load, not gated (--jaxperf-runtime-clock=wall gates "
+            "on wall time alone)"
         )
     elif change > tol.runtime_rtol:
         p = significance(samples_s(bench), samples_s(old), "greater")

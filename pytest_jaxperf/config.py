@@ -18,6 +18,9 @@ DEFAULT_STATIC_RTOL = 0.1
 DEFAULT_MIN_ROUNDS = 20
 DEFAULT_MAX_TIME = 0.5
 TIMING_MODES = ("gate", "report", "off")
+# Which seconds a timing gate reads: process CPU time (not inflated by other processes
+# sharing the machine) or wall time.
+CLOCKS = ("cpu", "wall")
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,12 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_max_time", "--jaxperf-max-time", "float", DEFAULT_MAX_TIME,
            "seconds of timed rounds per benchmark, once the minimum rounds are done "
            f"(default {DEFAULT_MAX_TIME})"),
+    Option("jaxperf_compile_clock", "--jaxperf-compile-clock", "clock", "cpu",
+           "compile time is gated on process CPU seconds (cpu, default: load on a shared "
+           "machine barely moves them) or on wall seconds (wall)"),
+    Option("jaxperf_runtime_clock", "--jaxperf-runtime-clock", "clock", "cpu",
+           "on the CPU backend a runtime slowdown fails only when the CPU seconds per call "
+           "grew too (cpu, default); wall gates on wall time alone"),
     Option("jaxperf_allow_partial", "--jaxperf-allow-partial", "bool", False,
            "when the start-up self-check finds a JAX hook missing, warn and mark the affected "
            "metrics 'not measured' (never gated) instead of refusing to run"),
@@ -86,6 +95,8 @@ class Tolerances:
     compile_floor: float = DEFAULT_COMPILE_FLOOR
     runtime_rtol: float = DEFAULT_RUNTIME_RTOL
     static_rtol: float = DEFAULT_STATIC_RTOL
+    compile_clock: str = "cpu"
+    runtime_clock: str = "cpu"
 
 
 @dataclass(frozen=True)
@@ -132,6 +143,8 @@ class Settings:
                 compile_floor=values["jaxperf_compile_floor"],
                 runtime_rtol=values["jaxperf_runtime_rtol"],
                 static_rtol=values["jaxperf_static_rtol"],
+                compile_clock=values["jaxperf_compile_clock"],
+                runtime_clock=values["jaxperf_runtime_clock"],
             ),
             timing_mode=values["jaxperf_timing"],
             min_rounds=values["jaxperf_min_rounds"],
@@ -153,12 +166,11 @@ def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
         if text in _FALSE:
             return False
         raise pytest.UsageError(f"{name}: expected true or false, got {value!r}")
-    if kind == "mode":
+    if kind in ("mode", "clock"):
+        choices = TIMING_MODES if kind == "mode" else CLOCKS
         text = str(value).strip().lower()
-        if text not in TIMING_MODES:
-            raise pytest.UsageError(
-                f"{name}: expected one of {', '.join(TIMING_MODES)}, got {value!r}"
-            )
+        if text not in choices:
+            raise pytest.UsageError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
         return text
     if kind == "int":
         try:
@@ -187,9 +199,9 @@ Limit = float | Mapping[str, float]
 MARKER_DOC = (
     "jaxperf(max_traces=None, max_compiles=None, max_compile_time=None, max_jaxpr_eqns=None, "
     "max_hlo_ops=None, compile_rtol=None, compile_floor=None, runtime_rtol=None, "
-    "static_rtol=None, rounds=None, max_time=None): record this test's JAX traces and "
-    "compiles; max_* limits are a number for the test total (per benchmark for program "
-    "metrics) or a dict {function_name or benchmark label: limit}"
+    "static_rtol=None, rounds=None, max_time=None, compile_clock=None, runtime_clock=None): "
+    "record this test's JAX traces and compiles; max_* limits are a number for the test "
+    "total (per benchmark for program metrics) or a dict {function_name or benchmark label: limit}"
 )
 
 
@@ -208,6 +220,8 @@ class MarkerLimits:
     static_rtol: float | None = None
     rounds: int | None = None
     max_time: float | None = None
+    compile_clock: str | None = None
+    runtime_clock: str | None = None
 
     @classmethod
     def from_item(cls, item: pytest.Item) -> MarkerLimits:
@@ -250,6 +264,13 @@ def _number_ok(value: Any, integer: bool) -> bool:
 
 
 def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
+    if key in ("compile_clock", "runtime_clock"):
+        if value not in CLOCKS:
+            raise pytest.UsageError(
+                f"{nodeid}: @pytest.mark.jaxperf({key}=...) expects one of "
+                f"{', '.join(map(repr, CLOCKS))}, got {value!r}"
+            )
+        return value
     integer = key in ("max_traces", "max_compiles", "max_jaxpr_eqns", "max_hlo_ops", "rounds")
     what = "a whole number >= 0" if integer else "a number >= 0"
     if key.startswith("max_") and isinstance(value, Mapping):

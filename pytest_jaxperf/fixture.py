@@ -382,14 +382,23 @@ def _time(
     fresh: Callable[[], Inputs] | None,
     config: TimingConfig,
 ) -> Stats:
-    """Steady-state seconds per call of fn(*args, **kwargs), or of fn on fresh() inputs."""
+    """Steady-state seconds per call of fn(*args, **kwargs), or of fn on fresh() inputs, with
+    the process CPU seconds per call on the CPU backend (elsewhere the work runs on the device
+    and is no process CPU time)."""
+    import time
+
     import jax
 
     from . import timing
 
+    cpu = time.process_time if jax.default_backend() == "cpu" else None
     if fresh is None:
-        return timing.measure(lambda: jax.block_until_ready(fn(*args, **kwargs)), config)
-    return timing.measure_each(fresh, lambda a: jax.block_until_ready(fn(*a[0], **a[1])), config)
+        return timing.measure(
+            lambda: jax.block_until_ready(fn(*args, **kwargs)), config, cpu_clock=cpu
+        )
+    return timing.measure_each(
+        fresh, lambda a: jax.block_until_ready(fn(*a[0], **a[1])), config, cpu_clock=cpu
+    )
 
 
 # The jax.jit options that decide what a fresh jit traces and compiles.

@@ -173,7 +173,7 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
         return ["<p>No test was recorded.</p>"]
     head = (
         "<tr><th>test</th><th>traces</th><th>compiles</th>"
-        "<th>compile s (trace / lower / backend)</th><th>baseline compile s</th>"
+        "<th>compile s (trace / lower / backend)</th><th>cpu s</th><th>baseline compile s</th>"
         "<th>runtime median</th><th>status</th></tr>"
     )
     rows = [
@@ -193,6 +193,7 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
             f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
             f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f})</td>"
+            f"<td class=num>{report.cpu_seconds(rec)}</td>"
             f"<td class=num>{f'{base.total_s:.3f}' if base else '-'}</td>"
             f"<td>{_e(runtimes) or '-'}</td><td{css}>{_e(status)}</td></tr>"
         )

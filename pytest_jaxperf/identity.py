@@ -45,6 +45,8 @@ def unwrap(fun: Any) -> Any:
             inner = fun()
         elif _is_wrapped_fun(fun):
             inner = getattr(fun, "f", None)
+        elif _is_wrapped_fun(getattr(fun, "__self__", None)):
+            inner = fun.__self__  # `jit(wrapped.call_wrapped)`: jax 0.8's pmap
         else:
             try:
                 inner = getattr(fun, "__func__", None) or getattr(fun, "__wrapped__", None)

@@ -186,13 +186,14 @@ def _table(
     out = [
         f"### All recorded tests ({len(rows)})",
         "",
-        "| test | traces | compiles | compile s (trace / lower / backend) | status |",
-        "|:--|--:|--:|:--|:--|",
+        "| test | traces | compiles | compile s (trace / lower / backend) | cpu s | status |",
+        "|:--|--:|--:|:--|--:|:--|",
     ]
     for status, nodeid, rec in rows[:max_rows]:
         out.append(
             f"| {_code(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | {rec.total_s:.3f} "
-            f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | {status} |"
+            f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | "
+            f"{report.cpu_seconds(rec)} | {status} |"
         )
     if len(rows) > max_rows:
         out += [

@@ -7,13 +7,17 @@ import operator
 from dataclasses import dataclass, field
 from typing import Any
 
-SCHEMA = "pytest-jaxperf/1"
+SCHEMA = "pytest-jaxperf/2"
+# Every schema the reader loads; /1 has no CPU seconds (they read as None: not measured).
+READABLE_SCHEMAS = ("pytest-jaxperf/1", SCHEMA)
 
 # Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
 MAX_REASONS = 10
 
 COUNT_FIELDS = ("traces", "lowerings", "compiles", "cache_hits")
 TIME_FIELDS = ("trace_s", "lower_s", "compile_s")
+# Process CPU seconds of the same phases; None where not measured (files older than /2).
+CPU_FIELDS = ("trace_cpu_s", "lower_cpu_s", "compile_cpu_s")
 # Seconds are written rounded to this many decimals (microseconds).
 TIME_DIGITS = 6
 
@@ -29,15 +33,28 @@ class Counts:
     trace_s: float = 0.0
     lower_s: float = 0.0
     compile_s: float = 0.0
+    trace_cpu_s: float | None = 0.0
+    lower_cpu_s: float | None = 0.0
+    compile_cpu_s: float | None = 0.0
 
     @property
     def total_s(self) -> float:
-        """Seconds spent tracing, lowering and compiling: the 'compile time' that is gated."""
+        """Wall seconds spent tracing, lowering and compiling."""
         return self.trace_s + self.lower_s + self.compile_s
+
+    @property
+    def total_cpu_s(self) -> float | None:
+        """Process CPU seconds of the same phases (XLA's compile threads included); None
+        when not measured."""
+        values = [self.trace_cpu_s, self.lower_cpu_s, self.compile_cpu_s]
+        return None if None in values else sum(v for v in values if v is not None)
 
     def add(self, other: Counts) -> None:
         for name in COUNT_FIELDS + TIME_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
+        for name in CPU_FIELDS:
+            mine, theirs = getattr(self, name), getattr(other, name)
+            setattr(self, name, None if mine is None or theirs is None else mine + theirs)
 
 
 @dataclass
@@ -71,7 +88,7 @@ class TestRecord(Counts):
         total = Counts()
         for fn in self.functions.values():
             total.add(fn)
-        for name in COUNT_FIELDS + TIME_FIELDS:
+        for name in COUNT_FIELDS + TIME_FIELDS + CPU_FIELDS:
             setattr(self, name, getattr(total, name))
 
 
@@ -92,7 +109,12 @@ def _round(value: float) -> float:
 def _counts_to_json(c: Counts) -> dict[str, Any]:
     out: dict[str, Any] = {name: getattr(c, name) for name in COUNT_FIELDS}
     out.update({name: _round(getattr(c, name)) for name in TIME_FIELDS})
+    out.update({name: _round_or_none(getattr(c, name)) for name in CPU_FIELDS})
     return out
+
+
+def _round_or_none(value: float | None) -> float | None:
+    return None if value is None else _round(value)
 
 
 def function_to_json(fn: FunctionRecord) -> dict[str, Any]:
@@ -149,6 +171,14 @@ def _counts_from_json(data: Any, where: str, target: Counts) -> None:
             _is_num(value) and value >= 0, f"{where}.{name}", f"expected seconds, got {value!r}"
         )
         setattr(target, name, float(value))
+    for name in CPU_FIELDS:
+        value = data.get(name)
+        _expect(
+            value is None or (_is_num(value) and value >= 0),
+            f"{where}.{name}",
+            f"expected CPU seconds or null, got {value!r}",
+        )
+        setattr(target, name, None if value is None else float(value))
 
 
 def function_from_json(data: Any, where: str) -> FunctionRecord:
@@ -209,68 +239,69 @@ def _test_from_json(data: Any, where: str) -> TestRecord:
 _INF = math.inf
 # The values in the order of the dataclasses' fields, for the positional calls below (a test
 # checks the order).
-_COUNTS_OF = operator.itemgetter(*COUNT_FIELDS, *TIME_FIELDS)
-_FUNCTION_OF = operator.itemgetter(*COUNT_FIELDS, *TIME_FIELDS, "name", "site", "retrace_reasons")
+_N = len(COUNT_FIELDS) + len(TIME_FIELDS) + len(CPU_FIELDS)
+_COUNTS_OF = operator.itemgetter(*COUNT_FIELDS, *TIME_FIELDS, *CPU_FIELDS)
+_FUNCTION_OF = operator.itemgetter(
+    *COUNT_FIELDS, *TIME_FIELDS, *CPU_FIELDS, "name", "site", "retrace_reasons"
+)
 _TEST_OF = operator.itemgetter(
-    *COUNT_FIELDS, *TIME_FIELDS, "outcome", "functions", "eager", "benchmarks"
+    *COUNT_FIELDS, *TIME_FIELDS, *CPU_FIELDS, "outcome", "functions", "eager", "benchmarks"
 )
 
 
 def _plain_counts(values: tuple[Any, ...]) -> bool:
-    """Whether the values of COUNT_FIELDS + TIME_FIELDS are counts and finite seconds."""
-    traces, lowerings, compiles, hits, trace_s, lower_s, compile_s = values
+    """Whether the values of COUNT_FIELDS + TIME_FIELDS + CPU_FIELDS are counts and finite
+    seconds (CPU seconds measured: a null goes to the careful reader)."""
+    traces, lowerings, compiles, hits, trace_s, lower_s, compile_s, tc, lc, cc = values
     return (
-        # Chained: all four exactly int (a bool is not one), all three exactly float.
+        # Chained: all four exactly int (a bool is not one), all six exactly float.
         type(traces) is int is type(lowerings) is type(compiles) is type(hits)
         and min(traces, lowerings, compiles, hits) >= 0
         and type(trace_s) is float is type(lower_s) is type(compile_s)
+        and type(tc) is float is type(lc) is type(cc)
         and 0.0 <= trace_s < _INF
         and 0.0 <= lower_s < _INF
         and 0.0 <= compile_s < _INF
+        and 0.0 <= tc < _INF
+        and 0.0 <= lc < _INF
+        and 0.0 <= cc < _INF
     )
 
 
 def _quick_function(data: Any) -> FunctionRecord | None:
-    if type(data) is not dict or len(data) != 10:
+    if type(data) is not dict or len(data) != _N + 3:
         return None
     try:
         values = _FUNCTION_OF(data)
     except KeyError:
         return None
-    traces, lowerings, compiles, hits, trace_s, lower_s, compile_s, name, site, reasons = values
-    if (  # _plain_counts, inline: this runs for every function
-        type(traces) is int is type(lowerings) is type(compiles) is type(hits)
-        and min(traces, lowerings, compiles, hits) >= 0
-        and type(trace_s) is float is type(lower_s) is type(compile_s)
-        and 0.0 <= trace_s < _INF
-        and 0.0 <= lower_s < _INF
-        and 0.0 <= compile_s < _INF
+    name, site, reasons = values[_N:]
+    if (
+        _plain_counts(values[:_N])
         and type(name) is str is type(site)
         and type(reasons) is list
         and (not reasons or all(type(r) is str for r in reasons))
     ):
-        return FunctionRecord(
-            traces, lowerings, compiles, hits, trace_s, lower_s, compile_s, name, site, reasons[:]
-        )
+        return FunctionRecord(*values[:_N], name, site, reasons[:])  # type: ignore[call-arg]
     return None
 
 
 def _quick_test(data: Any) -> TestRecord | None:
-    if type(data) is not dict or len(data) != 11:
+    if type(data) is not dict or len(data) != _N + 4:
         return None
     try:
         values = _TEST_OF(data)
     except KeyError:
         return None
-    traces, lowerings, compiles, hits, trace_s, lower_s, compile_s = counts = values[:7]
-    outcome, functions, eager, benchmarks = values[7:]
+    counts = values[:_N]
+    outcome, functions, eager, benchmarks = values[_N:]
     if not (
         _plain_counts(counts)
         and type(outcome) is str
         and type(functions) is dict
         and type(benchmarks) is dict
         and type(eager) is dict
-        and len(eager) == 7
+        and len(eager) == _N
     ):
         return None
     try:
@@ -288,28 +319,17 @@ def _quick_test(data: Any) -> TestRecord | None:
     for bench in benchmarks.values():
         if type(bench) is not dict:
             return None
-    return TestRecord(
-        traces,
-        lowerings,
-        compiles,
-        hits,
-        trace_s,
-        lower_s,
-        compile_s,
-        outcome,
-        records,
-        Counts(*eager_values),
-        benchmarks,
-    )
+    return TestRecord(*counts, outcome, records, Counts(*eager_values), benchmarks)  # type: ignore[call-arg]
 
 
 def report_from_json(data: Any) -> Report:
     _expect(isinstance(data, dict), "top level", f"expected an object, got {type(data).__name__}")
     schema = data.get("schema")
     _expect(
-        schema == SCHEMA,
+        schema in READABLE_SCHEMAS,
         "schema",
-        f"expected {SCHEMA!r}, got {schema!r} (not a pytest-jaxperf file, or another version)",
+        f"expected one of {', '.join(map(repr, READABLE_SCHEMAS))}, got {schema!r} "
+        "(not a pytest-jaxperf file, or a newer version)",
     )
     env = data.get("environment", {})
     _expect(isinstance(env, dict), "environment", "expected an object")

@@ -24,9 +24,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 opt.flag, action="store_true", dest=opt.dest, default=None, help=opt.help
             )
         else:
-            metavar = {"path": "PATH", "int": "N", "mode": "gate|report|off"}.get(
-                opt.kind, "NUMBER"
-            )
+            metavars = {"path": "PATH", "int": "N", "mode": "gate|report|off", "clock": "cpu|wall"}
+            metavar = metavars.get(opt.kind, "NUMBER")
             group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
         parser.addini(opt.dest, help=f"{opt.help} (same as {opt.flag})", default="")
 

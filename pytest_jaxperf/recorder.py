@@ -18,6 +18,7 @@ import inspect
 import os
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from . import causes, identity
 from .identity import Identity
 from .model import MAX_REASONS, Counts, FunctionRecord, function_key
 
+_PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
 _MAX_SEEN = 2000
 CLEARED = (
@@ -118,18 +120,21 @@ class Scope:
             ):
                 fn.retrace_reasons.append(reason)
 
-    def on_trace_time(self, ident: Identity | None, seconds: float) -> None:
+    def on_trace_time(self, ident: Identity | None, seconds: float, cpu: float | None) -> None:
         with self._lock:
-            self._target(ident).trace_s += seconds
+            target = self._target(ident)
+            target.trace_s += seconds
+            target.trace_cpu_s = _plus(target.trace_cpu_s, cpu)
 
-    def on_lowering(self, ident: Identity | None, seconds: float) -> None:
+    def on_lowering(self, ident: Identity | None, seconds: float, cpu: float | None) -> None:
         with self._lock:
             target = self._target(ident)
             target.lowerings += 1
             target.lower_s += seconds
+            target.lower_cpu_s = _plus(target.lower_cpu_s, cpu)
             self._pending[threading.get_ident()] = ident
 
-    def on_compile(self, seconds: float) -> None:
+    def on_compile(self, seconds: float, cpu: float | None) -> None:
         tid = threading.get_ident()
         with self._lock:
             target = self._target(self._pending.pop(tid, None))
@@ -140,6 +145,7 @@ class Scope:
                 target.cache_hits += 1
             else:
                 target.compile_s += seconds
+                target.compile_cpu_s = _plus(target.compile_cpu_s, cpu)
 
     def on_cache_hit(self) -> None:
         with self._lock:
@@ -169,6 +175,8 @@ class Recorder:
         self.evicted = 0
         self.isolation = "per function"
         self._probes: list[Any] = []
+        # Process CPU time at the start of each phase, per (thread, event).
+        self._cpu_start: dict[tuple[int, str], float] = {}
         # What the last self-check found missing, by metric.
         self.problems: dict[str, str] = {}
 
@@ -188,6 +196,7 @@ class Recorder:
         # listener costs one attribute check per compile.
         jax.monitoring.register_event_duration_secs_listener(self._on_duration)
         jax.monitoring.register_event_listener(self._on_event)
+        jax.monitoring.register_scalar_listener(self._on_phase_start)
         if not hooks.missing():
             self._traces = hooks.TraceListener(self._on_trace)
             self._traces.ensure()
@@ -260,23 +269,31 @@ class Recorder:
             if self.active is not None:
                 self.active.listener_errors += 1
 
+    def _on_phase_start(self, event: str, value: float, **kwargs: Any) -> None:
+        # JAX announces the start of each trace / lowering / compile with a scalar event
+        # (its wall-clock start time); the process CPU clock is read here and at the end.
+        if self.active is not None and event in _PHASES:
+            self._cpu_start[(threading.get_ident(), event)] = time.process_time()
+
     def _on_duration(self, event: str, duration_secs: float, **kwargs: Any) -> None:
         scope = self.active
         if scope is None:
             return
         try:
-            if event not in (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT):
+            if event not in _PHASES:
                 return
+            start = self._cpu_start.pop((threading.get_ident(), event), None)
+            cpu = None if start is None else max(0.0, time.process_time() - start)
             if not scope.owns_current_thread():
                 return
             if event == hooks.TRACE_EVENT:
                 traced = hooks.traced_for_jit()
                 ident = None if traced is None else self._identify(*traced)
-                scope.on_trace_time(ident, duration_secs)
+                scope.on_trace_time(ident, duration_secs, cpu)
             elif event == hooks.LOWER_EVENT:
-                scope.on_lowering(self._lowered(), duration_secs)
+                scope.on_lowering(self._lowered(), duration_secs, cpu)
             else:
-                scope.on_compile(duration_secs)
+                scope.on_compile(duration_secs, cpu)
         except Exception:
             scope.listener_errors += 1
 
@@ -367,6 +384,8 @@ class Recorder:
             if "traces" not in self.problems
             else "traces NOT measured"
         )
+        if "traces" not in self.problems and not hooks.eager_traces_counted():
+            traces += " (traces of eager lax control-flow bodies not counted on this jax)"
         return (
             f"{traces}; lowerings, compiles and seconds from jax.monitoring; "
             f"isolation {self.isolation}"
@@ -421,6 +440,11 @@ class Recorder:
 
 
 RECORDER = Recorder()
+
+
+def _plus(total: float | None, cpu: float | None) -> float | None:
+    """CPU seconds so far plus one phase's; None once a phase's could not be measured."""
+    return None if total is None or cpu is None else total + cpu
 
 
 def _ref(fun: Any) -> weakref.ref[Any] | int:

@@ -7,7 +7,7 @@ from typing import Any
 
 from .analysis import STATIC_METRICS
 from .compare import COMPILE_TIME, RUNTIME, Breach, Outcome
-from .model import TestRecord
+from .model import Counts, TestRecord
 
 
 def _fmt(metric: str, value: float) -> str:
@@ -16,6 +16,12 @@ def _fmt(metric: str, value: float) -> str:
     if metric == RUNTIME:
         return f"{value * 1e6:.1f} us" if value < 1e-3 else f"{value * 1e3:.3f} ms"
     return f"{value:g}"
+
+
+def cpu_seconds(counts: Counts) -> str:
+    """Process CPU seconds of trace + lower + compile, or '-' where not measured."""
+    cpu = counts.total_cpu_s
+    return "-" if cpu is None else f"{cpu:.3f}"
 
 
 def _change(b: Breach) -> str:
@@ -56,7 +62,7 @@ def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
     lines = [f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit"]
     for b in failing:
         lines += ["  " + line for line in breach_lines(b)]
-    lines += [f"  note: {n}" for n in outcome.notes]
+    lines += [f"  note: {n}" for n in outcome.notes + outcome.info]
     if any(b.against == "baseline" for b in failing):
         lines.append(
             f"  baseline: {baseline_path} (if the change is intended, update it with "
@@ -72,7 +78,8 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
         lines.append(
             f"{fn.key}: traces={fn.traces} lowerings={fn.lowerings} "
             f"compiles={fn.compiles} cache_hits={fn.cache_hits} "
-            f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s"
+            f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s "
+            f"cpu={cpu_seconds(fn)}s"
         )
         lines += [f"    retrace: {r}" for r in fn.retrace_reasons]
     e = record.eager
@@ -83,7 +90,7 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
     for label, bench in sorted(record.benchmarks.items()):
         lines.append(benchmark_line(label, bench))
     lines += [f"improved: {i}" for i in outcome.improvements]
-    lines += [f"note: {n}" for n in outcome.notes]
+    lines += [f"note: {n}" for n in outcome.notes + outcome.info]
     return "\n".join(lines)
 
 
@@ -111,6 +118,8 @@ def benchmark_line(label: str, bench: Mapping[str, Any]) -> str:
             f"(min {_fmt(RUNTIME, runtime['min_s'])}, IQR {_fmt(RUNTIME, runtime['iqr_s'])}, "
             f"{runtime['rounds']} rounds x {runtime['iterations']})"
         )
+        if isinstance(runtime.get("cpu_median_s"), (int, float)):
+            parts.append(f"cpu {_fmt(RUNTIME, runtime['cpu_median_s'])} per call")
     metrics = [
         f"{k}={bench[k]:g}" for k in STATIC_METRICS if isinstance(bench.get(k), (int, float))
     ]
@@ -149,6 +158,7 @@ def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outc
         "traces",
         "compiles",
         "compile s (trace/lower/backend)",
+        "cpu s",
         "vs baseline",
         "status",
     )
@@ -169,6 +179,7 @@ def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outc
                 str(rec.traces),
                 str(rec.compiles),
                 f"{rec.total_s:.3f} ({rec.trace_s:.3f}/{rec.lower_s:.3f}/{rec.compile_s:.3f})",
+                cpu_seconds(rec),
                 _vs_baseline(out) if out is not None else "-",
                 status,
             )
@@ -208,6 +219,8 @@ def junit_properties(record: TestRecord, outcome: Outcome) -> list[tuple[str, ob
         ("jaxperf_compiles", record.compiles),
         ("jaxperf_compile_s", round(record.total_s, 6)),
     ]
+    if record.total_cpu_s is not None:
+        props.append(("jaxperf_compile_cpu_s", round(record.total_cpu_s, 6)))
     for label, bench in sorted(record.benchmarks.items()):
         runtime = bench.get("runtime")
         if isinstance(runtime, Mapping) and isinstance(runtime.get("median_s"), (int, float)):

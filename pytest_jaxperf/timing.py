@@ -53,9 +53,17 @@ class Stats:
     iterations: int
     outliers: int
     samples_s: tuple[float, ...]
+    # Median process CPU seconds per call over the same rounds; measured on the CPU backend
+    # only (device work is not process CPU time), else None.
+    cpu_median_s: float | None = None
 
     @classmethod
-    def from_samples(cls, samples: Sequence[float], iterations: int = 1) -> Stats:
+    def from_samples(
+        cls,
+        samples: Sequence[float],
+        iterations: int = 1,
+        cpu_samples: Sequence[float] | None = None,
+    ) -> Stats:
         if not samples:
             raise ValueError("no samples")
         ordered = sorted(samples)
@@ -78,15 +86,22 @@ class Stats:
             iterations=iterations,
             outliers=sum(1 for s in ordered if s < low or s > high),
             samples_s=tuple(_thin(list(samples), MAX_SAMPLES)),
+            cpu_median_s=statistics.median(cpu_samples) if cpu_samples else None,
         )
 
     def to_json(self) -> dict[str, Any]:
         out = {
-            k: _significant(v, 6) if isinstance(v, float) else v for k, v in asdict(self).items()
+            k: _significant(v, 6) if isinstance(v, float) else v
+            for k, v in asdict(self).items()
+            if v is not None
         }
         # Four digits are plenty for a rank test, and keep a baseline diff readable.
         out["samples_s"] = [_significant(v, 4) for v in self.samples_s]
         return out
+
+
+def _no_cpu() -> float:
+    return 0.0
 
 
 def _significant(value: float, digits: int) -> float:
@@ -120,9 +135,13 @@ def measure(
     call: Callable[[], object],
     config: TimingConfig = TimingConfig(),
     clock: Clock = time.perf_counter,
+    cpu_clock: Clock | None = None,
 ) -> Stats:
     """Warm up, calibrate, then time rounds until both min_rounds and max_time are reached
-    (or max_rounds). `call` must include whatever makes the work finish (block_until_ready)."""
+    (or max_rounds). `call` must include whatever makes the work finish (block_until_ready).
+    With `cpu_clock` (time.process_time on the CPU backend) each round's CPU seconds are
+    read too."""
+    cpu = cpu_clock or _no_cpu
     gc_was_enabled = gc.isenabled()
     gc.disable()  # a collection inside a round is noise, not the function's cost
     try:
@@ -132,15 +151,18 @@ def measure(
             call()
         iterations = calibrate(call, config.min_round_time, clock)
         samples: list[float] = []
+        cpu_samples: list[float] = []
         begin = clock()
         while len(samples) < config.max_rounds:
-            t0 = clock()
+            c0, t0 = cpu(), clock()
             for _ in range(iterations):
                 call()
-            samples.append((clock() - t0) / iterations)
+            t1, c1 = clock(), cpu()
+            samples.append((t1 - t0) / iterations)
+            cpu_samples.append((c1 - c0) / iterations)
             if len(samples) >= config.min_rounds and clock() - begin >= config.max_time:
                 break
-        return Stats.from_samples(samples, iterations)
+        return Stats.from_samples(samples, iterations, cpu_samples if cpu_clock else None)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -151,6 +173,7 @@ def measure_each(
     call: Callable[[T], object],
     config: TimingConfig = TimingConfig(),
     clock: Clock = time.perf_counter,
+    cpu_clock: Clock | None = None,
 ) -> Stats:
     """Like `measure`, for calls that need fresh inputs (donated buffers, a user's setup):
     `prepare()` runs untimed before every call, so a round is one call (iterations 1), and
@@ -163,16 +186,20 @@ def measure_each(
         call(prepare())
         while clock() - start < config.warmup_time:
             call(prepare())
+        cpu = cpu_clock or _no_cpu
         samples: list[float] = []
+        cpu_samples: list[float] = []
         begin = clock()
         while len(samples) < config.max_rounds:
             inputs = prepare()
-            t0 = clock()
+            c0, t0 = cpu(), clock()
             call(inputs)
-            samples.append(clock() - t0)
+            t1, c1 = clock(), cpu()
+            samples.append(t1 - t0)
+            cpu_samples.append(c1 - c0)
             if len(samples) >= config.min_rounds and clock() - begin >= config.max_time:
                 break
-        return Stats.from_samples(samples, 1)
+        return Stats.from_samples(samples, 1, cpu_samples if cpu_clock else None)
     finally:
         if gc_was_enabled:
             gc.enable()

@@ -39,11 +39,12 @@ def fn(
     lower_s: float = 0.01,
     compile_s: float = 0.1,
     reasons: tuple[str, ...] = (),
+    cpu: float | None = 1.0,
 ) -> FunctionRecord:
-    """A function record with realistic default timings."""
+    """A function record with realistic default timings (CPU seconds `cpu` x wall)."""
     return _records.fn(
         name, site, traces, compiles,
-        trace_s=trace_s, lower_s=lower_s, compile_s=compile_s, reasons=reasons,
+        trace_s=trace_s, lower_s=lower_s, compile_s=compile_s, reasons=reasons, cpu=cpu,
     )  # fmt: skip
 
 

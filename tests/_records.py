@@ -19,8 +19,10 @@ def fn(
     compile_s: float = 0.0,
     cache_hits: int = 0,
     reasons: tuple[str, ...] = (),
+    cpu: float | None = 1.0,
 ) -> FunctionRecord:
-    """A function record; lowerings and compiles default to the number of traces."""
+    """A function record; lowerings and compiles default to the number of traces, and the
+    CPU seconds of each phase to `cpu` times its wall seconds (None: not measured)."""
     compiles = traces if compiles is None else compiles
     return FunctionRecord(
         name=name,
@@ -32,6 +34,9 @@ def fn(
         trace_s=trace_s,
         lower_s=lower_s,
         compile_s=compile_s,
+        trace_cpu_s=None if cpu is None else trace_s * cpu,
+        lower_cpu_s=None if cpu is None else lower_s * cpu,
+        compile_cpu_s=None if cpu is None else compile_s * cpu,
         retrace_reasons=list(reasons),
     )
 

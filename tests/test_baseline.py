@@ -201,19 +201,21 @@ def test_every_object_has_sorted_keys(make: Any) -> None:
 def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     lines = dumps(full_report()).splitlines()
     assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
-    assert '  "schema": "pytest-jaxperf/1",' in lines
+    assert '  "schema": "pytest-jaxperf/2",' in lines
     assert '    "tests/test_a.py::test_x": {' in lines
     assert '      "traces": 3' in lines
     assert '      "compile_s": 1.125,' in lines
     assert (
-        '      "eager": {"cache_hits": 0, "compile_s": 0.174, "compiles": 7, "lower_s": 0.0, '
-        '"lowerings": 7, "trace_s": 0.0, "traces": 0},'
+        '      "eager": {"cache_hits": 0, "compile_cpu_s": 0.0, "compile_s": 0.174, '
+        '"compiles": 7, "lower_cpu_s": 0.0, "lower_s": 0.0, "lowerings": 7, "trace_cpu_s": 0.0, '
+        '"trace_s": 0.0, "traces": 0},'
     ) in lines
     assert (
-        '        "integrate at pkg/ode.py:42": {"cache_hits": 1, "compile_s": 0.345678, '
-        '"compiles": 4, "lower_s": 0.023456, "lowerings": 3, "name": "integrate", '
+        '        "integrate at pkg/ode.py:42": {"cache_hits": 1, "compile_cpu_s": 0.0, '
+        '"compile_s": 0.345678, "compiles": 4, "lower_cpu_s": 0.0, "lower_s": 0.023456, '
+        '"lowerings": 3, "name": "integrate", '
         '"retrace_reasons": ["x: f32[3] -> f32[4]", "static argument n: 2 -> 3"], '
-        '"site": "pkg/ode.py:42", "trace_s": 0.012345, "traces": 2}'
+        '"site": "pkg/ode.py:42", "trace_cpu_s": 0.0, "trace_s": 0.012345, "traces": 2}'
     ) in lines
     assert '        "step": {' in lines
     assert '          "first_call_s": 0.31,' in lines
@@ -254,7 +256,11 @@ def test_a_file_with_fields_missing_loads_with_defaults(tmp_path: Path) -> None:
     assert loaded is not None
     expected = full_report()
     expected.tests["tests/test_b.py::test_y"].functions["integrate at pkg/ode.py:42"].cache_hits = 0
-    expected.tests["tests/test_a.py::test_x"] = Record(traces=2, compile_s=1.0)
+    # Fields a file does not have read as their defaults; CPU seconds as not measured.
+    cpu_unknown = {"trace_cpu_s": None, "lower_cpu_s": None, "compile_cpu_s": None}
+    expected.tests["tests/test_a.py::test_x"] = Record(
+        traces=2, compile_s=1.0, eager=Counts(**cpu_unknown), **cpu_unknown
+    )
     assert loaded == expected
     assert type(loaded.tests["tests/test_a.py::test_x"].compile_s) is float
 
@@ -298,7 +304,7 @@ def test_quick_reader_leaves_other_fields_to_the_careful_one(tmp_path: Path) -> 
 
 def test_quick_reader_builds_records_in_field_order() -> None:
     # It calls the dataclasses with positional arguments.
-    names = model.COUNT_FIELDS + model.TIME_FIELDS
+    names = model.COUNT_FIELDS + model.TIME_FIELDS + model.CPU_FIELDS
     assert tuple(f.name for f in dataclasses.fields(Counts)) == names
     assert tuple(f.name for f in dataclasses.fields(FunctionRecord)) == (
         *names,
@@ -477,7 +483,7 @@ BROKEN_FILES = [
     pytest.param("[1, 2]", "top level: expected an object, got list", id="json-list"),
     pytest.param(
         json.dumps({"schema": "pytest-benchmark/4", "tests": {}}),
-        "schema: expected 'pytest-jaxperf/1', got 'pytest-benchmark/4'",
+        "schema: expected one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', got 'pytest-benchmark/4'",
         id="wrong-schema",
     ),
     pytest.param(json.dumps({"tests": {}}), "got None", id="no-schema"),

@@ -85,6 +85,19 @@ def test_compare_tolerances_and_environment(
     assert out.splitlines()[-1].endswith("1 not gated")
 
 
+def test_compare_clock_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # Wall seconds grew fourfold under load, CPU seconds stayed where they were.
+    base = Report(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.2))})
+    run = Report(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.8, cpu=0.25))})
+    base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
+    baseline_io.save(base_path, base)
+    baseline_io.save(run_path, run)
+    args = ["compare", str(base_path), str(run_path)]
+    assert main(args) == 0
+    assert main([*args, "--compile-clock=wall"]) == 1
+    assert "[wall seconds, rtol 1, floor 0.1 s]" in capsys.readouterr().out
+
+
 def test_compare_gates_program_metrics_only_on_the_same_jax(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -196,13 +209,13 @@ def test_show_prints_the_table_and_details(
     lines = out.splitlines()
     assert lines[0].startswith(f"{run_path}: 4 tests; backend cpu, cpu AMD EPYC")
     assert lines[1].split() == [
-        "test", "traces", "compiles", "compile", "s", "(trace/lower/backend)", "vs",
-        "baseline", "status",
+        "test", "traces", "compiles", "compile", "s", "(trace/lower/backend)", "cpu", "s",
+        "vs", "baseline", "status",
     ]  # fmt: skip
     assert f"{REGRESSED} (passed)" in lines
     assert (
         "  step at pkg/sim.py:12: traces=2 lowerings=2 compiles=2 cache_hits=0 "
-        "trace=0.010s lower=0.010s compile=0.100s"
+        "trace=0.010s lower=0.010s compile=0.100s cpu=0.120s"
     ) in lines
     assert "      retrace: x: f32[3] -> f32[4]" in lines
     loaded = baseline_io.load(run_path)

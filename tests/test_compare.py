@@ -182,7 +182,7 @@ def test_compile_time_above_rtol_and_floor_fails() -> None:
     assert b.metric == COMPILE_TIME
     assert b.function is None
     assert (b.reference, b.current) == (1.0, 2.5)
-    assert b.detail == "rtol 1, floor 0.1 s"
+    assert b.detail == "cpu seconds, rtol 1, floor 0.1 s"
 
 
 def test_compile_time_at_exactly_base_times_one_plus_rtol_passes() -> None:
@@ -202,7 +202,7 @@ def test_compile_time_above_rtol_but_under_the_floor_passes() -> None:
 def test_compile_time_much_lower_is_an_improvement() -> None:
     out = run(timed(0.5), timed(2.0))
     assert out.status == "improved"
-    assert out.improvements == ["compile time: 2.000 s -> 0.500 s"]
+    assert out.improvements == ["compile time (cpu): 2.000 s -> 0.500 s"]
 
 
 def test_environment_differences_disable_the_compile_time_gate() -> None:
@@ -353,4 +353,4 @@ def test_marker_tolerances_override_the_defaults(
 def test_breach_detail_shows_the_tolerances_in_force() -> None:
     out = run(timed(1.5), timed(1.0), MarkerLimits(compile_rtol=0.25, compile_floor=0.05))
     (b,) = out.breaches
-    assert b.detail == "rtol 0.25, floor 0.05 s"
+    assert b.detail == "cpu seconds, rtol 0.25, floor 0.05 s"

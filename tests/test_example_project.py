@@ -39,9 +39,13 @@ def test_clean_example_passes_against_committed_baseline(
     base = read_json(example / ".jaxperf" / "baseline.json")
     # Every recorded test has its entry, and every entry of this file was recorded.
     assert set(run["tests"]) == {k for k in base["tests"] if k.startswith(f"tests/{test_file}::")}
+    # Program metrics depend on the JAX version (the plugin gates them only where it
+    # matches); counts do not.
+    same_jax = run["environment"]["jax"] == base["environment"]["jax"]
     for nodeid, rec in run["tests"].items():
         old = base["tests"][nodeid]
         assert (rec["traces"], rec["compiles"]) == (old["traces"], old["compiles"]), nodeid
         for label, bench in rec["benchmarks"].items():
-            assert bench.get("jaxpr_eqns") == old["benchmarks"][label].get("jaxpr_eqns")
+            if same_jax:
+                assert bench.get("jaxpr_eqns") == old["benchmarks"][label].get("jaxpr_eqns")
     assert (example / ".jaxperf" / "baseline.json").read_text() == committed

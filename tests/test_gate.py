@@ -90,7 +90,10 @@ def test_integrate():
     result = jp.runpytest("--jaxperf")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
-        lit("*compile time of all functions: baseline * s -> now * s (+*%) [rtol 1, floor 0.1 s]")
+        lit(
+            "*compile time of all functions: baseline * s -> now * s (+*%) "
+            "[cpu seconds, rtol 1, floor 0.1 s]"
+        )
     )
     # Same counts: only the compile time betrays the unrolled loop.
     result.stdout.no_fnmatch_line("*traces of integrate*")
@@ -159,7 +162,7 @@ def test_json_report_format(jp: pytest.Pytester) -> None:
     jp.runpytest("--jaxperf", "--jaxperf-json=reports/run.json").assert_outcomes(passed=2)
     text = (jp.path / "reports" / "run.json").read_text()
     data = json.loads(text)
-    assert data["schema"] == "pytest-jaxperf/1"
+    assert data["schema"] == "pytest-jaxperf/2"
     assert set(data["environment"]) >= {
         "jax", "jaxlib", "python", "backend", "device_kind", "device_count", "x64",
     }  # fmt: skip
@@ -239,6 +242,7 @@ def test_per_test_tolerance_overrides_default(jp: pytest.Pytester) -> None:
     data = read_json(path)
     for rec in data["tests"].values():  # pretend compiling used to be instantaneous
         rec["trace_s"] = rec["lower_s"] = rec["compile_s"] = 1e-6
+        rec["trace_cpu_s"] = rec["lower_cpu_s"] = rec["compile_cpu_s"] = 1e-6
     path.write_text(json.dumps(data))
     jp.runpytest("--jaxperf", "--jaxperf-compile-floor=1000").assert_outcomes(passed=2)
     jp.runpytest("--jaxperf", "--jaxperf-compile-floor=0").assert_outcomes(failed=2)

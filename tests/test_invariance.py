@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from conftest import read_json
 
+from pytest_jaxperf import _jaxhooks
+
 REVERSE = "JAXPERF_INVARIANCE_REVERSE"
 
 # Two CPU devices for pmap, before any JAX op; the test order reversed when REVERSE is set.
@@ -534,7 +536,10 @@ def test_counts_independent_of_order_selection_xdist_and_markers(
     for pattern, names in bodies.items():
         for name in (f"test_{pattern}_a", f"test_{pattern}_b"):
             traces = {key: c[0] for key, c in by_name[name].items()}
-            assert traces == {_key(loops, body): 1 for body in names}, name
+            if _jaxhooks.eager_traces_counted():
+                assert traces == {_key(loops, body): 1 for body in names}, name
+            else:  # jax 0.6 - 0.8: such traces fire no event; only the compile is charged
+                assert set(traces.values()) <= {0} and traces, name
 
 
 # A module-scoped fixture keeps the functions it warmed up compiled while it lives, and with

@@ -100,6 +100,49 @@ def test_loop():
     assert loop["retrace_reasons"][0].startswith("function re-defined on every call")
 
 
+def test_static_argument_cause_names_the_previous_value(jp: pytest.Pytester) -> None:
+    # JAX's own explanation compares with its closest cached key (k=1 for k=3 too); the
+    # recorder compares with the function's previous trace, on every supported JAX.
+    jp.makepyfile(
+        HEADER
+        + """
+@functools.partial(jax.jit, static_argnums=(0,))
+def scale(k, x):
+    return x * k
+
+@jax.jit
+def g(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_static():
+    for k in (1, 2, 3):
+        scale(k, jnp.ones(3))
+    scale(3, jnp.ones(4))
+
+@pytest.mark.jaxperf
+def test_config():
+    g(jnp.ones(3))
+    with jax.default_matmul_precision("highest"):
+        g(jnp.ones(3))
+"""
+    )
+    tests = _record(jp)
+    (static,) = tests["test_static_argument_cause_names_the_previous_value.py::test_static"][
+        "functions"
+    ].values()
+    assert static["traces"] == 4
+    assert static["retrace_reasons"] == [
+        "static argument k: 1 -> 2",
+        "static argument k: 2 -> 3",
+        "x: f32[3] -> f32[4]",
+    ]
+    (config,) = tests["test_static_argument_cause_names_the_previous_value.py::test_config"][
+        "functions"
+    ].values()
+    assert config["retrace_reasons"] == ["config jax_default_matmul_precision: None -> highest"]
+
+
 def test_same_named_functions_kept_apart(jp: pytest.Pytester) -> None:
     jp.makepyfile(
         other="""

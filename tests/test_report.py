@@ -76,7 +76,7 @@ def test_failure_text_for_compile_time() -> None:
     assert lines[:2] == [
         "jaxperf: t::a: 1 metric(s) over the baseline or a limit",
         "  compile time of all functions: baseline 1.000 s -> now 2.500 s "
-        "(+1.500 s, +150%) [rtol 1, floor 0.1 s]",
+        "(+1.500 s, +150%) [cpu seconds, rtol 1, floor 0.1 s]",
     ]
     assert lines[-1] == SAVE_HINT
 
@@ -146,11 +146,11 @@ def test_summary_table_columns_and_statuses() -> None:
     lines = summary_lines(records, outcomes)
     # fmt: off
     assert lines == [
-        "test                             traces  compiles  compile s (trace/lower/backend)  vs baseline             status",  # noqa: E501
-        "tests/test_m.py::test_limit          12        12  1.500 (0.000/0.000/1.500)        traces > limit          OVER LIMIT",  # noqa: E501
-        "tests/test_m.py::test_new             1         1  0.000 (0.000/0.000/0.000)        new                     new",  # noqa: E501
-        "tests/test_m.py::test_ok              1         1  0.000 (0.000/0.000/0.000)        =                       ok",  # noqa: E501
-        "tests/test_m.py::test_regressed       2         2  0.250 (0.000/0.000/0.250)        traces +1; compiles +1  REGRESSED",  # noqa: E501
+        "test                             traces  compiles  compile s (trace/lower/backend)  cpu s  vs baseline             status",  # noqa: E501
+        "tests/test_m.py::test_limit          12        12  1.500 (0.000/0.000/1.500)        1.500  traces > limit          OVER LIMIT",  # noqa: E501
+        "tests/test_m.py::test_new             1         1  0.000 (0.000/0.000/0.000)        0.000  new                     new",  # noqa: E501
+        "tests/test_m.py::test_ok              1         1  0.000 (0.000/0.000/0.000)        0.000  =                       ok",  # noqa: E501
+        "tests/test_m.py::test_regressed       2         2  0.250 (0.000/0.000/0.250)        0.250  traces +1; compiles +1  REGRESSED",  # noqa: E501
     ]
     # fmt: on
 
@@ -163,7 +163,7 @@ def test_summary_columns_line_up_for_any_widths() -> None:
     }
     outcomes = {long_id: judge(records[long_id], None), "t::b": judge(records["t::b"], None)}
     header, *rows = summary_lines(records, outcomes)
-    starts = [header.index(h) for h in ("compile s", "vs baseline", "status")]
+    starts = [header.index(h) for h in ("compile s", "cpu s", "vs baseline", "status")]
     traces_end = header.index("traces") + len("traces")
     compiles_end = header.index("compiles") + len("compiles")
     for row in rows:
@@ -199,7 +199,9 @@ def test_summary_marks_ungated_outcomes_and_unjudged_tests() -> None:
     cells = {
         row[0]: row[1:] for row in (cells_of(line) for line in summary_lines(records, outcomes))
     }
-    header = ["traces", "compiles", "compile s (trace/lower/backend)", "vs baseline", "status"]
+    header = [
+        "traces", "compiles", "compile s (trace/lower/backend)", "cpu s", "vs baseline", "status"
+    ]  # fmt: skip
     assert cells["test"] == header
     assert cells["t::improved"][-2:] == ["improved", "improved"]
     assert cells["t::timing"][-2:] == ["=", "ok (not gated)"]

@@ -7,6 +7,11 @@ dispatch; the first call pays one compile.
 The trap (regression `jit_pieces`): jitting the inner pieces separately and chaining them from
 Python. Each piece is its own program: three compiles, three dispatches per call, and the
 (batch, features) intermediate is written to memory and read back twice.
+
+The third trap (regression `double_work`): the layer computed a second time from an input
+that equals `x` but that XLA cannot prove equal, so it cannot fold the two matmuls into
+one. Same result, same single trace and compile, twice the flops: a steady-state slowdown
+of about 2x that only the program metrics and the runtime show.
 """
 
 from __future__ import annotations
@@ -29,7 +34,13 @@ def init_params(key: jax.Array, n_in: int, n_out: int) -> Params:
 @jax.jit
 def dense_relu(params: Params, x: jax.Array) -> jax.Array:
     """relu(x @ w + b) for a batch `x` of shape (batch, n_in), compiled as one program."""
-    return jax.nn.relu(x @ params["w"] + params["b"])
+    out = jax.nn.relu(x @ params["w"] + params["b"])
+    if regression.active("double_work"):
+        # The trap: out >= 0, so this adds exact zeros to x, but XLA cannot know it and
+        # runs the whole layer again after the first pass.
+        x_again = x + jnp.minimum(out[:, :1], 0.0)
+        out = jax.nn.relu(x_again @ params["w"] + params["b"])
+    return out
 
 
 # -- the trap: jit at the wrong granularity ---------------------------------------------------

@@ -19,6 +19,7 @@ REGRESSIONS = {
     "builtin_sum": "integration.overlap reduces with Python's builtin sum instead of jnp.sum",
     "int_std": "integration.overlap_sweep passes a whole-number width as a Python int",
     "jit_pieces": "layer.dense_relu jits matmul, bias and relu separately instead of once",
+    "double_work": "layer.dense_relu computes the layer twice (same result, twice the flops)",
     "data_dependent_size": "neighbours.trajectory_energy sizes jnp.nonzero by each frame's "
     "exact pair count",
     "jit_in_loop": "sampler.tune_and_sample re-creates jax.jit of a closure for every block",
