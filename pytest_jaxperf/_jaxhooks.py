@@ -378,20 +378,26 @@ class _TraceToJaxpr(_HookSet):
         ]
         if not keys:
             return False, None
-        ctx, args, _ = self.cache_key(call)
-        same = [k for k in keys if previous is not None and (k[0], k[1][:2], {}) == previous]
+        (ctx, args, _), config_now = self.cache_key(call)
+        last, config_then = previous if isinstance(previous, tuple) else (None, None)
+        same = [k for k in keys if (k[0], k[1][:2], {}) == last]
         try:
             diffs = [
                 pe.diff_tracing_cache_keys((ctx, (*args, *k[1][2:]), {}), k) for k in same or keys
             ]
         except Exception:
             return True, None
-        return True, str(min(diffs)[-1])
+        text = str(min(diffs)[-1])
+        if same and _CONTEXT_MISS in text and "differs:" not in text:
+            # jax 0.9 does not name the option (0.10 does): named from the snapshots.
+            text = "\n".join([text, *_context_lines(config_now, config_then)])
+        return True, text
 
     def cache_key(self, call: TraceCall) -> Any:
         from jax._src import config
 
-        return (config.trace_context(), (call.in_avals, call.debug_info), {})
+        key: Any = (config.trace_context(), (call.in_avals, call.debug_info), {})
+        return key, _config_values()
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = find_frame("_trace_for_jit", start=4)
@@ -650,6 +656,20 @@ def _config_values() -> dict[str, Any]:
     return values
 
 
+_CONTEXT_MISS = "Tracing context doesn't match"
+
+
+def _context_lines(now: dict[str, Any], before: dict[str, Any] | None) -> list[str]:
+    """jax >= 0.10's lines naming the config options that differ, from two snapshots."""
+    if not before:
+        return []
+    return [
+        f"  * {name} differs: now {value} and before {before[name]}"
+        for name, value in sorted(now.items())
+        if name in before and before[name] != value
+    ]
+
+
 def _static_line(path: str, new: Any, old: Any) -> str:
     static = "<class 'jax._src.tree_util.Static'> with pytree metadata Static(val={!r})"
     return (
@@ -665,14 +685,8 @@ def _diff_old_keys(new: Any, old: Any, dbg: Any) -> tuple[int, int, str]:
 
     (new_key, new_config), (old_key, old_config) = new, old
     if new_key[4] != old_key[4]:
-        msg = "Tracing context doesn't match, e.g. due to config or context manager."
-        lines = []
-        if old_config is not None:
-            lines = [
-                f"  * {name} differs: now {value} and before {old_config.get(name)}"
-                for name, value in sorted(new_config.items())
-                if name in old_config and old_config[name] != value
-            ]
+        msg = f"{_CONTEXT_MISS}, e.g. due to config or context manager."
+        lines = _context_lines(new_config, old_config)
         count = sum(a != b for a, b in zip(new_key[4], old_key[4])) or 1
         return 0, count, "\n".join([msg, *lines])
     lines = []

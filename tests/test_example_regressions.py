@@ -8,6 +8,7 @@ guard its module, to keep it to a few seconds.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,6 +24,9 @@ class Case(NamedTuple):
     failed: tuple[str, ...]  # the tests that must fail (all others selected must pass)
     lines: tuple[str, ...]  # fnmatch patterns, in order, in the output
     passed: int = 0
+    # Further patterns, for program metrics compared with the baseline: gated (and so
+    # printed) only where the JAX version is the baseline's.
+    same_jax_lines: tuple[str, ...] = ()
 
 
 CASES = {
@@ -74,10 +78,8 @@ CASES = {
         select=("tests/test_layer.py",),
         failed=("test_layer.py::test_first_call_vs_steady_state",),
         passed=2,
-        lines=(
-            "*jaxpr_eqns of benchmark 'dense_relu': * > limit 10",
-            "*flops of benchmark 'dense_relu': baseline * -> now * (+*, +100%)*",
-        ),
+        lines=("*jaxpr_eqns of benchmark 'dense_relu': * > limit 10",),
+        same_jax_lines=("*flops of benchmark 'dense_relu': baseline * -> now * (+*, +100%)*",),
     ),
     "data_dependent_size": Case(
         select=("tests/test_neighbours.py::test_trajectory_compiles_once",),
@@ -139,6 +141,13 @@ def test_regression_fails_the_test_that_guards_it(
     failed = {line.split()[1] for line in result.outlines if line.startswith("FAILED ")}
     assert failed == {f"tests/{nodeid}" for nodeid in case.failed}
     result.stdout.fnmatch_lines(lit(*case.lines))
+    if case.same_jax_lines:
+        import jax
+
+        if json.loads(committed)["environment"]["jax"] == jax.__version__:
+            result.stdout.fnmatch_lines(lit(*case.same_jax_lines))
+        else:
+            result.stdout.fnmatch_lines(["*program metrics not gated: environment differs (jax *"])
     assert (example / ".jaxperf" / "baseline.json").read_text() == committed
 
 
