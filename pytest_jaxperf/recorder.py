@@ -239,14 +239,17 @@ class Recorder:
     def _on_trace(self, call: hooks.TraceCall) -> None:
         try:
             if call.by_jit or call.eager:
-                inner = identity.user_callable(call.fun, self._jax_dirs)
-                refs = [_ref(call.fun), _ref(inner)]
-                for funs in self._collecting:
-                    funs.extend(refs)
                 if not self._collecting:
+                    # Any trace may fill a cache that holds a user function (an eager
+                    # primitive's, around the user's body): the next isolation must run.
                     self._dirty = True
-                    if len(self._seen) < _MAX_SEEN:
-                        self._seen.update((_key(r), r) for r in refs)
+                inner = identity.user_callable(call.fun, self._jax_dirs)
+                # Only the user's functions matter to isolation: JAX's helpers stay cached,
+                # and evicting them from pmap's caches would make them recompile.
+                if self._user(identity.of_callable(inner)) or self._user(
+                    identity.from_debug_info(call.debug_info)
+                ):
+                    self._remember(call.fun, inner)
             scope = self.active
             if scope is None or not (call.by_jit or call.eager):
                 return
@@ -307,6 +310,15 @@ class Recorder:
             scope.listener_errors += 1
 
     # -- fixtures and isolation -----------------------------------------------------------
+    def _remember(self, fun: Any, inner: Any) -> None:
+        """A user function was traced: the next isolation evicts it, unless a fixture being
+        set up owns it."""
+        refs = [_ref(fun), _ref(inner)]
+        for funs in self._collecting:
+            funs.extend(refs)
+        if not self._collecting and len(self._seen) < _MAX_SEEN:
+            self._seen.update((_key(r), r) for r in refs)
+
     @contextlib.contextmanager
     def fixture_setup(self, owner: object) -> Iterator[None]:
         """Functions traced while `owner` (a fixture) is set up stay compiled until
