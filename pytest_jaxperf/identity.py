@@ -77,7 +77,7 @@ def _from_closure(fun: Any, jax_dirs: tuple[str, ...], depth: int = 0) -> Any:
         if code is None:
             continue
         if not _under(code.co_filename, jax_dirs):
-            return inner
+            return _peel(value)  # not unwrapped: a rename may sit on its outer layer
         if depth < 3 and (found := _from_closure(inner, jax_dirs, depth + 1)) is not None:
             return found
     return None
@@ -94,7 +94,8 @@ def _from_static(values: Any, name: str, depth: int = 0) -> Any:
         return None
     if callable(values) and not isinstance(values, type):
         inner = unwrap(values)
-        if getattr(inner, "__name__", None) == name and _code(inner) is not None:
+        names = (outer_name(values), getattr(inner, "__name__", None))
+        if name in names and _code(inner) is not None:
             return inner
     return None
 
@@ -116,12 +117,35 @@ def of_callable(fun: Any) -> Identity | None:
     return Identity(str(name), code.co_filename, code.co_firstlineno)
 
 
-def is_renamed(fun: Any) -> bool:
-    """A wrapper renamed after the function it calls (equinox's `fun_wrapped`)."""
-    inner = unwrap(fun)
-    code = getattr(inner, "__code__", None)
-    name = getattr(inner, "__name__", None)
-    return code is not None and name is not None and name != code.co_name
+def _peel(fun: Any) -> Any:
+    """`fun` under partials, bound methods, weak references and WrappedFun, but before
+    any `__wrapped__`: the outermost layer that carries a name."""
+    for _ in range(_MAX_UNWRAP):
+        if isinstance(fun, functools.partial):
+            fun = fun.func
+        elif isinstance(fun, weakref.ref):
+            fun = fun()
+        elif _is_wrapped_fun(fun):
+            fun = getattr(fun, "f", None)
+        elif getattr(fun, "__func__", None) is not None:
+            fun = fun.__func__
+        else:
+            break
+    return fun
+
+
+def outer_name(fun: Any) -> str | None:
+    """The name `fun` presents: a rename lands on the outermost decorated layer
+    (jaxtyping's checker around equinox's `fun_wrapped`), not on the code below."""
+    name = getattr(_peel(fun), "__name__", None)
+    return name if isinstance(name, str) else None
+
+
+def renamed_to(fun: Any) -> str | None:
+    """The user's name a wrapper was renamed after (equinox's `fun_wrapped`), else None."""
+    code = getattr(unwrap(fun), "__code__", None)
+    name = outer_name(fun)
+    return name if code is not None and name is not None and name != code.co_name else None
 
 
 def from_stack(name: str, exclude: str | None, frame: FrameType | None) -> Identity | None:
@@ -142,7 +166,8 @@ def from_stack(name: str, exclude: str | None, frame: FrameType | None) -> Ident
 
 
 def user_callable(fun: Any, jax_dirs: tuple[str, ...]) -> Any:
-    """`fun` unwrapped, looking into the closure of JAX's own wrappers (pmap's `_fun`)."""
+    """`fun` unwrapped, or the callable in the closure of JAX's own wrapper (pmap's `_fun`)
+    as held there."""
     inner = unwrap(fun)
     code = _code(inner)
     if code is not None and _under(code.co_filename, jax_dirs):
@@ -154,17 +179,21 @@ def resolve(fun: Any, jax_dirs: tuple[str, ...], static: tuple[Any, ...] = ()) -
     """The user's function behind `fun`; None when it cannot be told from `fun` alone.
     `static` are the static arguments of the jit call, where a generic library wrapper
     (equinox) carries the user's function."""
-    inner = user_callable(fun, jax_dirs)
-    ident = of_callable(inner)
-    if ident is None or not is_renamed(inner) or _under(ident.filename, jax_dirs):
+    user = user_callable(fun, jax_dirs)
+    ident = of_callable(user)
+    if ident is None or _under(ident.filename, jax_dirs):
+        return ident
+    inner = unwrap(user)
+    name = renamed_to(fun if inner is unwrap(fun) else user)
+    if name is None:
         return ident
     wrapper = f"{_code(inner).co_name} at {ident.filename}:{ident.lineno}"
-    user = _from_static(static, ident.name)
+    user = _from_static(static, name)
     found_ident = of_callable(user) if user is not None else None
     if found_ident is None or found_ident.filename == ident.filename:
-        found_ident = from_stack(ident.name, ident.filename, sys._getframe(1))
+        found_ident = from_stack(name, ident.filename, sys._getframe(1))
     if found_ident is None:
-        return ident
+        return Identity(name, ident.filename, ident.lineno)
     return Identity(found_ident.name, found_ident.filename, found_ident.lineno, wrapper)
 
 

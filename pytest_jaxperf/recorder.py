@@ -313,7 +313,8 @@ class Recorder:
     def _remember(self, fun: Any, inner: Any) -> None:
         """A user function was traced: the next isolation evicts it, unless a fixture being
         set up owns it."""
-        refs = [_ref(fun), _ref(inner)]
+        # The closure value JAX holds (pmap) may be decorated: keep the code's function too.
+        refs = [_ref(fun), _ref(inner), _ref(identity.unwrap(inner))]
         for funs in self._collecting:
             funs.extend(refs)
         if not self._collecting and len(self._seen) < _MAX_SEEN:

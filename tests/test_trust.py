@@ -112,13 +112,25 @@ import jax
 
 _jitted = {}
 
+def _plain(fn):
+    return fn
+
+def _checked(fn):
+    # What jaxtyping's import hook puts around every function of an instrumented package
+    # (equinox's own test suite): the rename below then lands on this wrapper.
+    @functools.wraps(fn)
+    def checked(*args, **kwargs):
+        return fn(*args, **kwargs)
+    return checked
+
 def _cached(name):
     if name not in _jitted:
+        @DECORATOR
         def fun_wrapped(dynamic, static):
             (fn,) = static
             return fn(*dynamic)
         fun_wrapped.__name__ = name
-        _jitted[name] = jax.jit(fun_wrapped, static_argnums=1)
+        _jitted[name] = TRANSFORM(fun_wrapped, 1)
     return _jitted[name]
 
 class filter_jit:
@@ -131,8 +143,18 @@ class filter_jit:
 '''
 
 
-def test_library_wrapper_is_identified_by_the_users_function(jp: pytest.Pytester) -> None:
-    jp.makepyfile(mylib=LIBRARY)
+@pytest.mark.parametrize(
+    ("decorator", "transform"),
+    [("_plain", "jax.jit"), ("_checked", "jax.jit"), ("_checked", "jax.pmap")],
+)
+def test_library_wrapper_is_identified_by_the_users_function(
+    jp: pytest.Pytester, decorator: str, transform: str
+) -> None:
+    call = "jax.jit(fun_wrapped, static_argnums=1)"
+    if transform == "jax.pmap":
+        call = "jax.pmap(fun_wrapped, static_broadcasted_argnums=1)"
+    library = LIBRARY.replace("DECORATOR", decorator).replace("TRANSFORM(fun_wrapped, 1)", call)
+    jp.makepyfile(mylib=library)
     jp.makepyfile(
         test_lib=HEADER
         + """
@@ -148,7 +170,7 @@ def update(x):
 
 @pytest.mark.jaxperf(max_traces={"step": 1})
 def test_both():
-    step(jnp.ones(3)); update(jnp.ones(3)); update(jnp.ones(4))
+    step(jnp.ones((1, 3))); update(jnp.ones((1, 3))); update(jnp.ones((1, 4)))
 """
     )
     result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
