@@ -219,18 +219,24 @@ def evict(keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
     without a trace). `seen` are callables traced since the last eviction, for the caches
     that cannot be listed (pmap's). Returns how many entries were evicted. Raises when the
     caches are not as expected: the caller then clears everything."""
-    evicted = _hooks().evict(keep, seen)
-    _clear_dispatch_caches()
+    hooks = _hooks()
+    evicted = hooks.evict(keep, seen)
+    _clear_dispatch_caches(clear_infer_params=not hooks.evicts_infer_params)
     return evicted
 
 
-def _clear_dispatch_caches() -> None:
+def _clear_dispatch_caches(clear_infer_params: bool) -> None:
     from jax._src import pjit
 
+    # `_infer_params_cached` sits between the C++ caches and the trace cache: emptied
+    # whole, every JAX helper (jnp.allclose, random.uniform) would be traced again at its
+    # next call. Hook sets that evict user functions from it one by one keep it.
     # Absent on some releases: then the C++ caches below are the only ones above the trace.
     infer = getattr(pjit, "_infer_params_cached", None)
-    if infer is not None:
+    if infer is not None and clear_infer_params:
         infer.cache_clear()
+    # Emptied whole: a function missing here takes the Python path once (~0.3 ms), which
+    # refills it from the caches below without a trace.
     pjit._cpp_pjit_cache_fun_only.clear()
     pjit._cpp_pjit_cache_explicit_attributes.clear()
     type(pjit._cpp_pjit_cache_fun_only).clear_all()  # jaxlib's PjitFunctionCache
@@ -303,6 +309,7 @@ class _HookSet:
     test_event = ""
     eager_traces = True  # traces of eager control-flow bodies are counted
     uses_trace_duration = False  # some traces are seen only through jax.monitoring
+    evicts_infer_params = False  # evict() covers pjit's _infer_params_cached per function
 
     def missing(self) -> list[str]:
         raise NotImplementedError
@@ -331,6 +338,7 @@ class _TraceToJaxpr(_HookSet):
 
     name = "trace_to_jaxpr (jax >= 0.9)"
     test_event = "trace_to_jaxpr"
+    evicts_infer_params = True  # one of the listable weakref_lru_caches evict() walks
 
     def missing(self) -> list[str]:
         from jax._src import core, util

@@ -31,6 +31,40 @@ def test_counts():
     jp.runpytest().assert_outcomes(passed=1)
 
 
+def test_jax_helpers_stay_traced_across_tests(jp: pytest.Pytester) -> None:
+    # Isolation forgets the user's functions only: JAX's own jitted helpers (jnp.allclose,
+    # random.uniform) used by an earlier test are not traced again, which on equinox's suite
+    # was most of the plugin's overhead.
+    jp.makepyfile(
+        """
+import collections
+import jax
+import jax.numpy as jnp
+
+events = collections.Counter()
+jax.monitoring.register_event_duration_secs_listener(
+    lambda event, secs, **kw: events.update([event.rsplit("/", 1)[-1]])
+)
+
+def work():
+    x = jnp.ones(3)
+    assert jnp.allclose(x, x)
+    jax.random.uniform(jax.random.key(0), (3,))
+    jax.jit(lambda y: y + 1)(x)  # a user function: traced in every test
+
+def test_1():
+    work()
+
+def test_2():
+    before = events["jaxpr_trace_duration"]
+    work()
+    assert events["jaxpr_trace_duration"] - before == 1
+"""
+    )
+    jp.runpytest(*ON).assert_outcomes(passed=2)
+    jp.runpytest().assert_outcomes(passed=2)
+
+
 def test_no_recompile_check_with_log_compiles(jp: pytest.Pytester) -> None:
     jp.makepyfile(
         """
