@@ -103,7 +103,9 @@ def _from_static(values: Any, name: str, depth: int = 0) -> Any:
 def _code(fun: Any) -> Any:
     code = getattr(fun, "__code__", None)
     if code is None and callable(fun) and not isinstance(fun, type):
-        code = getattr(type(fun).__call__, "__code__", None)
+        # A callable instance: its class's __call__, under any decorator on it
+        # (jax.named_scope on equinox's modules).
+        code = getattr(unwrap(type(fun).__call__), "__code__", None)
     return code
 
 
@@ -148,8 +150,11 @@ def renamed_to(fun: Any) -> str | None:
     return name if code is not None and name is not None and name != code.co_name else None
 
 
-def from_stack(name: str, exclude: str | None, frame: FrameType | None) -> Identity | None:
-    """The user's function called `name` held by a library wrapper frame on the stack."""
+def from_stack(
+    name: str, exclude: str | None, frame: FrameType | None, jax_dirs: tuple[str, ...] = ()
+) -> Identity | None:
+    """The user's function called `name` held by a library wrapper frame on the stack (not
+    one of JAX's own `functools.wraps` wrappers, which borrow the same name)."""
     for _ in range(_MAX_FRAMES):
         if frame is None:
             return None
@@ -159,7 +164,12 @@ def from_stack(name: str, exclude: str | None, frame: FrameType | None) -> Ident
             if obj is None or not callable(obj):
                 continue
             ident = of_callable(obj)
-            if ident is not None and ident.name == name and ident.filename != exclude:
+            if (
+                ident is not None
+                and ident.name == name
+                and ident.filename != exclude
+                and not _under(ident.filename, jax_dirs)
+            ):
                 return ident
         frame = frame.f_back
     return None
@@ -191,7 +201,7 @@ def resolve(fun: Any, jax_dirs: tuple[str, ...], static: tuple[Any, ...] = ()) -
     user = _from_static(static, name)
     found_ident = of_callable(user) if user is not None else None
     if found_ident is None or found_ident.filename == ident.filename:
-        found_ident = from_stack(name, ident.filename, sys._getframe(1))
+        found_ident = from_stack(name, ident.filename, sys._getframe(1), jax_dirs)
     if found_ident is None:
         return Identity(name, ident.filename, ident.lineno)
     return Identity(found_ident.name, found_ident.filename, found_ident.lineno, wrapper)

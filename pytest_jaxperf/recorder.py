@@ -383,6 +383,9 @@ class Recorder:
         """Record everything compiled inside the block."""
         self.install()
         scope = Scope(rootdir)
+        # Aliases from an earlier test would charge this test's lowerings by whichever test
+        # ran before: a generic wrapper's source (equinox's fun_wrapped) is shared by all.
+        self._aliases.clear()
         outer, self.active = self.active, scope
         try:
             yield scope

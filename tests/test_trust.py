@@ -139,7 +139,8 @@ class filter_jit:
         functools.update_wrapper(self, fn)
 
     def __call__(self, *args):
-        return _cached(self.fn.__name__)(args, (self.fn,))
+        name = getattr(self.fn, "__name__", type(self.fn).__name__)
+        return _cached(name)(args, (self.fn,))
 '''
 
 
@@ -180,6 +181,44 @@ def test_both():
     assert _counts(rec) == {"step": (1, 1, 1), "update": (2, 2, 2)}
     # Defined in the test file, not in the library's fun_wrapped.
     assert sites["step"].startswith("test_lib.py:") and sites["update"].startswith("test_lib.py:")
+
+
+def test_library_wrapper_of_a_module_instance_in_any_order(jp: pytest.Pytester) -> None:
+    # A callable module instance (equinox `filter_jit(mlp)`) has no __name__: the wrapper
+    # is renamed after its class. Its lowering must not be charged to a function of an
+    # earlier test that went through the same wrapper.
+    jp.makepyfile(
+        mylib=LIBRARY.replace("DECORATOR", "_checked").replace(
+            "TRANSFORM(fun_wrapped, 1)", "jax.jit(fun_wrapped, static_argnums=1)"
+        )
+    )
+    jp.makepyfile(
+        test_mod=HEADER
+        + """
+from mylib import filter_jit
+
+class Model:
+    @jax.named_scope("model")  # as equinox's modules: a JAX wrapper named after __call__
+    def __call__(self, x):
+        return x * 3
+
+def test_1():
+    @filter_jit
+    def loss(x):
+        return (x ** 2).sum()
+    loss(jnp.ones(3))
+
+def test_2():
+    filter_jit(Model())(jnp.ones(3))
+"""
+    )
+    full = jp.runpytest("--jaxperf", "--jaxperf-all", "--jaxperf-json=full.json")
+    assert full.ret == 0, full.stdout.str()
+    alone = jp.runpytest("--jaxperf", "--jaxperf-all", "-k", "test_2", "--jaxperf-json=k.json")
+    assert alone.ret == 0, alone.stdout.str()
+    for name in ("full.json", "k.json"):
+        rec = read_json(jp.path / name)["tests"]["test_mod.py::test_2"]
+        assert _counts(rec) == {"Model": (1, 1, 1)}, (name, rec["functions"])
 
 
 def test_traces_counted_whatever_the_logging_setup(jp: pytest.Pytester) -> None:
