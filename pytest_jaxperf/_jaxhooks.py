@@ -46,6 +46,7 @@ a refusal (or, allowed, into metrics marked "not measured").
 
 from __future__ import annotations
 
+import functools
 import sys
 import weakref
 from collections.abc import Callable, Iterator
@@ -213,8 +214,9 @@ def debug_infos(closed_jaxpr: Any, depth: int = 4) -> Iterator[Any]:
 
 
 # -- eviction ----------------------------------------------------------------------------
-def evict(keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
+def evict(keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
     """Forget every function in JAX's function-keyed caches for which `keep(fun, debug_info)`
+    (`debug_info()` gives the DebugInfo of the function's cache entry; a call, as it costs)
     is false, and empty the dispatch caches above them (they re-fill from the trace cache
     without a trace). `seen` are callables traced since the last eviction, for the caches
     that cannot be listed (pmap's). Returns how many entries were evicted. Raises when the
@@ -329,7 +331,7 @@ class _HookSet:
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         raise NotImplementedError
 
-    def evict(self, keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
+    def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         raise NotImplementedError
 
 
@@ -413,7 +415,7 @@ class _TraceToJaxpr(_HookSet):
             return None
         return frame.f_locals.get("fun"), frame.f_locals.get("dbg"), static_args(frame)
 
-    def evict(self, keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
+    def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         from jax._src import util
         from jax._src.interpreters import partial_eval as pe
 
@@ -428,7 +430,7 @@ class _TraceToJaxpr(_HookSet):
                 if fun is None or id(fun) in done:
                     continue
                 done.add(id(fun))
-                if not keep(fun, _key_debug_info(key)):
+                if not keep(fun, functools.partial(_key_debug_info, key)):
                     cache.evict_weakref(fun)
                     evicted += 1
         # Caches keyed on a WrappedFun's function (pmap's shard_map): evicted by object.
@@ -545,14 +547,14 @@ class _CreatePjitJaxpr(_HookSet):
             _wrapped_static(key),
         )
 
-    def evict(self, keep: Callable[[Any, Any], bool], seen: list[Any]) -> int:
+    def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         from jax._src import util
 
         evicted = 0
         for fun_caches in _lu_caches():
             for fun in list(fun_caches.keys()):
                 entries = fun_caches.get(fun)
-                if not keep(fun, _entries_debug_info(entries)):
+                if not keep(fun, functools.partial(_entries_debug_info, entries)):
                     fun_caches.pop(fun, None)
                     evicted += 1
         # weakref_lru_caches have no evict_weakref here: one holding a user function
@@ -564,7 +566,7 @@ class _CreatePjitJaxpr(_HookSet):
             for key in cache.cache_keys():
                 ref = key[0] if isinstance(key, tuple) and key else None
                 fun = ref() if isinstance(ref, weakref.ref) else None
-                if fun is not None and not keep(fun, _key_debug_info(key)):
+                if fun is not None and not keep(fun, functools.partial(_key_debug_info, key)):
                     cache.cache_clear()
                     evicted += 1
                     break

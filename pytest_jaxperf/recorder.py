@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +163,8 @@ class Recorder:
         # JAX's DebugInfo text -> the user's function, where they differ (wrapped or
         # partial functions): lowerings carry only the DebugInfo.
         self._aliases: dict[str, Identity] = {}
+        # JAX's own module-level functions met in its caches: never evicted.
+        self._helpers: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
         # The cache key of each function's last trace, for "previous value" causes.
         self._last_key: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
         # Functions traced while a fixture was set up, per live fixture: kept by isolation.
@@ -353,12 +355,18 @@ class Recorder:
         kept = {_key(r) for funs in self._fixture_funs.values() for r in funs}
         seen = [f for k, r in self._seen.items() if k not in kept and (f := _get(r)) is not None]
 
-        def keep(fun: Any, dbg: Any) -> bool:
-            if id(fun) in kept:
+        def keep(fun: Any, dbg: Callable[[], Any]) -> bool:
+            if id(fun) in kept or self._is_helper(fun):
                 return True
             if self._user(identity.of_callable(fun)) is not None:
                 return False
-            return self._user(identity.from_debug_info(dbg)) is None
+            helper = self._user(identity.from_debug_info(dbg())) is None
+            # Module-level JAX functions are helpers for good: remembered, so that each
+            # isolation looks at the (thousands of) cached helpers only once.
+            if helper and not getattr(fun, "__closure__", None):
+                with contextlib.suppress(TypeError):
+                    self._helpers[fun] = True
+            return helper
 
         try:
             self.evicted += hooks.evict(keep, seen)
@@ -368,6 +376,12 @@ class Recorder:
             jax.clear_caches()
         self._seen.clear()
         self._dirty = False
+
+    def _is_helper(self, fun: Any) -> bool:
+        try:
+            return fun in self._helpers
+        except TypeError:  # not weakly referenceable
+            return False
 
     @contextlib.contextmanager
     def paused(self) -> Iterator[None]:
