@@ -25,10 +25,15 @@ def test_forward_passes_compile_once(jaxperf):
             dense_relu(PARAMS, batch)
 
 
+# A batch large enough for the matmul to outweigh the per-call dispatch: twice the work
+# (the `double_work` trap) then takes about twice the time.
+WIDE_BATCH = jax.random.normal(jax.random.key(2), (512, 256))
+
+
 @pytest.mark.jaxperf(max_jaxpr_eqns=10)
 def test_first_call_vs_steady_state(jaxperf):
-    result = jaxperf.benchmark(dense_relu, PARAMS, BATCHES[0], eager=True, label="dense_relu")
-    assert result.output.shape == (128, 256)
+    result = jaxperf.benchmark(dense_relu, PARAMS, WIDE_BATCH, eager=True, label="dense_relu")
+    assert result.output.shape == (512, 256)
     if result.runtime is not None:  # measured with --jaxperf (and timing on)
         # The first call includes the compile; later calls run the compiled program.
         assert result.first_call_s > result.runtime.median_s
