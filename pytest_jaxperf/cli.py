@@ -21,6 +21,7 @@ from .config import (
 )
 from .environment import static_differences, timing_differences
 from .model import Report, TestRecord
+from .summary import RunSummary
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -173,28 +174,23 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         f"with {args.baseline} ({len(base.tests)} tests)",
         file=out,
     )
-    for nodeid, outcome in sorted(outcomes.items()):
-        if outcome.failed:
-            print(report.failure_text(nodeid, outcome, str(args.baseline)), file=out)
-            if run.tests[nodeid].outcome != "passed":
-                print(
-                    f"  note: the test's outcome in the report: {run.tests[nodeid].outcome}",
-                    file=out,
-                )
-    for nodeid, outcome in sorted(outcomes.items()):
-        if outcome.status == "improved":
-            print(f"improved: {nodeid}: {'; '.join(outcome.improvements)}", file=out)
-    notes: dict[str, int] = {}
-    for outcome in outcomes.values():
-        for note in outcome.notes:
-            notes[note] = notes.get(note, 0) + 1
-    for note, count in sorted(notes.items(), key=lambda item: (-item[1], item[0])):
-        print(f"note ({count} test{'s' if count != 1 else ''}): {note}", file=out)
+    summary = RunSummary.of(outcomes)
+    for nodeid in summary.regressed:
+        print(report.failure_text(nodeid, outcomes[nodeid], str(args.baseline)), file=out)
+        if run.tests[nodeid].outcome != "passed":
+            print(
+                f"  note: the test's outcome in the report: {run.tests[nodeid].outcome}",
+                file=out,
+            )
+    for nodeid in summary.improved:
+        print(f"improved: {nodeid}: {'; '.join(outcomes[nodeid].improvements)}", file=out)
+    for note, ids in summary.notes:
+        print(f"note ({len(ids)} test{'s' if len(ids) != 1 else ''}): {note}", file=out)
     missing = len(set(base.tests) - set(run.tests))
     if missing:
         print(f"{missing} baseline tests are not in the report (not compared)", file=out)
-    print(report.tally(outcomes), file=out)
-    return EXIT_REGRESSED if any(o.failed for o in outcomes.values()) else EXIT_OK
+    print(summary.tally(), file=out)
+    return EXIT_REGRESSED if summary.regressed else EXIT_OK
 
 
 def evaluate_all(

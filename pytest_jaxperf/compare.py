@@ -4,15 +4,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from . import causes
 from ._metrics import number, runtime, samples_s
 from .analysis import STATIC_METRICS
 from .config import Limit, MarkerLimits, Tolerances
-from .model import Counts, FunctionRecord, TestRecord
+from .model import Counts, FunctionRecord, TestRecord, function_from_json, function_to_json
 
 COMPILE_TIME = "compile time"
+
+
+# A test's verdict: not in the baseline / within it / better / worse / over a marker limit.
+Status = Literal["new", "ok", "improved", "regressed", "limit"]
+STATUSES: tuple[Status, ...] = ("new", "ok", "improved", "regressed", "limit")
 
 
 @dataclass(frozen=True)
@@ -29,10 +34,26 @@ class Breach:
     detail: str = ""
     benchmark: str | None = None  # the jaxperf.benchmark label, for program/runtime metrics
 
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON values (a pytest-xdist worker sends its verdicts to the controller)."""
+        out = {k: getattr(self, k) for k in ("metric", "reference", "current", "against",
+                                             "gated", "detail", "benchmark")}  # fmt: skip
+        out["reasons"] = list(self.reasons)
+        out["function"] = function_to_json(self.function) if self.function is not None else None
+        return out
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Breach:
+        fn = function_from_json(d["function"], "function") if d.get("function") else None
+        return cls(
+            d["metric"], fn, d["reference"], d["current"], d["against"], tuple(d["reasons"]),
+            d["gated"], d["detail"], d["benchmark"],
+        )  # fmt: skip
+
 
 @dataclass
 class Outcome:
-    status: str = "ok"  # new | ok | improved | regressed | limit
+    status: Status = "ok"
     breaches: list[Breach] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # why something was not gated
@@ -42,6 +63,32 @@ class Outcome:
     @property
     def failed(self) -> bool:
         return any(b.gated for b in self.breaches)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "breaches": [b.to_json() for b in self.breaches],
+            "improvements": list(self.improvements),
+            "notes": list(self.notes),
+            "info": list(self.info),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Outcome:
+        return cls(
+            status=_status(d["status"]),
+            breaches=[Breach.from_json(b) for b in d["breaches"]],
+            improvements=list(d["improvements"]),
+            notes=list(d["notes"]),
+            info=list(d.get("info", [])),
+        )
+
+
+def _status(value: Any) -> Status:
+    for status in STATUSES:
+        if value == status:
+            return status
+    raise ValueError(f"unknown verdict status {value!r}; expected one of {', '.join(STATUSES)}")
 
 
 def match_functions(

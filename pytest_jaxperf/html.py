@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 from . import _metrics, report
 from .compare import Outcome
 from .environment import timing_differences
-from .markdown import status_of
 from .model import Report, TestRecord
+from .summary import RunSummary, status_of
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure  # type: ignore[import-not-found,unused-ignore]
@@ -115,7 +115,8 @@ def _summary(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcom
 
 def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
     out: list[str] = []
-    failed = sorted(k for k, o in outcomes.items() if o.failed)
+    summary = RunSummary.of(outcomes)
+    failed = summary.regressed
     if failed:
         out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
         for nodeid in failed[:MAX_DETAILED]:
@@ -124,14 +125,14 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
             lines += [f"note: {n}" for n in o.notes]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(failed), MAX_DETAILED, "regressions")
-    reported = sorted(k for k, o in outcomes.items() if o.breaches and not o.failed)
+    reported = summary.reported
     if reported:
         out.append(f"<h2>Reported only, not gated ({len(reported)})</h2>")
         for nodeid in reported[:MAX_DETAILED]:
             lines = [line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(reported), MAX_DETAILED, "tests")
-    improved = sorted(k for k, o in outcomes.items() if o.status == "improved")
+    improved = summary.improved
     if improved:
         out.append(f'<h2 class="good">Improvements ({len(improved)})</h2><ul>')
         out += [
@@ -140,22 +141,18 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
         ]
         out.append("</ul>")
         out += _more(len(improved), MAX_DETAILED, "improvements")
-    new = sorted(k for k, o in outcomes.items() if o.status == "new")
+    new = summary.new
     if new:
         out.append(f"<h2>New tests ({len(new)})</h2><p>Not in the baseline yet.</p><ul>")
         out += [f"<li><code>{_e(k)}</code></li>" for k in new[:MAX_DETAILED]]
         out.append("</ul>")
         out += _more(len(new), MAX_DETAILED, "new tests")
-    notes: dict[str, int] = {}
-    for o in outcomes.values():
-        for n in o.notes:
-            notes[n] = notes.get(n, 0) + 1
-    if notes:
+    ordered = summary.notes
+    if ordered:
         out.append("<h2>Not gated</h2><ul>")
-        ordered = sorted(notes.items(), key=lambda kv: (-kv[1], kv[0]))
         out += [
-            f"<li>{count} test{'s' if count != 1 else ''}: {_e(n)}</li>"
-            for n, count in ordered[:MAX_DETAILED]
+            f"<li>{len(ids)} test{'s' if len(ids) != 1 else ''}: {_e(n)}</li>"
+            for n, ids in ordered[:MAX_DETAILED]
         ]
         out.append("</ul>")
         out += _more(len(ordered), MAX_DETAILED, "notes")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from . import report
 from .compare import Outcome
 from .model import Report, TestRecord
+from .summary import RunSummary, status_of
 
 # GitHub rejects a step summary over 1 MiB; these caps keep a 10,000-test run well below it.
 MAX_DETAILED = 50  # tests shown with their full causes in each section
@@ -27,8 +28,9 @@ def render_markdown(
 ) -> str:
     """The whole summary: tally, regressions with causes, improvements, new tests, notes and
     a table of every recorded test (the first `max_rows`, problems first)."""
+    summary = RunSummary.of(outcomes)
     out: list[str] = ["## pytest-jaxperf", ""]
-    out.append(f"**{report.tally(outcomes)}** ({_plural(len(run.tests), 'recorded test')})")
+    out.append(f"**{summary.tally()}** ({_plural(len(run.tests), 'recorded test')})")
     out.append("")
     context = _environment(run)
     if baseline_path:
@@ -36,7 +38,7 @@ def render_markdown(
     if context:
         out += [" · ".join(context), ""]
 
-    failed = sorted(k for k, o in outcomes.items() if o.failed)
+    failed = summary.regressed
     out += _section(
         f"Regressions ({len(failed)})",
         failed,
@@ -52,30 +54,28 @@ def render_markdown(
             f"(baseline: {_code(baseline_path)}).",
             "",
         ]
-    reported = sorted(k for k, o in outcomes.items() if o.breaches and not o.failed)
     out += _section(
-        f"Reported only, not gated ({len(reported)})",
-        reported,
+        f"Reported only, not gated ({len(summary.reported)})",
+        summary.reported,
         lambda nodeid: _block(
             line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)
         ),
         "tests",
     )
-    improved = sorted(k for k, o in outcomes.items() if o.status == "improved")
     out += _section(
-        f"Improvements ({len(improved)})",
-        improved,
+        f"Improvements ({len(summary.improved)})",
+        summary.improved,
         lambda nodeid: [f"- {_escape(i)}" for i in outcomes[nodeid].improvements] + [""],
         "improvements",
     )
-    new = sorted(k for k, o in outcomes.items() if o.status == "new")
+    new = summary.new
     if new:
         out += [f"### New tests ({len(new)})", "", "Not in the baseline yet:", ""]
         out += [f"- {_code(nodeid)}" for nodeid in new[:MAX_LISTED]]
         if len(new) > MAX_LISTED:
             out.append(f"- … and {len(new) - MAX_LISTED} more")
         out.append("")
-    out += _notes(outcomes)
+    out += _notes(summary)
     out += _table(run.tests, outcomes, max_rows)
     return "\n".join(out).rstrip("\n") + "\n"
 
@@ -119,7 +119,7 @@ def _regression(outcome: Outcome) -> list[str]:
 
 def _section(
     title: str,
-    nodeids: list[str],
+    nodeids: Sequence[str],
     body: Callable[[str], list[str]],
     noun: str,
     most: int = MAX_DETAILED,
@@ -135,16 +135,12 @@ def _section(
     return out
 
 
-def _notes(outcomes: Mapping[str, Outcome]) -> list[str]:
+def _notes(summary: RunSummary) -> list[str]:
     """Why some tests were not gated, grouped: one environment change affects every test."""
-    groups: dict[str, list[str]] = {}
-    for nodeid, outcome in sorted(outcomes.items()):
-        for note in outcome.notes:
-            groups.setdefault(note, []).append(nodeid)
-    if not groups:
+    if not summary.notes:
         return []
     out = ["### Not gated", ""]
-    ordered = sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+    ordered = summary.notes
     for note, nodeids in ordered[:MAX_LISTED]:
         if len(nodeids) == 1:
             out.append(f"- {_code(nodeids[0])}: {_escape(note)}")
@@ -159,21 +155,6 @@ def _escape(text: str) -> str:
     """Text that renders as written (what could start emphasis, code, a tag or a link is
     backslash-escaped) and stays legible as plain text."""
     return re.sub(r"([\\`*<\[\]|])", r"\\\1", text)
-
-
-def status_of(record: TestRecord, outcome: Outcome | None) -> str:
-    """The status column, worded as in the terminal summary."""
-    if outcome is None:
-        return record.outcome
-    if outcome.failed:
-        status = "REGRESSED" if outcome.status == "regressed" else "OVER LIMIT"
-    elif outcome.breaches:
-        status = "reported only"
-    else:
-        status = outcome.status
-    if outcome.notes and not outcome.failed:
-        status += " (not gated)"
-    return status
 
 
 def _table(

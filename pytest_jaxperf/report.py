@@ -8,6 +8,7 @@ from typing import Any
 from .analysis import STATIC_METRICS
 from .compare import COMPILE_TIME, RUNTIME, Breach, Outcome
 from .model import Counts, TestRecord
+from .summary import RunSummary, status_of
 
 
 def _fmt(metric: str, value: float) -> str:
@@ -165,14 +166,7 @@ def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outc
     rows = [header]
     for nodeid in sorted(records):
         rec, out = records[nodeid], outcomes.get(nodeid)
-        if out is None:
-            status = rec.outcome
-        elif out.failed:
-            status = "REGRESSED" if out.status == "regressed" else "OVER LIMIT"
-        else:
-            status = out.status
-        if out is not None and out.notes and not out.failed:
-            status += " (not gated)"
+        status = status_of(rec, out)
         rows.append(
             (
                 nodeid,
@@ -195,20 +189,7 @@ def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outc
 
 
 def tally(outcomes: Mapping[str, Outcome]) -> str:
-    values = list(outcomes.values())
-    regressions = sum(1 for o in values if o.failed)
-    reported = sum(1 for o in values if o.breaches and not o.failed)
-    improvements = sum(1 for o in values if o.status == "improved")
-    new = sum(1 for o in values if o.status == "new")
-    not_gated = sum(1 for o in values if o.notes)
-    text = (
-        f"jaxperf: {regressions} regression{'s' if regressions != 1 else ''}, "
-        f"{improvements} improvement{'s' if improvements != 1 else ''}, {new} new, "
-        f"{not_gated} not gated"
-    )
-    if reported:
-        text += f", {reported} reported only (saving)"
-    return text
+    return RunSummary.of(outcomes).tally()
 
 
 def junit_properties(record: TestRecord, outcome: Outcome) -> list[tuple[str, object]]:

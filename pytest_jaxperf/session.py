@@ -13,7 +13,7 @@ from . import _xdist, compare, report
 from . import baseline as baseline_io
 from .config import MarkerLimits, Settings
 from .fixture import snapshot
-from .model import Report, TestRecord
+from .model import Report, TestRecord, test_from_json, test_to_json
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
 
@@ -202,6 +202,22 @@ class JaxPerfSession:
                 if not b.gated:
                     tr.write_line(f"reported only: {nodeid}: {report.breach_lines(b)[0]}")
         tr.write_line(report.tally(self.outcomes))
+
+    # -- pytest-xdist: a worker's records and verdicts, as plain JSON values ---------------
+    def worker_payload(self) -> dict[str, Any]:
+        return {
+            "environment": self.environment,
+            "tests": {k: test_to_json(r) for k, r in self.records.items()},
+            "outcomes": {k: o.to_json() for k, o in self.outcomes.items()},
+        }
+
+    def merge_worker(self, data: dict[str, Any]) -> None:
+        if self.environment is None and data.get("environment"):
+            self.environment = data["environment"]
+        for nodeid, rec in data["tests"].items():
+            self.records[nodeid] = test_from_json(rec, nodeid)
+        for nodeid, out in data["outcomes"].items():
+            self.outcomes[nodeid] = compare.Outcome.from_json(out)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if _xdist.is_worker(self.config):

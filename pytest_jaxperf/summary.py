@@ -1,0 +1,71 @@
+"""A run's verdicts grouped once, and the one wording of a test's status.
+
+The terminal summary, the markdown and HTML reports and `jaxperf compare` all render this:
+which tests regressed, were reported only, improved or are new, and why others were not
+gated (each note with the tests it concerns, the most common first)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .compare import Outcome
+from .model import TestRecord
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    regressed: tuple[str, ...]  # node ids, sorted: a gated breach
+    reported: tuple[str, ...]  # breaches, none gated (saving, or timing mode "report")
+    improved: tuple[str, ...]
+    new: tuple[str, ...]
+    not_gated: tuple[str, ...]  # a metric left out of the verdict, with a note saying why
+    notes: tuple[tuple[str, tuple[str, ...]], ...]  # (note, its tests), most tests first
+
+    @classmethod
+    def of(cls, outcomes: Mapping[str, Outcome]) -> RunSummary:
+        items = sorted(outcomes.items())
+        groups: dict[str, list[str]] = {}
+        for nodeid, outcome in items:
+            for note in outcome.notes:
+                groups.setdefault(note, []).append(nodeid)
+        return cls(
+            regressed=tuple(k for k, o in items if o.failed),
+            reported=tuple(k for k, o in items if o.breaches and not o.failed),
+            improved=tuple(k for k, o in items if o.status == "improved"),
+            new=tuple(k for k, o in items if o.status == "new"),
+            not_gated=tuple(k for k, o in items if o.notes),
+            notes=tuple(
+                (note, tuple(ids))
+                for note, ids in sorted(groups.items(), key=lambda g: (-len(g[1]), g[0]))
+            ),
+        )
+
+    def tally(self) -> str:
+        """`jaxperf: 1 regression, 0 improvements, 2 new, 0 not gated`."""
+        n = len(self.regressed)
+        i = len(self.improved)
+        text = (
+            f"jaxperf: {n} regression{'s' if n != 1 else ''}, "
+            f"{i} improvement{'s' if i != 1 else ''}, {len(self.new)} new, "
+            f"{len(self.not_gated)} not gated"
+        )
+        if self.reported:
+            text += f", {len(self.reported)} reported only (saving)"
+        return text
+
+
+def status_of(record: TestRecord, outcome: Outcome | None) -> str:
+    """A test's status column: REGRESSED / OVER LIMIT, reported only, improved, new, ok, with
+    ' (not gated)' where a note left a metric out; the test's own outcome when not compared."""
+    if outcome is None:
+        return record.outcome
+    if outcome.failed:
+        status = "REGRESSED" if outcome.status == "regressed" else "OVER LIMIT"
+    elif outcome.breaches:
+        status = "reported only"
+    else:
+        status = outcome.status
+    if outcome.notes and not outcome.failed:
+        status += " (not gated)"
+    return status
