@@ -198,8 +198,8 @@ def resolve(fun: Any, jax_dirs: tuple[str, ...], static: tuple[Any, ...] = ()) -
     if name is None:
         return ident
     wrapper = f"{_code(inner).co_name} at {ident.filename}:{ident.lineno}"
-    user = _from_static(static, name)
-    found_ident = of_callable(user) if user is not None else None
+    carried = _from_static(static, name)
+    found_ident = of_callable(carried) if carried is not None else None
     if found_ident is None or found_ident.filename == ident.filename:
         found_ident = from_stack(name, ident.filename, sys._getframe(1), jax_dirs)
     if found_ident is None:
