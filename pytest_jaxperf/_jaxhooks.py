@@ -47,6 +47,7 @@ a refusal (or, allowed, into metrics marked "not measured").
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import weakref
 from collections.abc import Callable, Iterator
@@ -214,20 +215,61 @@ def debug_infos(closed_jaxpr: Any, depth: int = 4) -> Iterator[Any]:
 
 
 # -- eviction ----------------------------------------------------------------------------
-def evict(keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
+def evict(
+    keep: Callable[[Any, Callable[[], Any]], bool],
+    seen: list[Any],
+    jitted: list[Any] | None = None,
+) -> int:
     """Forget every function in JAX's function-keyed caches for which `keep(fun, debug_info)`
     (`debug_info()` gives the DebugInfo of the function's cache entry; a call, as it costs)
     is false, and empty the dispatch caches above them (they re-fill from the trace cache
     without a trace). `seen` are callables traced since the last eviction, for the caches
     that cannot be listed (pmap's). Returns how many entries were evicted. Raises when the
-    caches are not as expected: the caller then clears everything."""
+    caches are not as expected: the caller then clears everything.
+
+    `jitted`: the `jax.jit` objects of every evicted function, when all are known (see
+    `calling_jitted`): only their C++ dispatch caches are emptied. None empties all of them,
+    and each of JAX's helpers then takes the Python path once more (~0.2 ms each)."""
     hooks = _hooks()
     evicted = hooks.evict(keep, seen)
-    _clear_dispatch_caches(clear_infer_params=not hooks.evicts_infer_params)
+    _clear_dispatch_caches(clear_infer_params=not hooks.evicts_infer_params, jitted=jitted)
     return evicted
 
 
-def _clear_dispatch_caches(clear_infer_params: bool) -> None:
+def calling_jitted(start: int = 3) -> Any | None:
+    """The `jax.jit` object (jaxlib's PjitFunction) whose call is being traced, when the
+    Python frame that called it holds it in a local variable, one attribute away
+    (`self._cached(...)`) or in its module's globals; None otherwise."""
+    frame = find_frame("cache_miss", start)
+    if frame is None:
+        return None
+    fun, info = frame.f_locals.get("fun"), frame.f_locals.get("jit_info")
+    if fun is None or info is None:
+        return None
+
+    def calls(obj: Any) -> bool:
+        return getattr(obj, "_jit_info", None) is info and getattr(obj, "_fun", None) is fun
+
+    # Past JAX's own frames (api_boundary's traceback filter wraps cache_miss).
+    jax_src = os.path.dirname(os.path.dirname(frame.f_code.co_filename)) + os.sep
+    caller: FrameType | None = frame.f_back
+    while caller is not None and caller.f_code.co_filename.startswith(jax_src):
+        caller = caller.f_back
+    if caller is None:
+        return None
+    for value in list(caller.f_locals.values()):
+        if calls(value):
+            return value
+        attrs = getattr(value, "__dict__", None)
+        if isinstance(attrs, dict):
+            for attr in list(attrs.values()):
+                if calls(attr):
+                    return attr
+    # A module-level `@jax.jit` function called from a test.
+    return next((v for v in list(caller.f_globals.values()) if calls(v)), None)
+
+
+def _clear_dispatch_caches(clear_infer_params: bool, jitted: list[Any] | None = None) -> None:
     from jax._src import pjit
 
     # `_infer_params_cached` sits between the C++ caches and the trace cache: emptied
@@ -237,16 +279,26 @@ def _clear_dispatch_caches(clear_infer_params: bool) -> None:
     infer = getattr(pjit, "_infer_params_cached", None)
     if infer is not None and clear_infer_params:
         infer.cache_clear()
-    # Emptied whole: a function missing here takes the Python path once (~0.3 ms), which
-    # refills it from the caches below without a trace.
-    pjit._cpp_pjit_cache_fun_only.clear()
-    pjit._cpp_pjit_cache_explicit_attributes.clear()
-    type(pjit._cpp_pjit_cache_fun_only).clear_all()  # jaxlib's PjitFunctionCache
+    if jitted is not None and all(hasattr(f, "_clear_cache") for f in jitted):
+        for fun in jitted:
+            fun._clear_cache()
+    else:
+        _clear_all_dispatch_caches()
     # The pre-0.8 pmap's C++ executables, per pmapped function (absent from 0.8 on).
     from jax._src import api
 
     for fun in list(getattr(api, "_pmap_cache_clears", ())):
         fun._cache_clear()
+
+
+def _clear_all_dispatch_caches() -> None:
+    from jax._src import pjit
+
+    # Emptied whole: a function missing here takes the Python path once (~0.2 ms), which
+    # refills it from the caches below without a trace.
+    pjit._cpp_pjit_cache_fun_only.clear()
+    pjit._cpp_pjit_cache_explicit_attributes.clear()
+    type(pjit._cpp_pjit_cache_fun_only).clear_all()  # jaxlib's PjitFunctionCache
 
 
 def _lists_keys(cache: Any) -> bool:

@@ -173,6 +173,12 @@ class Recorder:
         # Callables traced since the last isolation (for caches that cannot be listed), and
         # whether anything was traced at all: an isolation with nothing new is skipped.
         self._seen: dict[int, weakref.ref[Any] | int] = {}
+        # The jax.jit objects of user functions traced since the last isolation, by the
+        # function's key; `_unmatched`: some jit trace's object could not be found (or
+        # functions were traced before the recorder was installed), so isolation must
+        # empty every C++ dispatch cache.
+        self._jitted: dict[int, tuple[int, weakref.ref[Any] | int]] = {}
+        self._unmatched = True
         self._dirty = True
         self.evicted = 0
         self.isolation = "per function"
@@ -252,6 +258,8 @@ class Recorder:
                     identity.from_debug_info(call.debug_info)
                 ):
                     self._remember(call.fun, inner)
+                    if call.by_jit and not self._collecting:
+                        self._remember_jitted(call.fun)
             scope = self.active
             if scope is None or not (call.by_jit or call.eager):
                 return
@@ -322,6 +330,13 @@ class Recorder:
         if not self._collecting and len(self._seen) < _MAX_SEEN:
             self._seen.update((_key(r), r) for r in refs)
 
+    def _remember_jitted(self, fun: Any) -> None:
+        jitted = hooks.calling_jitted()
+        if jitted is None or len(self._jitted) >= _MAX_SEEN:
+            self._unmatched = True
+        else:
+            self._jitted[id(jitted)] = (_key(_ref(fun)), _ref(jitted))
+
     @contextlib.contextmanager
     def fixture_setup(self, owner: object) -> Iterator[None]:
         """Functions traced while `owner` (a fixture) is set up stay compiled until
@@ -341,6 +356,7 @@ class Recorder:
         funs = self._fixture_funs.pop(id(owner), None)
         if funs:
             self._dirty = True
+            self._unmatched = True  # their jax.jit objects were not looked for
             self._seen.update((_key(r), r) for r in funs)
 
     def isolate(self) -> None:
@@ -368,13 +384,20 @@ class Recorder:
                     self._helpers[fun] = True
             return helper
 
+        jitted = None
+        if not self._unmatched:
+            jitted = [
+                j for fun, ref in self._jitted.values() if fun not in kept and (j := _get(ref))
+            ]
         try:
-            self.evicted += hooks.evict(keep, seen)
+            self.evicted += hooks.evict(keep, seen, jitted)
             self.isolation = "per function"
         except Exception:
             self.isolation = "jax.clear_caches() (per-function eviction failed)"
             jax.clear_caches()
         self._seen.clear()
+        self._jitted.clear()
+        self._unmatched = False
         self._dirty = False
 
     def _is_helper(self, fun: Any) -> bool:

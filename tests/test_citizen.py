@@ -65,6 +65,53 @@ def test_2():
     jp.runpytest().assert_outcomes(passed=2)
 
 
+def test_jax_helpers_stay_dispatched_across_tests(jp: pytest.Pytester) -> None:
+    # Isolation empties the C++ dispatch cache of the user's jitted functions only: JAX's
+    # helpers keep theirs (emptied, each took JAX's Python path once more in every test),
+    # while the user's module-level, local and attribute-held functions still trace anew.
+    jp.makepyfile(
+        """
+import jax
+import jax.numpy as jnp
+
+traces = []
+
+@jax.jit
+def f(x):
+    traces.append("f")
+    return x * 2
+
+class Model:
+    def __init__(self):
+        self._step = jax.jit(self.step)
+    def step(self, x):
+        traces.append("step")
+        return x + 1
+
+def work():
+    x = jnp.ones(3)
+    jnp.sin(x)
+    f(x)
+    g = jax.jit(lambda y: y - 1)
+    g(x)
+    model = MODEL
+    model._step(x)
+
+MODEL = Model()
+
+def test_1():
+    work()
+
+def test_2():
+    assert jnp.sin._cache_size() >= 1
+    before = len(traces)
+    work()
+    assert traces[before:] == ["f", "step"]
+"""
+    )
+    jp.runpytest(*ON).assert_outcomes(passed=2)
+
+
 def test_no_recompile_check_with_log_compiles(jp: pytest.Pytester) -> None:
     jp.makepyfile(
         """
