@@ -35,6 +35,16 @@ class Identity:
 def unwrap(fun: Any) -> Any:
     """The innermost callable under partials, bound methods, weak references, JAX's
     WrappedFun and `__wrapped__` chains."""
+    return _unwrap(fun, follow_wrapped=True)
+
+
+def _peel(fun: Any) -> Any:
+    """`fun` under partials, bound methods, weak references and WrappedFun, but before
+    any `__wrapped__`: the outermost layer that carries a name."""
+    return _unwrap(fun, follow_wrapped=False)
+
+
+def _unwrap(fun: Any, follow_wrapped: bool) -> Any:
     seen: set[int] = set()
     for _ in range(_MAX_UNWRAP):
         seen.add(id(fun))
@@ -49,7 +59,9 @@ def unwrap(fun: Any) -> Any:
             inner = fun.__self__  # `jit(wrapped.call_wrapped)`: jax 0.8's pmap
         else:
             try:
-                inner = getattr(fun, "__func__", None) or getattr(fun, "__wrapped__", None)
+                inner = getattr(fun, "__func__", None) or (
+                    getattr(fun, "__wrapped__", None) if follow_wrapped else None
+                )
             except Exception:  # an object whose __getattr__ misbehaves
                 inner = None
         if inner is None or id(inner) in seen or not (callable(inner) or _is_wrapped_fun(inner)):
@@ -117,23 +129,6 @@ def of_callable(fun: Any) -> Identity | None:
         return None
     name = getattr(inner, "__name__", None) or type(inner).__name__
     return Identity(str(name), code.co_filename, code.co_firstlineno)
-
-
-def _peel(fun: Any) -> Any:
-    """`fun` under partials, bound methods, weak references and WrappedFun, but before
-    any `__wrapped__`: the outermost layer that carries a name."""
-    for _ in range(_MAX_UNWRAP):
-        if isinstance(fun, functools.partial):
-            fun = fun.func
-        elif isinstance(fun, weakref.ref):
-            fun = fun()
-        elif _is_wrapped_fun(fun):
-            fun = getattr(fun, "f", None)
-        elif getattr(fun, "__func__", None) is not None:
-            fun = fun.__func__
-        else:
-            break
-    return fun
 
 
 def outer_name(fun: Any) -> str | None:
