@@ -89,7 +89,10 @@ def _from_closure(fun: Any, jax_dirs: tuple[str, ...], depth: int = 0) -> Any:
         if code is None:
             continue
         if not _under(code.co_filename, jax_dirs):
-            return _peel(value)  # not unwrapped: a rename may sit on its outer layer
+            # Not unwrapped, so that a rename on its outer layer shows, unless that layer
+            # is JAX's own (jax 0.8's pmap holds `WrappedFun.call_wrapped`).
+            outer = _peel(value)
+            return inner if _under(_code_file(outer), jax_dirs) else outer
         if depth < 3 and (found := _from_closure(inner, jax_dirs, depth + 1)) is not None:
             return found
     return None
@@ -110,6 +113,11 @@ def _from_static(values: Any, name: str, depth: int = 0) -> Any:
         if name in names and _code(inner) is not None:
             return inner
     return None
+
+
+def _code_file(fun: Any) -> str | None:
+    code = getattr(fun, "__code__", None)
+    return None if code is None else str(code.co_filename)
 
 
 def _code(fun: Any) -> Any:
@@ -189,8 +197,14 @@ def resolve(fun: Any, jax_dirs: tuple[str, ...], static: tuple[Any, ...] = ()) -
     if ident is None or _under(ident.filename, jax_dirs):
         return ident
     inner = unwrap(user)
-    name = renamed_to(fun if inner is unwrap(fun) else user)
-    if name is None:
+    source = _peel(fun if inner is unwrap(fun) else user)
+    # Past JAX's own wraps-wrappers (jax 0.8's pmap `WrappedFun.call_wrapped`).
+    for _ in range(_MAX_UNWRAP):
+        if not _under(_code_file(source), jax_dirs) or not hasattr(source, "__wrapped__"):
+            break
+        source = _peel(source.__wrapped__)
+    name = renamed_to(source)
+    if name is None or _under(_code_file(source), jax_dirs):
         return ident
     wrapper = f"{_code(inner).co_name} at {ident.filename}:{ident.lineno}"
     carried = _from_static(static, name)
