@@ -274,9 +274,7 @@ class Recorder:
             previous = last[1] if last is not None and _same(last[0], call.fun) else None
             seen, explanation = hooks.miss_explanation(call, previous)
             self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-            scope.on_trace(
-                ident, call.fun, seen, explanation, identity.user_callable(call.fun, self._jax_dirs)
-            )
+            scope.on_trace(ident, call.fun, seen, explanation, inner)
         except Exception:
             # A listener error must never surface in the user's f(x).
             if self.active is not None:
@@ -335,7 +333,7 @@ class Recorder:
         if jitted is None or len(self._jitted) >= _MAX_SEEN:
             self._unmatched = True
         else:
-            self._jitted[id(jitted)] = (_key(_ref(fun)), _ref(jitted))
+            self._jitted[id(jitted)] = (id(fun), _ref(jitted))
 
     @contextlib.contextmanager
     def fixture_setup(self, owner: object) -> Iterator[None]:
