@@ -107,6 +107,35 @@ def eager_traces_counted() -> bool:
     return _hooks().eager_traces
 
 
+# -- CPU dispatch ------------------------------------------------------------------------
+_ASYNC_FLAG = "jax_cpu_enable_async_dispatch"
+
+
+def cpu_dispatch() -> str:
+    """'async' or 'sync': how the CPU client runs computations (read by JAX when it builds
+    the client, so this is what runs once backends are initialised)."""
+    import jax
+
+    return "async" if jax.config.read(_ASYNC_FLAG) else "sync"
+
+
+def make_cpu_dispatch_sync() -> str | None:
+    """Make CPU computations run on the calling thread, before JAX builds its CPU client.
+
+    With asynchronous dispatch the caller spin-waits for a worker thread, and that wait is
+    process CPU time that grows with other processes' load. Returns why it was left alone
+    (the user set the flag, or the backend already exists), None when it was changed."""
+    import jax
+    from jax._src import xla_bridge
+
+    if _ASYNC_FLAG.upper() in os.environ:
+        return f"{_ASYNC_FLAG.upper()} is set"
+    if xla_bridge.backends_are_initialized():
+        return "JAX's backends were initialised before pytest_configure (by a conftest?)"
+    jax.config.update(_ASYNC_FLAG, False)
+    return None
+
+
 # -- traces ------------------------------------------------------------------------------
 class TraceListener:
     """Chains into JAX's single test-event slot and hands each real trace to `callback`.

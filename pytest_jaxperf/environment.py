@@ -8,7 +8,12 @@ from collections.abc import Mapping
 from typing import Any
 
 # Timings are compared only when all of these match the baseline's.
-TIMING_KEYS = ("jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "cpu", "cpu_count")
+TIMING_KEYS = (
+    "jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "cpu", "cpu_count",
+    "cpu_dispatch",
+)  # fmt: skip
+# Compared only when both sides have them (older reports lack them).
+_OPTIONAL_KEYS = frozenset({"cpu_dispatch"})
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
 STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
 
@@ -19,8 +24,10 @@ def capture() -> dict[str, Any]:
     import jax
     import jaxlib
 
+    from . import _jaxhooks
+
     devices = jax.devices()
-    return {
+    env = {
         "jax": jax.__version__,
         "jaxlib": getattr(jaxlib, "__version__", "unknown"),
         "python": platform.python_version(),
@@ -32,6 +39,10 @@ def capture() -> dict[str, Any]:
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count() or 0,
     }
+    if env["backend"] == "cpu":
+        # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).
+        env["cpu_dispatch"] = _jaxhooks.cpu_dispatch()
+    return env
 
 
 def _cpu_model() -> str:
@@ -52,6 +63,7 @@ def _differences(
         f"{key} {baseline.get(key)} -> {current.get(key)}"
         for key in keys
         if baseline.get(key) != current.get(key)
+        and not (key in _OPTIONAL_KEYS and (key not in baseline or key not in current))
     ]
 
 

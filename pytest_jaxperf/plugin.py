@@ -60,6 +60,7 @@ def pytest_configure(config: pytest.Config) -> None:
         except ImportError as exc:
             raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     session = JaxPerfSession(config, settings, base)
+    session.configure_dispatch()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "jaxperf-session")
     if config.pluginmanager.hasplugin("xdist") and not _xdist.is_worker(config):

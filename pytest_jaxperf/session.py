@@ -34,6 +34,18 @@ class JaxPerfSession:
         self.foreign_events: dict[str, int] = {}
         # Metrics the start-up self-check found this JAX cannot be counted on for, and why.
         self.not_measured: dict[str, str] | None = None
+        # Why CPU dispatch was left asynchronous for the CPU runtime clock, if it was.
+        self.dispatch_left: str | None = None
+
+    def configure_dispatch(self) -> None:
+        """For the CPU runtime clock: run CPU computations on the calling thread, so that a
+        call's CPU seconds are its work, not a spin-wait that grows with machine load."""
+        s = self.settings
+        if s.timing_mode == "off" or s.tolerances.runtime_clock != "cpu":
+            return
+        from . import _jaxhooks
+
+        self.dispatch_left = _jaxhooks.make_cpu_dispatch_sync()
 
     def _recorded(self, item: pytest.Item) -> bool:
         return LIMITS_KEY in item.stash
@@ -74,7 +86,7 @@ class JaxPerfSession:
                 yellow=True,
             )
 
-    def pytest_report_header(self, config: pytest.Config) -> str:
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
         s = self.settings
         base = (
             f"{s.baseline} ({len(self.baseline.tests)} tests)"
@@ -82,10 +94,20 @@ class JaxPerfSession:
             else f"{s.baseline} (none yet)"
         )
         mode = "saving" if s.save else "gating"
-        return (
+        lines = [
             f"jaxperf: {mode}; baseline {base}; compile rtol {s.tolerances.compile_rtol:g}, "
             f"floor {s.tolerances.compile_floor:g} s"
-        )
+        ]
+        if self.dispatch_left is not None:
+            from . import _jaxhooks
+
+            if _jaxhooks.cpu_dispatch() == "async":
+                lines.append(
+                    "jaxperf: CPU dispatch left asynchronous "
+                    f"({self.dispatch_left}): on the CPU backend, runtime CPU seconds include "
+                    "the caller's wait and grow with machine load"
+                )
+        return lines
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         for item in items:

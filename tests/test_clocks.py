@@ -230,3 +230,67 @@ def test_wrong_marker_clock_is_a_usage_error(jp: pytest.Pytester) -> None:
     result.stderr.fnmatch_lines(
         ["*jaxperf(compile_clock=...) expects one of 'cpu', 'wall', got 'gpu'*"]
     )
+
+
+# -- CPU dispatch: the runtime CPU clock counts work, not a spin-wait ------------------------
+
+DISPATCH_SRC = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return jnp.sin(x) * 2
+
+@pytest.mark.jaxperf
+def test_f(jaxperf):
+    jaxperf.benchmark(f, jnp.ones(8), label="f8")
+    print("async dispatch:", jax.config.read("jax_cpu_enable_async_dispatch"))
+"""
+
+
+def test_cpu_runtime_clock_makes_cpu_dispatch_synchronous(jp: pytest.Pytester) -> None:
+    # A fresh process: JAX builds its CPU client after pytest_configure.
+    jp.makepyfile(test_mod=DISPATCH_SRC)
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json", "-s")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*async dispatch: False*"])
+    result.stdout.no_fnmatch_line("*CPU dispatch left asynchronous*")
+    assert read_json(jp.path / "out.json")["environment"]["cpu_dispatch"] == "sync"
+
+
+def test_cpu_dispatch_left_alone_is_said_in_the_header(jp: pytest.Pytester) -> None:
+    # A conftest that computes at import builds the CPU client before the plugin can act.
+    jp.makeconftest("import jax.numpy as jnp\nWARM = jnp.ones(2) + 1\n")
+    jp.makepyfile(test_mod=DISPATCH_SRC)
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json", "-s")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [
+            "jaxperf: CPU dispatch left asynchronous (JAX's backends were initialised before "
+            "pytest_configure (by a conftest?)): on the CPU backend, runtime CPU seconds "
+            "include the caller's wait and grow with machine load",
+            "*async dispatch: True*",
+        ]
+    )
+    assert read_json(jp.path / "out.json")["environment"]["cpu_dispatch"] == "async"
+
+
+def test_wall_runtime_clock_leaves_cpu_dispatch_alone(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=DISPATCH_SRC)
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-runtime-clock=wall", "-s")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*async dispatch: True*"])
+    result.stdout.no_fnmatch_line("*CPU dispatch left asynchronous*")
+
+
+def test_timings_are_not_compared_across_cpu_dispatch_modes() -> None:
+    from pytest_jaxperf.environment import timing_differences
+
+    sync, run_async = {"backend": "cpu", "cpu_dispatch": "sync"}, {"backend": "cpu"}
+    run_async["cpu_dispatch"] = "async"
+    assert timing_differences(sync, run_async) == ["cpu_dispatch sync -> async"]
+    # A report from before the field (or an accelerator's) is compared as before.
+    assert timing_differences({"backend": "cpu"}, sync) == []
+    assert timing_differences(sync, {"backend": "cpu"}) == []
