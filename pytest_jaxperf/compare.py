@@ -46,8 +46,9 @@ class Breach:
     def from_json(cls, d: dict[str, Any]) -> Breach:
         fn = function_from_json(d["function"], "function") if d.get("function") else None
         return cls(
-            d["metric"], fn, d["reference"], d["current"], d["against"], tuple(d["reasons"]),
-            d["gated"], d["detail"], d["benchmark"],
+            metric=d["metric"], function=fn, reference=d["reference"], current=d["current"],
+            against=d["against"], reasons=tuple(d["reasons"]), gated=d["gated"],
+            detail=d["detail"], benchmark=d["benchmark"],
         )  # fmt: skip
 
 
@@ -135,69 +136,110 @@ def compile_seconds(rec: Counts, clock: str) -> float:
     return cpu if clock == "cpu" and cpu is not None else rec.total_s
 
 
+@dataclass(frozen=True)
+class Gating:
+    """How to gate one test: its tolerances (marker over session) and what the environment
+    and the run allow to be gated against the baseline."""
+
+    tol: Tolerances
+    # How the environment differs from the baseline's: timings are gated only when there is
+    # no difference, program metrics only when there is no static one.
+    timing_differences: Sequence[str] = ()
+    static_differences: Sequence[str] = ()
+    timing_mode: str = "gate"  # "gate", "report" (runtime shown, never failing) or "off"
+    gate_baseline: bool = True  # False while saving: baseline breaches shown, not failing
+    # Metrics the self-check could not vouch for: shown, never gated.
+    skipped: frozenset[str] = frozenset()
+
+
 def evaluate(
     record: TestRecord,
     base: TestRecord | None,
     limits: MarkerLimits,
     tolerances: Tolerances,
-    timing_differences: list[str],
+    timing_differences: Sequence[str],
     gate_baseline: bool = True,
     static_differences: Sequence[str] = (),
     timing_mode: str = "gate",
     not_measured: Mapping[str, str] | None = None,
 ) -> Outcome:
-    """Compare one test. `timing_differences` lists how the environment differs from the
-    baseline's; timings are gated only when it is empty, program metrics only when
-    `static_differences` is. With `gate_baseline` False (while saving) baseline breaches
-    are reported but do not fail; `timing_mode` "report" does the same for runtime."""
+    """Compare one test against its marker limits and its baseline entry (see `Gating` for
+    what each argument decides)."""
     out = Outcome()
-    tol = limits.tolerances(tolerances)
-    # Metrics the self-check could not vouch for (here or where the baseline was saved):
-    # their numbers are shown, never gated. Compile time goes with the compile counts.
     skipped = set(not_measured or {})
-    if "compiles" in skipped:
+    if "compiles" in skipped:  # compile time goes with the compile counts
         skipped.add(COMPILE_TIME)
     for metric, why in sorted((not_measured or {}).items()):
         out.notes.append(f"{metric} not measured ({why}): not gated")
+    gating = Gating(
+        tol=limits.tolerances(tolerances),
+        timing_differences=tuple(timing_differences),
+        static_differences=tuple(static_differences),
+        timing_mode=timing_mode,
+        gate_baseline=gate_baseline,
+        skipped=frozenset(skipped),
+    )
+    _count_and_time_limits(out, record, limits, gating)
+    _benchmark_limits(out, record, limits)
+    if base is None:
+        out.status = "limit" if out.breaches else "new"
+        return out
+    _benchmarks_vs_baseline(out, record, base, gating)
+    matched = match_functions(record.functions, base.functions)
+    _counts_vs_baseline(out, record, base, matched, gating)
+    _compile_time_vs_baseline(out, record, base, matched, gating)
+    out.status = _verdict(out)
+    return out
 
+
+def _verdict(out: Outcome) -> Status:
+    if any(b.against == "limit" for b in out.breaches):
+        return "limit"
+    if out.breaches:
+        return "regressed"
+    return "improved" if out.improvements else "ok"
+
+
+def _count_and_time_limits(
+    out: Outcome, record: TestRecord, limits: MarkerLimits, gating: Gating
+) -> None:
+    """max_traces, max_compiles and max_compile_time: for the test or named functions."""
+    clock = gating.tol.compile_clock
     for metric, limit in (
         ("traces", limits.max_traces),
         ("compiles", limits.max_compiles),
         (COMPILE_TIME, limits.max_compile_time),
     ):
-        if metric in skipped:
+        if metric in gating.skipped:
             continue
+        whole_test = not isinstance(limit, Mapping)
         for fns, value in _limit_for(limit, record.functions):
-            whole_test = not isinstance(limit, Mapping)
-            clock = tol.compile_clock
             current = (
                 _metric(record, metric, clock)
                 if whole_test
                 else sum(_metric(f, metric, clock) for f in fns)
             )
-            if current > value:
-                reasons = (
-                    () if metric == COMPILE_TIME else _reasons(fns, whole_test or len(fns) > 1)
-                )
-                fn = fns[0] if len(fns) == 1 and not whole_test else None
-                out.breaches.append(Breach(metric, fn, value, current, "limit", reasons))
+            if current <= value:
+                continue
+            reasons = () if metric == COMPILE_TIME else _reasons(fns, whole_test or len(fns) > 1)
+            out.breaches.append(Breach(
+                metric=metric, function=fns[0] if len(fns) == 1 and not whole_test else None,
+                reference=value, current=current, against="limit", reasons=reasons,
+            ))  # fmt: skip
 
-    _benchmark_limits(out, record, limits)
 
-    if base is None:
-        out.status = "limit" if out.breaches else "new"
-        return out
-
-    _benchmarks_vs_baseline(
-        out, record, base, tol, timing_differences, static_differences, timing_mode, gate_baseline
-    )
-
-    matched = match_functions(record.functions, base.functions)
+def _counts_vs_baseline(
+    out: Outcome,
+    record: TestRecord,
+    base: TestRecord,
+    matched: Mapping[str, FunctionRecord],
+    gating: Gating,
+) -> None:
+    """Traces and compiles per function, then in total: any increase is a breach."""
+    metrics = [m for m in ("traces", "compiles") if m not in gating.skipped]
     for key, fn in sorted(record.functions.items()):
         old = matched.get(key)
-        for metric in ("traces", "compiles"):
-            if metric in skipped:
-                continue
+        for metric in metrics:
             now, before = getattr(fn, metric), getattr(old, metric) if old else 0
             if now > before:
                 reasons = tuple(fn.retrace_reasons)
@@ -207,9 +249,10 @@ def evaluate(
                     reasons += (causes.SILENT_RECOMPILE,)
                 if old is None:
                     reasons = ("new function (not in the baseline)",) + reasons
-                out.breaches.append(
-                    Breach(metric, fn, before, now, "baseline", reasons, gate_baseline)
-                )
+                out.breaches.append(Breach(
+                    metric=metric, function=fn, reference=before, current=now,
+                    against="baseline", reasons=reasons, gated=gating.gate_baseline,
+                ))  # fmt: skip
             elif now < before:
                 out.improvements.append(f"{metric} of {fn.key}: {before} -> {now}")
     seen = {id(f) for f in matched.values()}
@@ -218,61 +261,57 @@ def evaluate(
             out.improvements.append(
                 f"{old.key} no longer compiled ({old.compiles} compiles before)"
             )
-    for metric in ("traces", "compiles"):
-        if metric in skipped:
-            continue
+    for metric in metrics:
         now, before = getattr(record, metric), getattr(base, metric)
         per_function = any(b.metric == metric and b.function for b in out.breaches)
         if now > before and not per_function:
-            out.breaches.append(Breach(metric, None, before, now, "baseline", (), gate_baseline))
+            out.breaches.append(Breach(
+                metric=metric, function=None, reference=before, current=now,
+                against="baseline", gated=gating.gate_baseline,
+            ))  # fmt: skip
         elif now < before and not any(i.startswith(metric) for i in out.improvements):
             out.improvements.append(f"total {metric}: {before} -> {now}")
 
-    if COMPILE_TIME in skipped:
-        pass
-    elif record.cache_hits or base.cache_hits:
+
+def _compile_time_vs_baseline(
+    out: Outcome,
+    record: TestRecord,
+    base: TestRecord,
+    matched: Mapping[str, FunctionRecord],
+    gating: Gating,
+) -> None:
+    """The test's total compile seconds: above rtol and floor, on the chosen clock."""
+    tol = gating.tol
+    if COMPILE_TIME in gating.skipped:
+        return
+    if record.cache_hits or base.cache_hits:
         out.notes.append(
             "compile time not gated: persistent compilation cache hits "
             f"(baseline {base.cache_hits}, now {record.cache_hits})"
         )
-    elif timing_differences:
+        return
+    if gating.timing_differences:
         out.notes.append(
-            f"compile time not gated: environment differs ({', '.join(timing_differences)})"
+            f"compile time not gated: environment differs ({', '.join(gating.timing_differences)})"
         )
-    else:
-        clock = tol.compile_clock
-        if clock == "cpu" and (record.total_cpu_s is None or base.total_cpu_s is None):
-            clock = "wall"
-            out.info.append(
-                "compile time gated on wall seconds: the baseline has no CPU seconds (saved by "
-                "an older pytest-jaxperf; re-save it with --jaxperf-save)"
-            )
-        now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock)
-        threshold = before_s * (1 + tol.compile_rtol)
-        if now_s > threshold and now_s - before_s > tol.compile_floor:
-            out.breaches.append(
-                Breach(
-                    COMPILE_TIME,
-                    None,
-                    before_s,
-                    now_s,
-                    "baseline",
-                    _compile_time_growth(record, matched, clock),
-                    gate_baseline,
-                    detail=f"{clock} seconds, rtol {tol.compile_rtol:g}, "
-                    f"floor {tol.compile_floor:g} s",
-                )
-            )
-        elif now_s * (1 + tol.compile_rtol) < before_s and before_s - now_s > tol.compile_floor:
-            out.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
-
-    if any(b.against == "limit" for b in out.breaches):
-        out.status = "limit"
-    elif out.breaches:
-        out.status = "regressed"
-    elif out.improvements:
-        out.status = "improved"
-    return out
+        return
+    clock = tol.compile_clock
+    if clock == "cpu" and (record.total_cpu_s is None or base.total_cpu_s is None):
+        clock = "wall"
+        out.info.append(
+            "compile time gated on wall seconds: the baseline has no CPU seconds (saved by "
+            "an older pytest-jaxperf; re-save it with --jaxperf-save)"
+        )
+    now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock)
+    if now_s > before_s * (1 + tol.compile_rtol) and now_s - before_s > tol.compile_floor:
+        out.breaches.append(Breach(
+            metric=COMPILE_TIME, function=None, reference=before_s, current=now_s,
+            against="baseline", reasons=_compile_time_growth(record, matched, clock),
+            gated=gating.gate_baseline,
+            detail=f"{clock} seconds, rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s",
+        ))  # fmt: skip
+    elif now_s * (1 + tol.compile_rtol) < before_s and before_s - now_s > tol.compile_floor:
+        out.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
 
 
 def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]:
@@ -309,6 +348,7 @@ def _program_benchmarks(rec: TestRecord) -> dict[str, dict[str, Any]]:
 
 
 def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) -> None:
+    """max_jaxpr_eqns and max_hlo_ops: for every benchmark or named ones."""
     for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
         if limit is None:
             continue
@@ -316,68 +356,68 @@ def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) ->
             value = limit.get(label) if isinstance(limit, Mapping) else limit
             current = number(bench.get(metric))
             if value is not None and current is not None and current > value:
-                out.breaches.append(
-                    Breach(metric, None, float(value), current, "limit", benchmark=label)
-                )
+                out.breaches.append(Breach(
+                    metric=metric, function=None, reference=float(value), current=current,
+                    against="limit", benchmark=label,
+                ))  # fmt: skip
 
 
 def _benchmarks_vs_baseline(
-    out: Outcome,
-    record: TestRecord,
-    base: TestRecord,
-    tol: Tolerances,
-    timing_differences: list[str],
-    static_differences: Sequence[str],
-    timing_mode: str,
-    gate_baseline: bool,
+    out: Outcome, record: TestRecord, base: TestRecord, gating: Gating
 ) -> None:
+    """Each benchmark that is in the baseline too: program metrics, then runtime."""
     old_benchmarks = _program_benchmarks(base)
     for label, bench in sorted(_program_benchmarks(record).items()):
         old = old_benchmarks.get(label)
         if old is None:
             continue
-        if static_differences:
-            note = (
-                f"program metrics not gated: environment differs ({', '.join(static_differences)})"
-            )
-            if note not in out.notes:
-                out.notes.append(note)
-        else:
-            for metric in STATIC_METRICS:
-                now, before = number(bench.get(metric)), number(old.get(metric))
-                if now is None or before is None:
-                    continue
-                if now > before * (1 + tol.static_rtol) and now > before:
-                    out.breaches.append(Breach(
-                        metric, None, before, now, "baseline", (), gate_baseline,
-                        detail=f"static_rtol {tol.static_rtol:g}", benchmark=label,
-                    ))  # fmt: skip
-                elif now * (1 + tol.static_rtol) < before:
-                    out.improvements.append(f"{metric} of {label}: {before:g} -> {now:g}")
-        if timing_mode != "off":
-            _runtime(out, label, bench, old, tol, timing_differences, timing_mode, gate_baseline)
+        _program_metrics(out, label, bench, old, gating)
+        if gating.timing_mode != "off":
+            _runtime(out, label, bench, old, gating)
+
+
+def _program_metrics(
+    out: Outcome, label: str, bench: Mapping[str, Any], old: Mapping[str, Any], gating: Gating
+) -> None:
+    """Deterministic program metrics: above static_rtol is a breach."""
+    if gating.static_differences:
+        note = (
+            "program metrics not gated: environment differs "
+            f"({', '.join(gating.static_differences)})"
+        )
+        if note not in out.notes:
+            out.notes.append(note)
+        return
+    rtol = gating.tol.static_rtol
+    for metric in STATIC_METRICS:
+        now, before = number(bench.get(metric)), number(old.get(metric))
+        if now is None or before is None:
+            continue
+        if now > before * (1 + rtol) and now > before:
+            out.breaches.append(Breach(
+                metric=metric, function=None, reference=before, current=now,
+                against="baseline", gated=gating.gate_baseline,
+                detail=f"static_rtol {rtol:g}", benchmark=label,
+            ))  # fmt: skip
+        elif now * (1 + rtol) < before:
+            out.improvements.append(f"{metric} of {label}: {before:g} -> {now:g}")
 
 
 def _runtime(
-    out: Outcome,
-    label: str,
-    bench: Mapping[str, Any],
-    old: Mapping[str, Any],
-    tol: Tolerances,
-    timing_differences: list[str],
-    timing_mode: str,
-    gate_baseline: bool,
+    out: Outcome, label: str, bench: Mapping[str, Any], old: Mapping[str, Any], gating: Gating
 ) -> None:
+    """Steady-state runtime: median, fastest round, CPU per call and a rank test."""
+    tol = gating.tol
     now_rt, old_rt = runtime(bench), runtime(old)
     now, before = number(now_rt.get("median_s")), number(old_rt.get("median_s"))
     if not now or not before:
         return
     change = now / before - 1
-    if timing_differences:
+    if gating.timing_differences:
         if abs(change) > tol.runtime_rtol:
             out.notes.append(
                 f"runtime of {label} not gated: environment differs "
-                f"({', '.join(timing_differences)}); median {before:.3g} s -> {now:.3g} s"
+                f"({', '.join(gating.timing_differences)}); median {before:.3g} s -> {now:.3g} s"
             )
         return
     now_min, before_min = number(now_rt.get("min_s")), number(old_rt.get("min_s"))
@@ -410,10 +450,11 @@ def _runtime(
             f"Mann-Whitney p={p:.2g}" if p is not None else "too few rounds for a test"
         )
         if p is not None and p < RUNTIME_ALPHA:
-            gated = gate_baseline and timing_mode == "gate"
-            out.breaches.append(
-                Breach(RUNTIME, None, before, now, "baseline", (), gated, detail, label)
-            )
+            out.breaches.append(Breach(
+                metric=RUNTIME, function=None, reference=before, current=now,
+                against="baseline", detail=detail, benchmark=label,
+                gated=gating.gate_baseline and gating.timing_mode == "gate",
+            ))  # fmt: skip
         else:
             out.notes.append(
                 f"runtime of {label} {change:+.0%} but not statistically clear ({detail})"
