@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import statistics
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -375,13 +376,11 @@ SCALING_METRICS = tuple(_SCALING_POINTS)
 
 def growth_exponent(sizes: Sequence[float], values: Sequence[float]) -> float:
     """Least-squares slope of log(value) over log(size); values <= 0 count as tiny."""
-    from scipy import stats
-
     xs = [math.log(n) for n in sizes]
     ys = [math.log(max(v, 1e-12)) for v in values]
     if len(set(ys)) == 1:
         return 0.0
-    return float(stats.linregress(xs, ys).slope)
+    return statistics.linear_regression(xs, ys).slope
 
 
 def break_even(first_call_s: float, jit_s: float, eager_s: float) -> float | None:
