@@ -59,7 +59,7 @@ def _collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a while. Reading or writing a big file makes
     hundreds of thousands of objects, none in a cycle, and the collections they would set off
     (each also walking whatever else the process holds, jax's objects in a test session) are
-    wasted: about a third of the time to load 10,000 tests."""
+    wasted, and a large share of the time to load a big file."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -84,7 +84,7 @@ def merge(old: Report | None, run: Report) -> Report:
 # stays on that one line with ", " and ": " between items: a function's counts and causes, the
 # eager counts, a benchmark's runtime statistics with their samples. A review diff shows a
 # changed function or statistic as one changed line, and the text comes from templates and the
-# C encoder (json.dumps with indent= runs the pure-Python encoder: 1.3 s for 10,000 tests).
+# C encoder (json.dumps with indent= runs the pure-Python encoder, slow on a big report).
 #
 # A layout maps a key to the layout of its value, "*" to that of any other key; None writes the
 # value on one line.

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import statistics
 import time
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -14,12 +15,11 @@ from typing import Any
 
 import pytest
 
+from . import analysis
 from .analysis import ProgramMetrics
-from .model import Counts, FunctionRecord, TestRecord
-from .recorder import Scope
+from .model import Counts, TestRecord
+from .recorder import RECORDER, Scope
 from .timing import Stats, TimingConfig
-
-SCALING_METRICS = ("jaxpr_eqns", "hlo_ops", "compile_s", "runtime_s")
 
 # One call's arguments: what a benchmark `setup=` returns.
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
@@ -130,7 +130,7 @@ class JaxPerf:
     def snapshot(self) -> TestRecord:
         """What has been recorded in this test so far (empty when --jaxperf is off)."""
         scope = self._scope()
-        return snapshot(scope) if scope is not None else TestRecord()
+        return scope.snapshot() if scope is not None else TestRecord()
 
     def _claim(self, label: str) -> None:
         if label in self._labels:
@@ -165,20 +165,11 @@ class JaxPerf:
 
         label = label or _name(fn)
         self._claim(label)
-        if setup is not None:
-            if args or kwargs:
-                raise pytest.UsageError(
-                    f"{self.nodeid}: jaxperf.benchmark takes arguments or setup=, not both; "
-                    "return all the arguments from setup()"
-                )
-            args, kwargs = self._setup_inputs(setup)
+        args, kwargs = self._benchmark_inputs(args, kwargs, setup)
         scope = self._scope()
         jitted = fn if hasattr(fn, "lower") else jax.jit(fn)
         if scope is None:
             return BenchmarkResult(label, jitted(*args, **kwargs))
-
-        from . import analysis
-        from .recorder import RECORDER
 
         with RECORDER.paused():
             spares = None if setup is not None else _spares(jitted, args, kwargs)
@@ -186,16 +177,7 @@ class JaxPerf:
         start = time.perf_counter()
         output = jax.block_until_ready(jitted(*args, **kwargs))
         first_call_s = time.perf_counter() - start
-        spent = _totals(scope)
-        result = BenchmarkResult(
-            label,
-            output,
-            first_call_s=first_call_s,
-            trace_s=spent.trace_s - before.trace_s,
-            lower_s=spent.lower_s - before.lower_s,
-            compile_s=spent.compile_s - before.compile_s,
-            compiled_on_first_call=spent.compiles > before.compiles,
-        )
+        result = _first_call_result(label, output, first_call_s, before, _totals(scope))
         with RECORDER.paused(), _quiet_donation():
             fresh = (
                 functools.partial(self._setup_inputs, setup)
@@ -205,18 +187,44 @@ class JaxPerf:
             # Traces from shapes only: arguments the first call consumed are fine here.
             result.metrics = analysis.program_metrics(jitted, args, kwargs)
             if self._timing_mode != "off":
-                result.runtime = _time(jitted, args, kwargs, fresh, self._timing)
-                other = reference
-                if eager and other is None:
-                    other = _eager(jitted)
-                if other is not None:
-                    result.eager = _time(other, args, kwargs, fresh, _eager_config(self._timing))
-                    result.break_even_calls = break_even(
-                        first_call_s, result.runtime.median_s, result.eager.median_s
-                    )
+                other = _eager(jitted) if eager and reference is None else reference
+                self._time_calls(result, first_call_s, jitted, other, args, kwargs, fresh)
             result.device_peak_bytes = analysis.device_peak_bytes()
         scope.benchmarks[label] = result.to_json()
         return result
+
+    def _benchmark_inputs(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any], setup: Callable[[], Inputs] | None
+    ) -> Inputs:
+        """The first call's (args, kwargs): those given, or setup()'s when setup= is."""
+        if setup is None:
+            return args, kwargs
+        if args or kwargs:
+            raise pytest.UsageError(
+                f"{self.nodeid}: jaxperf.benchmark takes arguments or setup=, not both; "
+                "return all the arguments from setup()"
+            )
+        return self._setup_inputs(setup)
+
+    def _time_calls(
+        self,
+        result: BenchmarkResult,
+        first_call_s: float,
+        jitted: Any,
+        other: Callable[..., Any] | None,
+        args: tuple[Any, ...],
+        kwargs: dict[str, Any],
+        fresh: Callable[[], Inputs] | None,
+    ) -> None:
+        """Sets result's steady-state runtime and, when there is an `other` implementation to
+        compare with (un-jitted or a reference), its runtime and the break-even call count."""
+        result.runtime = _time(jitted, args, kwargs, fresh, self._timing)
+        if other is None:
+            return
+        result.eager = _time(other, args, kwargs, fresh, _eager_config(self._timing))
+        result.break_even_calls = break_even(
+            first_call_s, result.runtime.median_s, result.eager.median_s
+        )
 
     def _setup_inputs(self, setup: Callable[[], Inputs]) -> Inputs:
         """setup()'s (args, kwargs), checked and computed: a timed call that follows must not
@@ -248,19 +256,12 @@ class JaxPerf:
         """Fail the test if a user function is traced or compiled inside the block.
 
         Eager operations (JAX's own helpers) do not count, cached or not."""
-        from .recorder import RECORDER
-
         scope = self._scope()
-        owned = None
-        if scope is None:  # --jaxperf off: record just this block
-            owned = RECORDER.scope(self._rootdir)
-            scope = owned.__enter__()
-        before = {k: (f.traces, f.compiles) for k, f in scope.functions.items()}
-        try:
+        with contextlib.ExitStack() as stack:
+            if scope is None:  # --jaxperf off: record just this block
+                scope = stack.enter_context(RECORDER.scope(self._rootdir))
+            before = {k: (f.traces, f.compiles) for k, f in scope.functions.items()}
             yield
-        finally:
-            if owned is not None:
-                owned.__exit__(None, None, None)
         changed = []
         for key, fn in sorted(scope.functions.items()):
             traces, compiles = before.get(key, (0, 0))
@@ -319,41 +320,67 @@ class JaxPerf:
         return result
 
     def _scaling_point(self, fn: Callable[..., Any], args: tuple[Any, ...], metric: str) -> float:
-        import jax
-
-        from . import analysis
-        from .recorder import RECORDER
-
         # A new jit per point: it shares no cache entry with the user's function (whose caches
         # stay as they were) nor with another size, so compile_s is a real compile each time.
-        jitted = _fresh_jit(fn)
-        if metric == "compile_s":
-            # Ahead of time: compiled, never run, so donated arguments are not consumed.
-            with _quiet_donation(), RECORDER.scope(self._rootdir) as inner:
-                jitted.trace(*args).lower().compile()
-            return _totals(inner).total_s + inner.eager.total_s
-        with RECORDER.paused(), _quiet_donation():
-            if metric == "jaxpr_eqns":
-                return float(analysis.count_eqns(jitted.trace(*args).jaxpr))
-            if metric == "hlo_ops":
-                return float(analysis.count_hlo_ops(jitted.trace(*args).lower().as_text()))
-            spares = _spares(jitted, args, {})
-            jax.block_until_ready(jitted(*args))
-            config = TimingConfig(
-                min_rounds=5, max_time=self._timing.max_time / 4, warmup_time=0.01
-            )
-            return _time(jitted, args, {}, _refresher(args, {}, spares), config).median_s
+        return _SCALING_POINTS[metric](_fresh_jit(fn), args, self._rootdir, self._timing)
+
+
+# One scaling metric of a fresh jit at one size: (jitted, args, rootdir, timing) -> value.
+_ScalingPoint = Callable[[Any, tuple[Any, ...], Path, TimingConfig], float]
+
+
+def _jaxpr_eqns_point(
+    jitted: Any, args: tuple[Any, ...], rootdir: Path, timing: TimingConfig
+) -> float:
+    with RECORDER.paused(), _quiet_donation():
+        return float(analysis.count_eqns(jitted.trace(*args).jaxpr))
+
+
+def _hlo_ops_point(
+    jitted: Any, args: tuple[Any, ...], rootdir: Path, timing: TimingConfig
+) -> float:
+    with RECORDER.paused(), _quiet_donation():
+        return float(analysis.count_hlo_ops(jitted.trace(*args).lower().as_text()))
+
+
+def _compile_s_point(
+    jitted: Any, args: tuple[Any, ...], rootdir: Path, timing: TimingConfig
+) -> float:
+    # Ahead of time: compiled, never run, so donated arguments are not consumed.
+    with _quiet_donation(), RECORDER.scope(rootdir) as inner:
+        jitted.trace(*args).lower().compile()
+    return _totals(inner).total_s + inner.eager.total_s
+
+
+def _runtime_s_point(
+    jitted: Any, args: tuple[Any, ...], rootdir: Path, timing: TimingConfig
+) -> float:
+    import jax
+
+    with RECORDER.paused(), _quiet_donation():
+        spares = _spares(jitted, args, {})
+        jax.block_until_ready(jitted(*args))
+        config = TimingConfig(min_rounds=5, max_time=timing.max_time / 4, warmup_time=0.01)
+        return _time(jitted, args, {}, _refresher(args, {}, spares), config).median_s
+
+
+_SCALING_POINTS: dict[str, _ScalingPoint] = {
+    "jaxpr_eqns": _jaxpr_eqns_point,
+    "hlo_ops": _hlo_ops_point,
+    "compile_s": _compile_s_point,
+    "runtime_s": _runtime_s_point,
+}
+# The metrics jaxperf.scaling accepts, in the order its error message lists them.
+SCALING_METRICS = tuple(_SCALING_POINTS)
 
 
 def growth_exponent(sizes: Sequence[float], values: Sequence[float]) -> float:
     """Least-squares slope of log(value) over log(size); values <= 0 count as tiny."""
-    from scipy import stats
-
     xs = [math.log(n) for n in sizes]
     ys = [math.log(max(v, 1e-12)) for v in values]
     if len(set(ys)) == 1:
         return 0.0
-    return float(stats.linregress(xs, ys).slope)
+    return statistics.linear_regression(xs, ys).slope
 
 
 def break_even(first_call_s: float, jit_s: float, eager_s: float) -> float | None:
@@ -502,22 +529,24 @@ def _name(fn: Any) -> str:
     return str(getattr(fn, "__name__", None) or type(fn).__name__)
 
 
+def _first_call_result(
+    label: str, output: Any, first_call_s: float, before: Counts, after: Counts
+) -> BenchmarkResult:
+    """A benchmark's result so far: the first call's seconds and what it spent tracing,
+    lowering and compiling (the scope's totals after it less those before)."""
+    return BenchmarkResult(
+        label,
+        output,
+        first_call_s=first_call_s,
+        trace_s=after.trace_s - before.trace_s,
+        lower_s=after.lower_s - before.lower_s,
+        compile_s=after.compile_s - before.compile_s,
+        compiled_on_first_call=after.compiles > before.compiles,
+    )
+
+
 def _totals(scope: Scope) -> Counts:
     total = Counts()
     for fn in scope.functions.values():
         total.add(fn)
     return total
-
-
-def snapshot(scope: Scope) -> TestRecord:
-    """A TestRecord holding copies of what `scope` recorded so far."""
-    rec = TestRecord(
-        functions={
-            k: FunctionRecord(**{**vars(f), "retrace_reasons": list(f.retrace_reasons)})
-            for k, f in scope.functions.items()
-        },
-        benchmarks={k: dict(v) for k, v in scope.benchmarks.items()},
-    )
-    rec.eager.add(scope.eager)
-    rec.recompute_totals()
-    return rec

@@ -232,10 +232,10 @@ def _test_from_json(data: Any, where: str) -> TestRecord:
 # The fast path of the two readers above. An object exactly as report_to_json writes it (every
 # field there and nothing else, counts plain ints, seconds finite floats, strings where strings
 # go) is checked here without formatting a path or a message per value, which is most of what
-# the careful checks cost (about 5 us a function; 10,000 tests took 0.5 s). Anything else, say
-# a file from an older version with a field missing, returns None and is read by the careful
-# checks, which accept it or name its first problem as they always did. The checks here accept
-# nothing that the careful ones reject, so a file's first error and its message are unchanged.
+# the careful checks cost on a big file. Anything else, say a file from an older version with a
+# field missing, returns None and is read by the careful checks, which accept it or name its
+# first problem as they always did. The checks here accept nothing that the careful ones reject,
+# so a file's first error and its message are unchanged.
 _INF = math.inf
 # The values in the order of the dataclasses' fields, for the positional calls below (a test
 # checks the order).

@@ -27,7 +27,7 @@ from typing import Any
 from . import _jaxhooks as hooks
 from . import causes, identity
 from .identity import Identity
-from .model import MAX_REASONS, Counts, FunctionRecord, function_key
+from .model import MAX_REASONS, Counts, FunctionRecord, TestRecord, function_key
 
 _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
@@ -150,6 +150,20 @@ class Scope:
     def on_cache_hit(self) -> None:
         with self._lock:
             self._cache_hit.add(threading.get_ident())
+
+    # -- result ---------------------------------------------------------------------------
+    def snapshot(self) -> TestRecord:
+        """A TestRecord holding copies of what this scope recorded so far."""
+        rec = TestRecord(
+            functions={
+                k: FunctionRecord(**{**vars(f), "retrace_reasons": list(f.retrace_reasons)})
+                for k, f in self.functions.items()
+            },
+            benchmarks={k: dict(v) for k, v in self.benchmarks.items()},
+        )
+        rec.eager.add(self.eager)
+        rec.recompute_totals()
+        return rec
 
 
 class Recorder:

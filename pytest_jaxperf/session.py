@@ -12,7 +12,6 @@ import pytest
 from . import _xdist, compare, report
 from . import baseline as baseline_io
 from .config import MarkerLimits, Settings
-from .fixture import snapshot
 from .model import Report, TestRecord, test_from_json, test_to_json
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
@@ -152,7 +151,7 @@ class JaxPerfSession:
                 return (yield)
             finally:
                 del self.scopes[item.nodeid]
-                self.records[item.nodeid] = snapshot(scope)
+                self.records[item.nodeid] = scope.snapshot()
                 if scope.listener_errors:
                     self.listener_errors[item.nodeid] = scope.listener_errors
                 if scope.foreign_events:
