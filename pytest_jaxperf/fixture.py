@@ -173,11 +173,11 @@ class JaxPerf:
 
         with RECORDER.paused():
             spares = None if setup is not None else _spares(jitted, args, kwargs)
-        before = _totals(scope)
+        before = scope.totals()
         start = time.perf_counter()
         output = jax.block_until_ready(jitted(*args, **kwargs))
         first_call_s = time.perf_counter() - start
-        result = _first_call_result(label, output, first_call_s, before, _totals(scope))
+        result = _first_call_result(label, output, first_call_s, before, scope.totals())
         with RECORDER.paused(), _quiet_donation():
             fresh = (
                 functools.partial(self._setup_inputs, setup)
@@ -349,7 +349,7 @@ def _compile_s_point(
     # Ahead of time: compiled, never run, so donated arguments are not consumed.
     with _quiet_donation(), RECORDER.scope(rootdir) as inner:
         jitted.trace(*args).lower().compile()
-    return _totals(inner).total_s + inner.eager.total_s
+    return inner.totals().total_s + inner.eager.total_s
 
 
 def _runtime_s_point(
@@ -412,8 +412,6 @@ def _time(
     """Steady-state seconds per call of fn(*args, **kwargs), or of fn on fresh() inputs, with
     the process CPU seconds per call on the CPU backend (elsewhere the work runs on the device
     and is no process CPU time)."""
-    import time
-
     import jax
 
     from . import timing
@@ -543,10 +541,3 @@ def _first_call_result(
         compile_s=after.compile_s - before.compile_s,
         compiled_on_first_call=after.compiles > before.compiles,
     )
-
-
-def _totals(scope: Scope) -> Counts:
-    total = Counts()
-    for fn in scope.functions.values():
-        total.add(fn)
-    return total

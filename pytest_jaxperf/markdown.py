@@ -140,14 +140,13 @@ def _notes(summary: RunSummary) -> list[str]:
     if not summary.notes:
         return []
     out = ["### Not gated", ""]
-    ordered = summary.notes
-    for note, nodeids in ordered[:MAX_LISTED]:
+    for note, nodeids in summary.notes[:MAX_LISTED]:
         if len(nodeids) == 1:
             out.append(f"- {_code(nodeids[0])}: {_escape(note)}")
         else:
             out.append(f"- {_plural(len(nodeids), 'test')}: {_escape(note)}")
-    if len(ordered) > MAX_LISTED:
-        out.append(f"- … and {len(ordered) - MAX_LISTED} more notes")
+    if len(summary.notes) > MAX_LISTED:
+        out.append(f"- … and {len(summary.notes) - MAX_LISTED} more notes")
     return out + [""]
 
 

@@ -152,6 +152,13 @@ class Scope:
             self._cache_hit.add(threading.get_ident())
 
     # -- result ---------------------------------------------------------------------------
+    def totals(self) -> Counts:
+        """The user functions' counts and seconds so far, summed."""
+        total = Counts()
+        for fn in self.functions.values():
+            total.add(fn)
+        return total
+
     def snapshot(self) -> TestRecord:
         """A TestRecord holding copies of what this scope recorded so far."""
         rec = TestRecord(
@@ -187,10 +194,10 @@ class Recorder:
         # Callables traced since the last isolation (for caches that cannot be listed), and
         # whether anything was traced at all: an isolation with nothing new is skipped.
         self._seen: dict[int, weakref.ref[Any] | int] = {}
-        # The jax.jit objects of user functions traced since the last isolation, by the
-        # function's key; `_unmatched`: some jit trace's object could not be found (or
-        # functions were traced before the recorder was installed), so isolation must
-        # empty every C++ dispatch cache.
+        # The jax.jit objects of user functions traced since the last isolation, as
+        # id(jit object) -> (id(traced function), the object). `_unmatched`: some jit
+        # trace's object could not be found (or functions were traced before the recorder
+        # was installed), so isolation must empty every C++ dispatch cache.
         self._jitted: dict[int, tuple[int, weakref.ref[Any] | int]] = {}
         self._unmatched = True
         self._dirty = True

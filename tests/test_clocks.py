@@ -250,11 +250,17 @@ def test_f(jaxperf):
 """
 
 
-def test_cpu_runtime_clock_makes_cpu_dispatch_synchronous(jp: pytest.Pytester) -> None:
-    # A fresh process: JAX builds its CPU client after pytest_configure.
+def _dispatch_run(jp: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """DISPATCH_SRC in a fresh process, where JAX builds its CPU client after
+    pytest_configure (in-process runs share this process's client)."""
     jp.makepyfile(test_mod=DISPATCH_SRC)
-    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json", "-s")
+    result = jp.runpytest_subprocess("--jaxperf", "-s", *args)
     assert result.ret == 0, result.stdout.str()
+    return result
+
+
+def test_cpu_runtime_clock_makes_cpu_dispatch_synchronous(jp: pytest.Pytester) -> None:
+    result = _dispatch_run(jp, "--jaxperf-json=out.json")
     result.stdout.fnmatch_lines(["*async dispatch: False*"])
     result.stdout.no_fnmatch_line("*CPU dispatch left asynchronous*")
     assert read_json(jp.path / "out.json")["environment"]["cpu_dispatch"] == "sync"
@@ -263,9 +269,7 @@ def test_cpu_runtime_clock_makes_cpu_dispatch_synchronous(jp: pytest.Pytester) -
 def test_cpu_dispatch_left_alone_is_said_in_the_header(jp: pytest.Pytester) -> None:
     # A conftest that computes at import builds the CPU client before the plugin can act.
     jp.makeconftest("import jax.numpy as jnp\nWARM = jnp.ones(2) + 1\n")
-    jp.makepyfile(test_mod=DISPATCH_SRC)
-    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json", "-s")
-    assert result.ret == 0, result.stdout.str()
+    result = _dispatch_run(jp, "--jaxperf-json=out.json")
     result.stdout.fnmatch_lines(
         [
             "jaxperf: CPU dispatch left asynchronous (JAX's backends were initialised before "
@@ -278,9 +282,7 @@ def test_cpu_dispatch_left_alone_is_said_in_the_header(jp: pytest.Pytester) -> N
 
 
 def test_wall_runtime_clock_leaves_cpu_dispatch_alone(jp: pytest.Pytester) -> None:
-    jp.makepyfile(test_mod=DISPATCH_SRC)
-    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-runtime-clock=wall", "-s")
-    assert result.ret == 0, result.stdout.str()
+    result = _dispatch_run(jp, "--jaxperf-runtime-clock=wall")
     result.stdout.fnmatch_lines(["*async dispatch: True*"])
     result.stdout.no_fnmatch_line("*CPU dispatch left asynchronous*")
 
