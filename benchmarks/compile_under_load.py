@@ -59,7 +59,7 @@ from _machine import machine_busy_s, wait_for_quiet
 
 from pytest_jaxperf import baseline, compare, config, environment
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.model import Report, TestRecord
+from pytest_jaxperf.model import BenchmarkEntry, Entry, Report, TestRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
@@ -269,9 +269,11 @@ def _compile_s(rec: TestRecord, clock: str) -> float:
     return compare.compile_seconds(rec, clock)
 
 
-def _runtime(bench: dict[str, Any], key: str) -> float | None:
-    value = (bench.get("runtime") or {}).get(key)
-    return float(value) if isinstance(value, (int, float)) and value > 0 else None
+def _runtime(entry: Entry | None, key: str) -> float | None:
+    """A runtime statistic of a benchmark entry; None for a scaling entry or none measured."""
+    runtime = entry.runtime if isinstance(entry, BenchmarkEntry) else None
+    value = getattr(runtime, key) if runtime is not None else None
+    return float(value) if value else None
 
 
 # ----------------------------------------------------------------------------------------
@@ -541,7 +543,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         for nodeid, label in labels:
             old = base.tests.get(nodeid)
-            if old is None or _runtime(old.benchmarks.get(label, {}), "median_s") is None:
+            if old is None or _runtime(old.benchmarks.get(label), "median_s") is None:
                 continue  # not in the baseline, or no runtime (a jaxperf.scaling entry)
             cells = []
             for key in ("median_s", "min_s", "cpu_median_s"):

@@ -1,13 +1,11 @@
 """How the report side of pytest-jaxperf scales with the size of a suite.
 
-Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]
-[--raw-samples]``
+Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]``
 
 Builds, in a temporary directory, a synthetic baseline and run report of ``--tests`` tests
 (1-4 jitted functions each with realistic counts, phase seconds and retrace causes; a fifth of
 the tests with a ``jaxperf.benchmark`` entry holding runtime statistics and 100 per-round
-samples, as the fixture writes them: statistics to 6 significant digits, samples to 4, or at
-full precision with ``--raw-samples``, as files written before that rounding hold them; the run
+samples, written as the fixture's are: statistics to 6 significant digits, samples to 4; the run
 has ~1% retrace regressions, ~2% improvements, ~1% new tests and jittered timings), then
 measures, best of ``--repeat``:
 
@@ -86,33 +84,26 @@ def _function(rng: random.Random, module: int, index: int) -> FunctionRecord:
     )
 
 
-def _runtime(samples: list[float], iterations: int, raw: bool) -> dict[str, Any]:
-    """Runtime statistics as the fixture writes them (rounded), or at full precision."""
-    stats = timing.Stats.from_samples(samples, iterations)
-    if not raw:
-        return stats.to_json()
-    return {**dataclasses.asdict(stats), "samples_s": list(stats.samples_s)}
-
-
-def _benchmark(rng: random.Random, median: float, raw: bool) -> dict[str, Any]:
+def _benchmark(rng: random.Random, median: float) -> model.BenchmarkEntry:
     samples = [median * rng.lognormvariate(0, 0.04) for _ in range(100)]
-    return {
-        "kind": "benchmark",
-        "first_call_s": round(0.1 + rng.random() * 0.3, 6),
-        "trace_s": 0.004,
-        "lower_s": 0.006,
-        "compile_s": 0.05,
-        "compiled_on_first_call": True,
-        "runtime": _runtime(samples, rng.choice([1, 10, 100]), raw),
-        "jaxpr_eqns": rng.randint(5, 400),
-        "hlo_ops": rng.randint(10, 800),
-        "flops": float(rng.randint(1_000, 10_000_000)),
-        "bytes_accessed": float(rng.randint(1_000, 10_000_000)),
-        "temp_bytes": rng.randint(0, 1_000_000),
-    }
+    return model.BenchmarkEntry(
+        first_call_s=round(0.1 + rng.random() * 0.3, 6),
+        trace_s=0.004,
+        lower_s=0.006,
+        compile_s=0.05,
+        compiled_on_first_call=True,
+        runtime=timing.summarize(samples, rng.choice([1, 10, 100])),
+        metrics=model.ProgramMetrics(
+            jaxpr_eqns=rng.randint(5, 400),
+            hlo_ops=rng.randint(10, 800),
+            flops=float(rng.randint(1_000, 10_000_000)),
+            bytes_accessed=float(rng.randint(1_000, 10_000_000)),
+            temp_bytes=rng.randint(0, 1_000_000),
+        ),
+    )
 
 
-def _record(rng: random.Random, i: int, raw: bool) -> TestRecord:
+def _record(rng: random.Random, i: int) -> TestRecord:
     module = i // 25
     rec = TestRecord(
         functions={f.key: f for f in (_function(rng, module, j) for j in range(rng.randint(1, 4)))}
@@ -121,7 +112,7 @@ def _record(rng: random.Random, i: int, raw: bool) -> TestRecord:
     rec.eager.compiles = rec.eager.lowerings = rng.randint(0, 5)
     rec.eager.compile_s = round(0.02 * rec.eager.compiles, 6)
     if i % 5 == 0:
-        rec.benchmarks = {"main": _benchmark(rng, 10 ** rng.uniform(-5, -2), raw)}
+        rec.benchmarks = {"main": _benchmark(rng, 10 ** rng.uniform(-5, -2))}
     return rec
 
 
@@ -129,11 +120,10 @@ def _nodeid(i: int) -> str:
     return f"tests/test_module_{i // 25:03}.py::test_case_{i % 25:02}[param-{i}]"
 
 
-def build(tests: int, seed: int = 0, raw: bool = False) -> tuple[Report, Report]:
-    """A baseline and a run of `tests` tests, with regressions, improvements and new tests;
-    `raw`: benchmark statistics and samples at full precision instead of rounded."""
+def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
+    """A baseline and a run of `tests` tests, with regressions, improvements and new tests."""
     rng = random.Random(seed)
-    base_tests = {_nodeid(i): _record(rng, i, raw) for i in range(tests)}
+    base_tests = {_nodeid(i): _record(rng, i) for i in range(tests)}
     run_tests: dict[str, TestRecord] = {}
     for i, (nodeid, old) in enumerate(base_tests.items()):
         if i % 100 == 99:
@@ -144,15 +134,15 @@ def build(tests: int, seed: int = 0, raw: bool = False) -> tuple[Report, Report]
                 for k, f in old.functions.items()
             },
             benchmarks={
-                label: {
-                    **b,
-                    "runtime": _runtime(
-                        [s * rng.lognormvariate(0, 0.03) for s in b["runtime"]["samples_s"]],
-                        b["runtime"]["iterations"],
-                        raw,
+                label: dataclasses.replace(
+                    b,
+                    runtime=timing.summarize(
+                        [s * rng.lognormvariate(0, 0.03) for s in b.runtime.samples_s],
+                        b.runtime.iterations,
                     ),
-                }
-                for label, b in old.benchmarks.items()
+                )
+                for label, b in old.benchmark_entries()
+                if b.runtime is not None
             },
         )
         first = next(iter(rec.functions.values()))
@@ -173,7 +163,7 @@ def build(tests: int, seed: int = 0, raw: bool = False) -> tuple[Report, Report]
         rec.eager.add(old.eager)
         run_tests[nodeid] = rec
     for j in range(tests // 100):
-        run_tests[f"tests/test_new.py::test_added_{j:04}"] = _record(rng, tests + j, raw)
+        run_tests[f"tests/test_new.py::test_added_{j:04}"] = _record(rng, tests + j)
     return Report(dict(ENV), base_tests), Report(dict(ENV), run_tests)
 
 
@@ -199,19 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests", type=int, default=10_000, help="tests in the suite (10000)")
     ap.add_argument("--runs", type=int, default=100, help="runs in the history (100)")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many timings (3)")
-    ap.add_argument(
-        "--raw-samples",
-        action="store_true",
-        help="benchmark statistics and samples at full precision, as older files hold them",
-    )
     args = ap.parse_args(argv)
     repeat = max(1, args.repeat)
 
     print(f"pytest-jaxperf report scale: {args.tests} tests, history of {args.runs} runs")
-    samples = "full precision" if args.raw_samples else "rounded as the fixture writes them"
-    print(f"python {sys.version.split()[0]}, best of {repeat}; benchmark samples {samples}\n")
+    print(f"python {sys.version.split()[0]}, best of {repeat}\n")
     start = time.perf_counter()
-    base, run = build(args.tests, raw=args.raw_samples)
+    base, run = build(args.tests)
     print(f"synthetic data built in {time.perf_counter() - start:.2f} s")
 
     with tempfile.TemporaryDirectory(prefix="jaxperf-scale-") as tmp:

@@ -3,40 +3,12 @@
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
 from typing import Any
 
-# Fields that are deterministic for a given jax version, in report order.
-STATIC_METRICS = (
-    "jaxpr_eqns",
-    "hlo_ops",
-    "flops",
-    "transcendentals",
-    "bytes_accessed",
-    "argument_bytes",
-    "output_bytes",
-    "temp_bytes",
-    "peak_bytes",
-)
+from .model import ProgramMetrics
 
 # An op name, not an attribute: `#stablehlo.scatter<...>` and `mhlo.num_partitions = 1` are not ops.
 _HLO_OP = re.compile(r"(?<![#\w.])(?:stablehlo|func|chlo|sdy|mhlo)\.[a-z_]+\b(?!\s*=)")
-
-
-@dataclass(frozen=True)
-class ProgramMetrics:
-    jaxpr_eqns: int
-    hlo_ops: int
-    flops: float | None
-    transcendentals: float | None
-    bytes_accessed: float | None
-    argument_bytes: int | None
-    output_bytes: int | None
-    temp_bytes: int | None
-    peak_bytes: int | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 def count_eqns(jaxpr: Any) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import json
 import math
+import operator
 import os
 import tempfile
 from collections.abc import Iterator
@@ -13,12 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from .model import (
+    COUNT_FIELDS,
+    NUMBER_FIELDS,
+    SECONDS_FIELDS,
     TIME_DIGITS,
     Counts,
     FormatError,
     FunctionRecord,
     Report,
     TestRecord,
+    entry_to_json,
     report_from_json,
     report_to_json,
     test_to_json,
@@ -152,68 +157,50 @@ def _dumps(report: Report) -> str:
     return _DOCUMENT % (environment, _value(report.schema), body)
 
 
-# Templates for the usual case, what format_json(report_to_json(report)) writes at each depth;
-# a test checks the two agree. %r writes an int or a finite float as json.dumps does.
+# The usual case, what format_json(report_to_json(report)) writes at each depth, from templates
+# built here out of the record's field lists (a test checks the two agree). %r writes an int or
+# a finite float as json.dumps does; %s takes text already encoded.
 _DOCUMENT = '{\n  "environment": %s,\n  "schema": %s,\n  "tests": %s\n}\n'
-_TEST_TEXT = (
-    "{\n"
-    '      "benchmarks": %s,\n'
-    '      "cache_hits": %r,\n'
-    '      "compile_cpu_s": %r,\n'
-    '      "compile_s": %r,\n'
-    '      "compiles": %r,\n'
-    '      "eager": %s,\n'
-    '      "functions": %s,\n'
-    '      "lower_cpu_s": %r,\n'
-    '      "lower_s": %r,\n'
-    '      "lowerings": %r,\n'
-    '      "outcome": %s,\n'
-    '      "trace_cpu_s": %r,\n'
-    '      "trace_s": %r,\n'
-    '      "traces": %r\n'
-    "    }"
+
+
+def _template(keys: dict[str, str], separator: str, start: str, end: str) -> str:
+    """'{"a": %(a)r, ...}' for keys sorted as json.dumps sorts them; `keys` maps a key to
+    its conversion (r or s)."""
+    items = (f"{_string(k)}: %({k}){conversion}" for k, conversion in sorted(keys.items()))
+    return start + separator.join(items) + end
+
+
+_NUMBERS = dict.fromkeys(NUMBER_FIELDS, "r")
+_EAGER_LINE = _template(_NUMBERS, ", ", "{", "}")
+_FUNCTION_LINE = _template(
+    {**_NUMBERS, "name": "s", "site": "s", "retrace_reasons": "s"}, ", ", "{", "}"
 )
-_EAGER_LINE = (
-    '{"cache_hits": %r, "compile_cpu_s": %r, "compile_s": %r, "compiles": %r, '
-    '"lower_cpu_s": %r, "lower_s": %r, "lowerings": %r, "trace_cpu_s": %r, "trace_s": %r, '
-    '"traces": %r}'
+_TEST_TEXT = _template(
+    {**_NUMBERS, "benchmarks": "s", "eager": "s", "functions": "s", "outcome": "s"},
+    ",\n      ",
+    "{\n      ",
+    "\n    }",
 )
-_FUNCTION_LINE = (
-    '{"cache_hits": %r, "compile_cpu_s": %r, "compile_s": %r, "compiles": %r, '
-    '"lower_cpu_s": %r, "lower_s": %r, "lowerings": %r, "name": %s, "retrace_reasons": [%s], '
-    '"site": %s, "trace_cpu_s": %r, "trace_s": %r, "traces": %r}'
-)
+_COUNTS_OF = operator.attrgetter(*COUNT_FIELDS)
+_SECONDS_OF = operator.attrgetter(*SECONDS_FIELDS)
+_NAMES = COUNT_FIELDS + SECONDS_FIELDS
+_PLAIN_TYPES = (int,) * len(COUNT_FIELDS) + (float,) * len(SECONDS_FIELDS)
+_DIGITS = (TIME_DIGITS,) * len(SECONDS_FIELDS)
 _INF = math.inf
 
 
-def _numbers(c: Counts) -> tuple[Any, ...] | None:
-    """The counts and rounded seconds of `c` in key order (cache_hits, compile_cpu_s,
-    compile_s, compiles, lower_cpu_s, lower_s, lowerings, trace_cpu_s, trace_s, traces) when
-    the counts are ints and the seconds finite floats (%r then writes them as json.dumps
-    does), else None (CPU seconds not measured, say: the general writer writes null)."""
-    hits, compiles, lowerings, traces = c.cache_hits, c.compiles, c.lowerings, c.traces
-    trace_s, lower_s, compile_s = c.trace_s, c.lower_s, c.compile_s
-    tc, lc, cc = c.trace_cpu_s, c.lower_cpu_s, c.compile_cpu_s
-    if (
-        # Chained: all four exactly int (a bool is not one), all six exactly float.
-        type(hits) is int is type(compiles) is type(lowerings) is type(traces)
-        and type(trace_s) is float is type(lower_s) is type(compile_s)
-        and type(tc) is float is type(lc) is type(cc)
-        and -_INF < trace_s + lower_s + compile_s + tc + lc + cc < _INF  # none inf or nan
-    ):
-        return (
-            hits,
-            round(cc, TIME_DIGITS),
-            round(compile_s, TIME_DIGITS),
-            compiles,
-            round(lc, TIME_DIGITS),
-            round(lower_s, TIME_DIGITS),
-            lowerings,
-            round(tc, TIME_DIGITS),
-            round(trace_s, TIME_DIGITS),
-            traces,
-        )
-    return None
+def _numbers(c: Counts) -> dict[str, Any] | None:
+    """The counts and rounded seconds of `c` by name when the counts are ints and the seconds
+    finite floats (%r then writes them as json.dumps does), else None (CPU seconds not
+    measured, say: the general writer writes null)."""
+    values = _COUNTS_OF(c) + _SECONDS_OF(c)
+    try:
+        plain = tuple(map(type, values)) == _PLAIN_TYPES and -_INF < sum(values) < _INF
+    except OverflowError:  # a count too big for a float
+        plain = False
+    if not plain:
+        return None
+    return dict(zip(_NAMES, _COUNTS_OF(c) + tuple(map(round, _SECONDS_OF(c), _DIGITS))))
 
 
 def _test_text(rec: TestRecord) -> str:
@@ -235,28 +222,27 @@ def _quick_test_text(rec: TestRecord) -> str | None:
         if line is None:
             return None
         functions.append(f"        {_string(key)}: {line}")
-    return _TEST_TEXT % (
-        format_json(rec.benchmarks, _BENCHMARKS, "      "),
-        *own[:4],
-        _EAGER_LINE % eager,
-        "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
-        *own[4:7],
-        _value(rec.outcome),
-        *own[7:],
-    )
+    benchmarks = {k: entry_to_json(e) for k, e in rec.benchmarks.items()}
+    return _TEST_TEXT % {
+        **own,
+        "benchmarks": format_json(benchmarks, _BENCHMARKS, "      "),
+        "eager": _EAGER_LINE % eager,
+        "functions": "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
+        "outcome": _string(rec.outcome),
+    }
 
 
 def _function_line(fn: FunctionRecord) -> str | None:
     numbers = _numbers(fn)
     if numbers is None:
         return None
-    return _FUNCTION_LINE % (
-        *numbers[:7],
-        _string(fn.name),
-        ", ".join(map(_string, fn.retrace_reasons)),
-        _string(fn.site),
-        *numbers[7:],
-    )
+    reasons = "[" + ", ".join(map(_string, fn.retrace_reasons)) + "]"
+    return _FUNCTION_LINE % {
+        **numbers,
+        "name": _string(fn.name),
+        "site": _string(fn.site),
+        "retrace_reasons": reasons,
+    }
 
 
 def save(path: Path, report: Report) -> None:

@@ -7,10 +7,16 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from . import causes
-from ._metrics import number, runtime, samples_s
-from .analysis import STATIC_METRICS
 from .config import Limit, MarkerLimits, Tolerances
-from .model import Counts, FunctionRecord, TestRecord, function_from_json, function_to_json
+from .model import (
+    STATIC_METRICS,
+    BenchmarkEntry,
+    Counts,
+    FunctionRecord,
+    TestRecord,
+    function_from_json,
+    function_to_json,
+)
 
 COMPILE_TIME = "compile time"
 
@@ -343,18 +349,14 @@ RUNTIME_ALPHA = 0.01
 RUNTIME = "runtime"
 
 
-def _program_benchmarks(rec: TestRecord) -> dict[str, dict[str, Any]]:
-    return {k: v for k, v in rec.benchmarks.items() if v.get("kind", "benchmark") == "benchmark"}
-
-
 def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) -> None:
     """max_jaxpr_eqns and max_hlo_ops: for every benchmark or named ones."""
     for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
         if limit is None:
             continue
-        for label, bench in sorted(_program_benchmarks(record).items()):
+        for label, bench in record.benchmark_entries():
             value = limit.get(label) if isinstance(limit, Mapping) else limit
-            current = number(bench.get(metric))
+            current = bench.program_metric(metric)
             if value is not None and current is not None and current > value:
                 out.breaches.append(Breach(
                     metric=metric, function=None, reference=float(value), current=current,
@@ -366,8 +368,8 @@ def _benchmarks_vs_baseline(
     out: Outcome, record: TestRecord, base: TestRecord, gating: Gating
 ) -> None:
     """Each benchmark that is in the baseline too: program metrics, then runtime."""
-    old_benchmarks = _program_benchmarks(base)
-    for label, bench in sorted(_program_benchmarks(record).items()):
+    old_benchmarks = dict(base.benchmark_entries())
+    for label, bench in record.benchmark_entries():
         old = old_benchmarks.get(label)
         if old is None:
             continue
@@ -377,7 +379,7 @@ def _benchmarks_vs_baseline(
 
 
 def _program_metrics(
-    out: Outcome, label: str, bench: Mapping[str, Any], old: Mapping[str, Any], gating: Gating
+    out: Outcome, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Deterministic program metrics: above static_rtol is a breach."""
     if gating.static_differences:
@@ -390,7 +392,7 @@ def _program_metrics(
         return
     rtol = gating.tol.static_rtol
     for metric in STATIC_METRICS:
-        now, before = number(bench.get(metric)), number(old.get(metric))
+        now, before = bench.program_metric(metric), old.program_metric(metric)
         if now is None or before is None:
             continue
         if now > before * (1 + rtol) and now > before:
@@ -404,14 +406,14 @@ def _program_metrics(
 
 
 def _runtime(
-    out: Outcome, label: str, bench: Mapping[str, Any], old: Mapping[str, Any], gating: Gating
+    out: Outcome, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Steady-state runtime: median, fastest round, CPU per call and a rank test."""
     tol = gating.tol
-    now_rt, old_rt = runtime(bench), runtime(old)
-    now, before = number(now_rt.get("median_s")), number(old_rt.get("median_s"))
-    if not now or not before:
+    now_rt, old_rt = bench.runtime, old.runtime
+    if now_rt is None or old_rt is None or not now_rt.median_s or not old_rt.median_s:
         return
+    now, before = now_rt.median_s, old_rt.median_s
     change = now / before - 1
     if gating.timing_differences:
         if abs(change) > tol.runtime_rtol:
@@ -420,11 +422,11 @@ def _runtime(
                 f"({', '.join(gating.timing_differences)}); median {before:.3g} s -> {now:.3g} s"
             )
         return
-    now_min, before_min = number(now_rt.get("min_s")), number(old_rt.get("min_s"))
+    now_min, before_min = now_rt.min_s, old_rt.min_s
     # The fastest round must be slower too: load from other processes moves the median of
     # unchanged code by +50% on a shared 2-core machine, but rarely every round.
     min_change = now_min / before_min - 1 if now_min and before_min else change
-    now_cpu, before_cpu = number(now_rt.get("cpu_median_s")), number(old_rt.get("cpu_median_s"))
+    now_cpu, before_cpu = now_rt.cpu_median_s, old_rt.cpu_median_s
     # CPU backend only (the fixture records CPU seconds there alone): load from other
     # processes inflates wall time, not the process's own CPU time; a real slowdown of the
     # same work grows both.
@@ -445,7 +447,7 @@ def _runtime(
             "on wall time alone)"
         )
     elif change > tol.runtime_rtol:
-        p = significance(samples_s(bench), samples_s(old), "greater")
+        p = significance(now_rt.samples_s, old_rt.samples_s, "greater")
         detail = f"median, runtime_rtol {tol.runtime_rtol:g}, " + (
             f"Mann-Whitney p={p:.2g}" if p is not None else "too few rounds for a test"
         )
@@ -460,12 +462,12 @@ def _runtime(
                 f"runtime of {label} {change:+.0%} but not statistically clear ({detail})"
             )
     elif change < -tol.runtime_rtol / (1 + tol.runtime_rtol):
-        p = significance(samples_s(bench), samples_s(old), "less")
+        p = significance(now_rt.samples_s, old_rt.samples_s, "less")
         if p is not None and p < RUNTIME_ALPHA:
             out.improvements.append(f"runtime of {label}: {before:.3g} s -> {now:.3g} s")
 
 
-def significance(now: list[float], before: list[float], alternative: str) -> float | None:
+def significance(now: Sequence[float], before: Sequence[float], alternative: str) -> float | None:
     """One-sided Mann-Whitney U p-value that `now` is `alternative` than `before`; None
     with fewer than 5 rounds on either side."""
     if len(now) < 5 or len(before) < 5:

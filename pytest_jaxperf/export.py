@@ -17,11 +17,9 @@ All seconds are seconds (not Bencher's default nanoseconds).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from . import _metrics
-from .model import Report, TestRecord
+from .model import BenchmarkEntry, Report, RuntimeStats, TestRecord
 
 # Bencher measure slugs.
 TRACES = "traces"
@@ -44,16 +42,15 @@ def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
             f"backend compile {rec.compile_s:.6f} s"
         )
         out.append(_gab(f"{nodeid} compile time", "s", round(rec.total_s, 6), _join(split, note)))
-        for label, bench in _metrics.benchmarks(rec.benchmarks):
-            median = _metrics.median_s(bench)
-            if median is None:
+        for label, entry in rec.benchmark_entries():
+            if entry.runtime is None:
                 continue
             out.append(
                 _gab(
                     f"{nodeid}::{label} runtime median",
                     "s",
-                    median,
-                    _join(_runtime_extra(bench), note),
+                    entry.runtime.median_s,
+                    _join(_runtime_extra(entry.runtime), note),
                 )
             )
     return out
@@ -70,17 +67,8 @@ def _join(*parts: str) -> str:
     return "\n".join(p for p in parts if p)
 
 
-def _runtime_extra(bench: Mapping[str, Any]) -> str:
-    block = _metrics.runtime(bench)
-    lines = []
-    for key, label in (("min_s", "min"), ("iqr_s", "IQR")):
-        value = _metrics.number(block.get(key))
-        if value is not None:
-            lines.append(f"{label} {value:.6g} s")
-    rounds = _metrics.number(block.get("rounds"))
-    if rounds is not None:
-        lines.append(f"rounds {rounds:g}")
-    return "\n".join(lines)
+def _runtime_extra(runtime: RuntimeStats) -> str:
+    return f"min {runtime.min_s:.6g} s\nIQR {runtime.iqr_s:.6g} s\nrounds {runtime.rounds}"
 
 
 def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
@@ -90,8 +78,8 @@ def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
     out: dict[str, dict[str, dict[str, float]]] = {}
     for nodeid, rec in sorted(run.tests.items()):
         out[nodeid] = _test_measures(rec)
-        for label, bench in _metrics.benchmarks(rec.benchmarks):
-            measures = _benchmark_measures(bench)
+        for label, entry in rec.benchmark_entries():
+            measures = _benchmark_measures(entry)
             if measures:
                 out[f"{nodeid}::{label}"] = measures
     return out
@@ -105,20 +93,17 @@ def _test_measures(rec: TestRecord) -> dict[str, dict[str, float]]:
     }
 
 
-def _benchmark_measures(bench: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+def _benchmark_measures(entry: BenchmarkEntry) -> dict[str, dict[str, float]]:
     measures: dict[str, dict[str, float]] = {}
-    median = _metrics.median_s(bench)
-    if median is not None:
-        metric = {"value": median}
-        low = _metrics.number(_metrics.runtime(bench).get("min_s"))
-        high = _metrics.upper_s(bench)
+    rt = entry.runtime
+    if rt is not None:
+        metric = {"value": rt.median_s}
         # Bencher expects lower <= value <= upper; skip a bound that would break that.
-        if low is not None and low <= median:
-            metric["lower_value"] = low
-        if high is not None and high >= median:
-            metric["upper_value"] = high
+        if rt.min_s <= rt.median_s:
+            metric["lower_value"] = rt.min_s
+        if rt.q3_s >= rt.median_s:
+            metric["upper_value"] = rt.q3_s
         measures[RUNTIME] = metric
-    eqns = _metrics.number(bench.get("jaxpr_eqns"))
-    if eqns is not None:
-        measures[JAXPR_EQUATIONS] = {"value": int(eqns) if eqns.is_integer() else eqns}
+    if entry.metrics is not None:
+        measures[JAXPR_EQUATIONS] = {"value": entry.metrics.jaxpr_eqns}
     return measures

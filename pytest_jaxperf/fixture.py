@@ -16,10 +16,17 @@ from typing import Any
 import pytest
 
 from . import analysis
-from .analysis import ProgramMetrics
-from .model import Counts, TestRecord
+from .model import (
+    BenchmarkEntry,
+    Counts,
+    ProgramMetrics,
+    RuntimeStats,
+    ScalingEntry,
+    TestRecord,
+    significant,
+)
 from .recorder import RECORDER, Scope
-from .timing import Stats, TimingConfig
+from .timing import TimingConfig
 
 # One call's arguments: what a benchmark `setup=` returns.
 Inputs = tuple[tuple[Any, ...], dict[str, Any]]
@@ -40,35 +47,30 @@ class BenchmarkResult:
     lower_s: float = 0.0
     compile_s: float = 0.0
     compiled_on_first_call: bool = True
-    runtime: Stats | None = None
+    runtime: RuntimeStats | None = None
     metrics: ProgramMetrics | None = None
-    eager: Stats | None = None
+    eager: RuntimeStats | None = None
     break_even_calls: float | None = None
     device_peak_bytes: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
-        # Microseconds for one-off times, 6 significant digits for per-call ones: enough for
-        # any gate, and a baseline diff stays readable.
-        out: dict[str, Any] = {
-            "kind": "benchmark",
-            "first_call_s": None if self.first_call_s is None else round(self.first_call_s, 6),
-            "trace_s": round(self.trace_s, 6),
-            "lower_s": round(self.lower_s, 6),
-            "compile_s": round(self.compile_s, 6),
-            "compiled_on_first_call": self.compiled_on_first_call,
-        }
-        if self.runtime is not None:
-            out["runtime"] = self.runtime.to_json()
-        if self.metrics is not None:
-            out.update(self.metrics.to_json())
-        if self.eager is not None:
-            out["eager_median_s"] = float(f"{self.eager.median_s:.6g}")
-            out["break_even_calls"] = (
+    def entry(self) -> BenchmarkEntry:
+        """The record of this result that reports and the baseline keep. Microseconds for
+        one-off times, 6 significant digits for per-call ones: enough for any gate, and a
+        baseline diff stays readable."""
+        return BenchmarkEntry(
+            first_call_s=None if self.first_call_s is None else round(self.first_call_s, 6),
+            trace_s=round(self.trace_s, 6),
+            lower_s=round(self.lower_s, 6),
+            compile_s=round(self.compile_s, 6),
+            compiled_on_first_call=self.compiled_on_first_call,
+            runtime=None if self.runtime is None else self.runtime.rounded(),
+            metrics=self.metrics,
+            eager_median_s=None if self.eager is None else significant(self.eager.median_s, 6),
+            break_even_calls=(
                 None if self.break_even_calls is None else round(self.break_even_calls, 1)
-            )
-        if self.device_peak_bytes is not None:
-            out["device_peak_bytes"] = self.device_peak_bytes
-        return out
+            ),
+            device_peak_bytes=self.device_peak_bytes,
+        )
 
 
 @dataclass
@@ -87,15 +89,15 @@ class ScalingResult:
         rows += [f"{n:>10}  {v:g}" for n, v in zip(self.sizes, self.values, strict=True)]
         return "\n".join(rows)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "kind": "scaling",
-            "metric": self.metric,
-            "sizes": self.sizes,
-            "values": self.values,
-            "exponent": self.exponent,
-            "max_exponent": self.max_exponent,
-        }
+    def entry(self) -> ScalingEntry:
+        """The record of this result that reports and the baseline keep."""
+        return ScalingEntry(
+            metric=self.metric,
+            sizes=tuple(self.sizes),
+            values=tuple(self.values),
+            exponent=self.exponent,
+            max_exponent=self.max_exponent,
+        )
 
 
 class JaxPerf:
@@ -190,7 +192,7 @@ class JaxPerf:
                 other = _eager(jitted) if eager and reference is None else reference
                 self._time_calls(result, first_call_s, jitted, other, args, kwargs, fresh)
             result.device_peak_bytes = analysis.device_peak_bytes()
-        scope.benchmarks[label] = result.to_json()
+        scope.benchmarks[label] = result.entry()
         return result
 
     def _benchmark_inputs(
@@ -310,7 +312,7 @@ class JaxPerf:
         result.exponent = growth_exponent(result.sizes, result.values)
         scope = self._scope()
         if scope is not None:
-            scope.benchmarks[label] = result.to_json()
+            scope.benchmarks[label] = result.entry()
         if max_exponent is not None and result.exponent > max_exponent:
             pytest.fail(
                 f"jaxperf.scaling: {metric} of {_name(fn)} grows with exponent "
@@ -408,7 +410,7 @@ def _time(
     kwargs: dict[str, Any],
     fresh: Callable[[], Inputs] | None,
     config: TimingConfig,
-) -> Stats:
+) -> RuntimeStats:
     """Steady-state seconds per call of fn(*args, **kwargs), or of fn on fresh() inputs, with
     the process CPU seconds per call on the CPU backend (elsewhere the work runs on the device
     and is no process CPU time)."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from . import _metrics
 from .baseline import BaselineError
 from .model import Report
 
@@ -42,15 +42,23 @@ def make_entry(
         if rec.outcome != "passed":
             item["outcome"] = rec.outcome
         medians = {
-            label: median
-            for label, bench in _metrics.benchmarks(rec.benchmarks)
-            if (median := _metrics.median_s(bench)) is not None
+            label: entry.runtime.median_s
+            for label, entry in rec.benchmark_entries()
+            if entry.runtime is not None
         }
         if medians:
             item["runtime_s"] = medians
         tests[nodeid] = item
     entry["tests"] = tests
     return entry
+
+
+def number(value: object) -> float | None:
+    """A metric of a history entry as a finite float, or None (history lines are read as
+    written, by any version: a value may be missing or odd)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
 
 
 def git_state(cwd: Path) -> dict[str, Any]:

@@ -11,9 +11,10 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _metrics, report
+from . import report
 from .compare import Outcome
 from .environment import timing_differences
+from .history import number
 from .model import Report, TestRecord
 from .summary import RunSummary, status_of
 
@@ -180,9 +181,9 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
     for nodeid, rec in sorted(run.tests.items())[:MAX_TABLE_ROWS]:
         base = baseline.tests.get(nodeid) if baseline else None
         runtimes = ", ".join(
-            f"{label}: {_metrics.seconds(m)}"
-            for label, bench in _metrics.benchmarks(rec.benchmarks)
-            if (m := _metrics.median_s(bench)) is not None
+            f"{label}: {report.seconds(entry.runtime.median_s)}"
+            for label, entry in rec.benchmark_entries()
+            if entry.runtime is not None
         )
         status = status_of(rec, outcomes.get(nodeid))
         css = ' class="bad"' if status.startswith(("REGRESSED", "OVER")) else ""
@@ -316,12 +317,13 @@ def _runtime_chart(run: Report, baseline: Report | None) -> list[str]:
     found: list[tuple[float, str, list[float], list[float]]] = []
     for nodeid, rec in run.tests.items():
         base_rec = baseline.tests.get(nodeid) if baseline else None
-        for label, bench in _metrics.benchmarks(rec.benchmarks):
-            now = _metrics.samples_s(bench)
+        old = dict(base_rec.benchmark_entries()) if base_rec else {}
+        for label, entry in rec.benchmark_entries():
+            now = list(entry.runtime.samples_s) if entry.runtime else []
             if not now:
                 continue
-            base_bench = base_rec.benchmarks.get(label) if base_rec else None
-            before = _metrics.samples_s(base_bench) if isinstance(base_bench, Mapping) else []
+            old_runtime = old[label].runtime if label in old else None
+            before = list(old_runtime.samples_s) if old_runtime else []
             base_median = statistics.median(before) if before else 0.0
             ratio = statistics.median(now) / base_median if base_median > 0 else 0.0
             found.append((ratio, f"{nodeid}::{label}", now, before))
@@ -339,13 +341,13 @@ def _runtime_chart(run: Report, baseline: Report | None) -> list[str]:
     for ratio, name, now, before in chosen:
         reference = statistics.median(before) if ratio > 0 else statistics.median(now)
         reference = reference or 1.0
-        head = f"{_label(name, 60)}  {_metrics.seconds(statistics.median(now))}"
+        head = f"{_label(name, 60)}  {report.seconds(statistics.median(now))}"
         data.append([v / reference for v in now])
         labels.append(head + (f"  ×{ratio:.2f}" if ratio > 0 else "  (no baseline)"))
         colors.append("#cf222e" if ratio > 1.1 else "#4c72b0")
         if ratio > 0:
             data.append([v / reference for v in before])
-            labels.append(f"baseline  {_metrics.seconds(reference)}")
+            labels.append(f"baseline  {report.seconds(reference)}")
             colors.append("#c8d1dc")
     fig = _figure(11, 1.0 + 0.26 * len(data), left=_label_inches(labels, 7.5))
     ax = fig.add_subplot()
@@ -404,21 +406,21 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
         for nodeid, item in entry["tests"].items():
             if not isinstance(item, Mapping):
                 continue
-            value = _metrics.number(item.get("compile_s"))
+            value = number(item.get("compile_s"))
             if value is not None:
                 seconds += value
                 if value < low.get(nodeid, math.inf):
                     low[nodeid] = value
                 if value > high.get(nodeid, -math.inf):
                     high[nodeid] = value
-            compiles += _metrics.number(item.get("compiles")) or 0.0
+            compiles += number(item.get("compiles")) or 0.0
         total_s.append(seconds)
         total_compiles.append(compiles)
     # Only the tests that moved most get a line: no per-test series for the whole suite.
     movers = sorted(low, key=lambda k: (low[k] - high[k], k))[:MAX_TREND_TESTS]
     series = {
         nodeid: [
-            _metrics.number(item.get("compile_s")) if isinstance(item, Mapping) else None
+            number(item.get("compile_s")) if isinstance(item, Mapping) else None
             for item in (entry["tests"].get(nodeid) for entry in entries)
         ]
         for nodeid in movers

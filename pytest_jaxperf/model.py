@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar, Literal
 
 SCHEMA = "pytest-jaxperf/2"
 # Every schema the reader loads; /1 has no CPU seconds (they read as None: not measured).
@@ -14,28 +15,41 @@ READABLE_SCHEMAS = ("pytest-jaxperf/1", SCHEMA)
 # Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
 MAX_REASONS = 10
 
-COUNT_FIELDS = ("traces", "lowerings", "compiles", "cache_hits")
-TIME_FIELDS = ("trace_s", "lower_s", "compile_s")
-# Process CPU seconds of the same phases; None where not measured (files older than /2).
-CPU_FIELDS = ("trace_cpu_s", "lower_cpu_s", "compile_cpu_s")
 # Seconds are written rounded to this many decimals (microseconds).
 TIME_DIGITS = 6
+
+# How a Counts field is read and written; the field lists below, the reader, the writer and the
+# file layout's templates all follow from these tags, so a new field is added in one place.
+_COUNT, _SECONDS, _CPU_SECONDS = "count", "seconds", "cpu_seconds"
+
+
+def _count() -> Any:
+    return field(default=0, metadata={"json": _COUNT})
+
+
+def _seconds() -> Any:
+    return field(default=0.0, metadata={"json": _SECONDS})
+
+
+def _cpu_seconds() -> Any:
+    # None where not measured (files older than /2).
+    return field(default=0.0, metadata={"json": _CPU_SECONDS})
 
 
 @dataclass
 class Counts:
     """Traces, lowerings, backend compiles and their seconds for one function or a total."""
 
-    traces: int = 0
-    lowerings: int = 0
-    compiles: int = 0
-    cache_hits: int = 0
-    trace_s: float = 0.0
-    lower_s: float = 0.0
-    compile_s: float = 0.0
-    trace_cpu_s: float | None = 0.0
-    lower_cpu_s: float | None = 0.0
-    compile_cpu_s: float | None = 0.0
+    traces: int = _count()
+    lowerings: int = _count()
+    compiles: int = _count()
+    cache_hits: int = _count()
+    trace_s: float = _seconds()
+    lower_s: float = _seconds()
+    compile_s: float = _seconds()
+    trace_cpu_s: float | None = _cpu_seconds()
+    lower_cpu_s: float | None = _cpu_seconds()
+    compile_cpu_s: float | None = _cpu_seconds()
 
     @property
     def total_s(self) -> float:
@@ -46,8 +60,8 @@ class Counts:
     def total_cpu_s(self) -> float | None:
         """Process CPU seconds of the same phases (XLA's compile threads included); None
         when not measured."""
-        values = [self.trace_cpu_s, self.lower_cpu_s, self.compile_cpu_s]
-        return None if None in values else sum(v for v in values if v is not None)
+        values = [getattr(self, name) for name in CPU_FIELDS]
+        return None if None in values else sum(values)
 
     def add(self, other: Counts) -> None:
         for name in COUNT_FIELDS + TIME_FIELDS:
@@ -55,6 +69,17 @@ class Counts:
         for name in CPU_FIELDS:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, None if mine is None or theirs is None else mine + theirs)
+
+
+def _tagged(tag: str) -> tuple[str, ...]:
+    return tuple(f.name for f in fields(Counts) if f.metadata["json"] == tag)
+
+
+COUNT_FIELDS = _tagged(_COUNT)
+TIME_FIELDS = _tagged(_SECONDS)
+CPU_FIELDS = _tagged(_CPU_SECONDS)
+NUMBER_FIELDS = tuple(f.name for f in fields(Counts))
+SECONDS_FIELDS = TIME_FIELDS + CPU_FIELDS
 
 
 @dataclass
@@ -74,6 +99,99 @@ def function_key(name: str, site: str) -> str:
     return f"{name} at {site}" if site else name
 
 
+@dataclass(frozen=True)
+class RuntimeStats:
+    """Per-call seconds over timed rounds (each round's time divided by its iterations).
+
+    `rounds` is the number of timed rounds and `iterations` the calls in each; a measurement
+    that gives every call fresh inputs times one call per round, so there `iterations` is 1
+    and `rounds` is the number of timed calls. `samples_s` keeps (at most a hundred of) the
+    rounds for rank tests against a later run."""
+
+    min_s: float
+    max_s: float
+    median_s: float
+    mean_s: float
+    stddev_s: float
+    q1_s: float
+    q3_s: float
+    iqr_s: float
+    rounds: int
+    iterations: int
+    outliers: int
+    samples_s: tuple[float, ...]
+    # Median process CPU seconds per call over the same rounds; measured on the CPU backend
+    # only (device work is not process CPU time), else None.
+    cpu_median_s: float | None = None
+
+    def rounded(self) -> RuntimeStats:
+        """As reports keep them: six significant digits, enough for any gate; four for the
+        samples, plenty for a rank test. Both keep a baseline diff readable."""
+        changes: dict[str, Any] = {
+            f.name: significant(value, 6)
+            for f in fields(self)
+            if type(value := getattr(self, f.name)) is float
+        }
+        changes["samples_s"] = tuple(significant(v, 4) for v in self.samples_s)
+        return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True)
+class ProgramMetrics:
+    """Deterministic size metrics of a compiled program; None where the backend has none."""
+
+    jaxpr_eqns: int
+    hlo_ops: int
+    flops: float | None = None
+    transcendentals: float | None = None
+    bytes_accessed: float | None = None
+    argument_bytes: int | None = None
+    output_bytes: int | None = None
+    temp_bytes: int | None = None
+    peak_bytes: int | None = None
+
+
+# Deterministic for a given jax version, in report order.
+STATIC_METRICS = tuple(f.name for f in fields(ProgramMetrics))
+
+
+@dataclass(frozen=True)
+class BenchmarkEntry:
+    """What one `jaxperf.benchmark` recorded: first call, steady state, program metrics."""
+
+    kind: ClassVar[Literal["benchmark"]] = "benchmark"
+    first_call_s: float | None
+    trace_s: float
+    lower_s: float
+    compile_s: float
+    compiled_on_first_call: bool
+    runtime: RuntimeStats | None = None
+    metrics: ProgramMetrics | None = None
+    # The op-by-op median and the calls after which jit pays off; with `eager=True` only.
+    eager_median_s: float | None = None
+    break_even_calls: float | None = None
+    device_peak_bytes: int | None = None
+
+    def program_metric(self, name: str) -> float | None:
+        """A program metric by name; None when not measured."""
+        return None if self.metrics is None else getattr(self.metrics, name)
+
+
+@dataclass(frozen=True)
+class ScalingEntry:
+    """What one `jaxperf.scaling` recorded: a metric at growing sizes and its growth."""
+
+    kind: ClassVar[Literal["scaling"]] = "scaling"
+    metric: str
+    sizes: tuple[int, ...]
+    values: tuple[float, ...]
+    exponent: float
+    max_exponent: float | None = None
+
+
+Entry = BenchmarkEntry | ScalingEntry
+
+
 @dataclass
 class TestRecord(Counts):
     """Everything recorded for one test; the totals cover user functions only."""
@@ -82,14 +200,18 @@ class TestRecord(Counts):
     functions: dict[str, FunctionRecord] = field(default_factory=dict)
     # Compiles of JAX's own helpers during eager ops (jnp.ones -> broadcast_in_dim, ...).
     eager: Counts = field(default_factory=Counts)
-    benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    benchmarks: dict[str, Entry] = field(default_factory=dict)
 
     def recompute_totals(self) -> None:
         total = Counts()
         for fn in self.functions.values():
             total.add(fn)
-        for name in COUNT_FIELDS + TIME_FIELDS + CPU_FIELDS:
+        for name in NUMBER_FIELDS:
             setattr(self, name, getattr(total, name))
+
+    def benchmark_entries(self) -> list[tuple[str, BenchmarkEntry]]:
+        """The `jaxperf.benchmark` entries (not the scaling ones), sorted by label."""
+        return [(k, e) for k, e in sorted(self.benchmarks.items()) if type(e) is BenchmarkEntry]
 
 
 @dataclass
@@ -101,9 +223,21 @@ class Report:
     schema: str = SCHEMA
 
 
+# -- writing -----------------------------------------------------------------------------------
+
+
 def _round(value: float) -> float:
     # Microsecond resolution keeps review diffs readable; finer digits are noise.
     return round(value, TIME_DIGITS)
+
+
+def _round_or_none(value: float | None) -> float | None:
+    return None if value is None else _round(value)
+
+
+def significant(value: float, digits: int) -> float:
+    """`value` to `digits` significant digits."""
+    return float(f"{value:.{digits}g}")
 
 
 def _counts_to_json(c: Counts) -> dict[str, Any]:
@@ -113,13 +247,47 @@ def _counts_to_json(c: Counts) -> dict[str, Any]:
     return out
 
 
-def _round_or_none(value: float | None) -> float | None:
-    return None if value is None else _round(value)
-
-
 def function_to_json(fn: FunctionRecord) -> dict[str, Any]:
     out = _counts_to_json(fn)
     out.update(name=fn.name, site=fn.site, retrace_reasons=list(fn.retrace_reasons))
+    return out
+
+
+def runtime_to_json(stats: RuntimeStats) -> dict[str, Any]:
+    out = {f.name: v for f in fields(stats) if (v := getattr(stats, f.name)) is not None}
+    out["samples_s"] = list(stats.samples_s)
+    return out
+
+
+def entry_to_json(entry: Entry) -> dict[str, Any]:
+    """A benchmark or scaling entry as written (its values as they are: the fixture rounds
+    them when it makes the entry): the program metrics inline, absent values left out."""
+    if isinstance(entry, ScalingEntry):
+        return {
+            "kind": entry.kind,
+            "metric": entry.metric,
+            "sizes": list(entry.sizes),
+            "values": list(entry.values),
+            "exponent": entry.exponent,
+            "max_exponent": entry.max_exponent,
+        }
+    out: dict[str, Any] = {
+        "kind": entry.kind,
+        "first_call_s": entry.first_call_s,
+        "trace_s": entry.trace_s,
+        "lower_s": entry.lower_s,
+        "compile_s": entry.compile_s,
+        "compiled_on_first_call": entry.compiled_on_first_call,
+    }
+    if entry.runtime is not None:
+        out["runtime"] = runtime_to_json(entry.runtime)
+    if entry.metrics is not None:
+        out.update((k, v) for k in STATIC_METRICS if (v := getattr(entry.metrics, k)) is not None)
+    if entry.eager_median_s is not None:
+        out["eager_median_s"] = entry.eager_median_s
+        out["break_even_calls"] = entry.break_even_calls
+    if entry.device_peak_bytes is not None:
+        out["device_peak_bytes"] = entry.device_peak_bytes
     return out
 
 
@@ -128,7 +296,7 @@ def test_to_json(rec: TestRecord) -> dict[str, Any]:
     out["outcome"] = rec.outcome
     out["functions"] = {k: function_to_json(f) for k, f in sorted(rec.functions.items())}
     out["eager"] = _counts_to_json(rec.eager)
-    out["benchmarks"] = rec.benchmarks
+    out["benchmarks"] = {k: entry_to_json(e) for k, e in sorted(rec.benchmarks.items())}
     return out
 
 
@@ -138,6 +306,14 @@ def report_to_json(report: Report) -> dict[str, Any]:
         "environment": dict(report.environment),
         "tests": {k: test_to_json(t) for k, t in sorted(report.tests.items())},
     }
+
+
+# -- reading -----------------------------------------------------------------------------------
+# One reader, checking each value once. The path of a value (`tests['t'].functions['f'].traces`)
+# is formatted only when the value is wrong, which keeps reading a big file fast.
+
+
+_INF = math.inf
 
 
 class FormatError(ValueError):
@@ -157,173 +333,220 @@ def _is_num(v: object) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
-def _counts_from_json(data: Any, where: str, target: Counts) -> None:
-    _expect(isinstance(data, dict), where, f"expected an object, got {type(data).__name__}")
-    for name in COUNT_FIELDS:
-        value = data.get(name, 0)
-        _expect(
-            _is_int(value) and value >= 0, f"{where}.{name}", f"expected a count, got {value!r}"
-        )
-        setattr(target, name, value)
-    for name in TIME_FIELDS:
-        value = data.get(name, 0.0)
-        _expect(
-            _is_num(value) and value >= 0, f"{where}.{name}", f"expected seconds, got {value!r}"
-        )
-        setattr(target, name, float(value))
-    for name in CPU_FIELDS:
-        value = data.get(name)
-        _expect(
-            value is None or (_is_num(value) and value >= 0),
-            f"{where}.{name}",
-            f"expected CPU seconds or null, got {value!r}",
-        )
-        setattr(target, name, None if value is None else float(value))
+def _count_of(value: Any, where: str, name: str) -> int:
+    if type(value) is int and value >= 0:
+        return value
+    _expect(_is_int(value) and value >= 0, f"{where}.{name}", f"expected a count, got {value!r}")
+    return int(value)
+
+
+def _seconds_of(value: Any, where: str, name: str) -> float:
+    if type(value) is float and 0.0 <= value < math.inf:
+        return value
+    _expect(_is_num(value) and value >= 0, f"{where}.{name}", f"expected seconds, got {value!r}")
+    return float(value)
+
+
+def _cpu_seconds_of(value: Any, where: str, name: str) -> float | None:
+    if value is None:
+        return None
+    if type(value) is float and 0.0 <= value < math.inf:
+        return value
+    _expect(
+        _is_num(value) and value >= 0,
+        f"{where}.{name}",
+        f"expected CPU seconds or null, got {value!r}",
+    )
+    return float(value)
+
+
+# Read by tag, absent values as the dataclass default (files older than a field).
+_READ = {
+    _COUNT: (_count_of, 0),
+    _SECONDS: (_seconds_of, 0.0),
+    _CPU_SECONDS: (_cpu_seconds_of, None),
+}
+_NUMBER_READERS = tuple((f.name, *_READ[f.metadata["json"]]) for f in fields(Counts))
+# What a file as this version writes it holds: every field, counts ints, seconds floats.
+_PLAIN_TYPES = tuple(int if f.metadata["json"] == _COUNT else float for f in fields(Counts))
+_NUMBERS_OF = operator.itemgetter(*NUMBER_FIELDS)
+
+
+def _numbers_of(data: Any, where: str) -> tuple[Any, ...]:
+    """The Counts fields of `data` in NUMBER_FIELDS order, each checked. A file as this
+    version writes it passes one check of all values together; anything else (an older file
+    without some field, CPU seconds not measured, a wrong value) is read value by value."""
+    _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
+    try:
+        values = _NUMBERS_OF(data)
+        if tuple(map(type, values)) == _PLAIN_TYPES and min(values) >= 0 and sum(values) < _INF:
+            return values  # type: ignore[no-any-return]
+    except (KeyError, OverflowError):  # a field missing; a count too big for a float
+        pass
+    return tuple(
+        read(data.get(name, default), where, name) for name, read, default in _NUMBER_READERS
+    )
+
+
+def _string_of(data: dict[str, Any], key: str, where: str, default: str = "") -> str:
+    value = data.get(key, default)
+    _expect(type(value) is str, f"{where}.{key}", "expected a string")
+    return str(value)
 
 
 def function_from_json(data: Any, where: str) -> FunctionRecord:
-    fn = _quick_function(data)
-    return fn if fn is not None else _function_from_json(data, where)
-
-
-def _function_from_json(data: Any, where: str) -> FunctionRecord:
-    fn = FunctionRecord()
-    _counts_from_json(data, where, fn)
-    name, site = data.get("name", ""), data.get("site", "")
-    _expect(isinstance(name, str), f"{where}.name", "expected a string")
-    _expect(isinstance(site, str), f"{where}.site", "expected a string")
+    numbers = _numbers_of(data, where)
     reasons = data.get("retrace_reasons", [])
     _expect(
-        isinstance(reasons, list) and all(isinstance(r, str) for r in reasons),
+        type(reasons) is list and all(type(r) is str for r in reasons),
         f"{where}.retrace_reasons",
         "expected a list of strings",
     )
-    fn.name, fn.site, fn.retrace_reasons = name, site, list(reasons)
+    # The numbers by position (they are the first fields, in order), the rest by name.
+    fn = FunctionRecord(*numbers)
+    fn.name = _string_of(data, "name", where)
+    fn.site = _string_of(data, "site", where)
+    fn.retrace_reasons = list(reasons)
     return fn
 
 
 def test_from_json(data: Any, where: str) -> TestRecord:
-    rec = _quick_test(data)
-    return rec if rec is not None else _test_from_json(data, where)
-
-
-def _test_from_json(data: Any, where: str) -> TestRecord:
-    rec = TestRecord()
-    _counts_from_json(data, where, rec)
-    outcome = data.get("outcome", "passed")
-    _expect(isinstance(outcome, str), f"{where}.outcome", "expected a string")
-    rec.outcome = outcome
+    numbers = _numbers_of(data, where)
     functions = data.get("functions", {})
-    _expect(isinstance(functions, dict), f"{where}.functions", "expected an object")
+    _expect(type(functions) is dict, f"{where}.functions", "expected an object")
+    benchmarks = data.get("benchmarks", {})
+    _expect(type(benchmarks) is dict, f"{where}.benchmarks", "expected an object")
+    rec = TestRecord(*numbers)
+    rec.outcome = _string_of(data, "outcome", where, "passed")
     rec.functions = {
         k: function_from_json(v, f"{where}.functions[{k!r}]") for k, v in functions.items()
     }
-    _counts_from_json(data.get("eager", {}), f"{where}.eager", rec.eager)
-    benchmarks = data.get("benchmarks", {})
-    _expect(
-        isinstance(benchmarks, dict) and all(isinstance(b, dict) for b in benchmarks.values()),
-        f"{where}.benchmarks",
-        "expected an object of objects",
-    )
-    rec.benchmarks = benchmarks
+    rec.eager = Counts(*_numbers_of(data.get("eager", {}), f"{where}.eager"))
+    rec.benchmarks = {
+        k: entry_from_json(v, f"{where}.benchmarks[{k!r}]") for k, v in benchmarks.items()
+    }
     return rec
 
 
-# The fast path of the two readers above. An object exactly as report_to_json writes it (every
-# field there and nothing else, counts plain ints, seconds finite floats, strings where strings
-# go) is checked here without formatting a path or a message per value, which is most of what
-# the careful checks cost on a big file. Anything else, say a file from an older version with a
-# field missing, returns None and is read by the careful checks, which accept it or name its
-# first problem as they always did. The checks here accept nothing that the careful ones reject,
-# so a file's first error and its message are unchanged.
-_INF = math.inf
-# The values in the order of the dataclasses' fields, for the positional calls below (a test
-# checks the order).
-_N = len(COUNT_FIELDS) + len(TIME_FIELDS) + len(CPU_FIELDS)
-_COUNTS_OF = operator.itemgetter(*COUNT_FIELDS, *TIME_FIELDS, *CPU_FIELDS)
-_FUNCTION_OF = operator.itemgetter(
-    *COUNT_FIELDS, *TIME_FIELDS, *CPU_FIELDS, "name", "site", "retrace_reasons"
-)
-_TEST_OF = operator.itemgetter(
-    *COUNT_FIELDS, *TIME_FIELDS, *CPU_FIELDS, "outcome", "functions", "eager", "benchmarks"
-)
+def _field(data: dict[str, Any], key: str, where: str, check: Any, what: str) -> Any:
+    # The messages are formatted only for a wrong value: a repr of a long list is not free.
+    if key not in data:
+        raise FormatError(f"{where}: missing field {key!r}")
+    value = data[key]
+    if not check(value):
+        raise FormatError(f"{where}.{key}: expected {what}, got {value!r}")
+    return value
 
 
-def _plain_counts(values: tuple[Any, ...]) -> bool:
-    """Whether the values of COUNT_FIELDS + TIME_FIELDS + CPU_FIELDS are counts and finite
-    seconds (CPU seconds measured: a null goes to the careful reader)."""
-    traces, lowerings, compiles, hits, trace_s, lower_s, compile_s, tc, lc, cc = values
-    return (
-        # Chained: all four exactly int (a bool is not one), all six exactly float.
-        type(traces) is int is type(lowerings) is type(compiles) is type(hits)
-        and min(traces, lowerings, compiles, hits) >= 0
-        and type(trace_s) is float is type(lower_s) is type(compile_s)
-        and type(tc) is float is type(lc) is type(cc)
-        and 0.0 <= trace_s < _INF
-        and 0.0 <= lower_s < _INF
-        and 0.0 <= compile_s < _INF
-        and 0.0 <= tc < _INF
-        and 0.0 <= lc < _INF
-        and 0.0 <= cc < _INF
+def _optional(data: dict[str, Any], key: str, where: str, check: Any, what: str) -> Any:
+    value = data.get(key)
+    if value is not None and not check(value):
+        raise FormatError(f"{where}.{key}: expected {what}, got {value!r}")
+    return value
+
+
+def _is_seconds(v: object) -> bool:
+    return _is_num(v) and v >= 0  # type: ignore[operator]
+
+
+def _is_seconds_list(v: object) -> bool:
+    if type(v) is not list:
+        return False
+    if not v or set(map(type, v)) == {float}:  # the usual case, checked in C
+        return not v or (min(v) >= 0.0 and sum(v) < _INF)  # a NaN makes the sum NaN
+    return all(map(_is_seconds, v))
+
+
+def _is_count(v: object) -> bool:
+    return _is_int(v) and v >= 0  # type: ignore[operator]
+
+
+def _only(data: dict[str, Any], known: frozenset[str], where: str) -> None:
+    if not known.issuperset(data):
+        unknown = sorted(str(k) for k in data if k not in known)
+        raise FormatError(f"{where}: unknown field {unknown[0]!r}")
+
+
+_RUNTIME_KEYS = frozenset(f.name for f in fields(RuntimeStats))
+_BENCHMARK_KEYS = frozenset(
+    {"kind", "first_call_s", "trace_s", "lower_s", "compile_s", "compiled_on_first_call",
+     "runtime", "eager_median_s", "break_even_calls", "device_peak_bytes", *STATIC_METRICS}
+)  # fmt: skip
+_SCALING_KEYS = frozenset({"kind", *(f.name for f in fields(ScalingEntry))})
+
+
+def entry_from_json(data: Any, where: str) -> Entry:
+    """A benchmark or scaling entry, every field checked; an unknown field is an error (it
+    would be lost on the next save)."""
+    _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
+    kind = data.get("kind", "benchmark")
+    if kind == "scaling":
+        return _scaling_from_json(data, where)
+    _expect(
+        kind == "benchmark", f"{where}.kind", f"expected 'benchmark' or 'scaling', got {kind!r}"
+    )
+    _only(data, _BENCHMARK_KEYS, where)
+    runtime = data.get("runtime")
+    metrics = None
+    if "jaxpr_eqns" in data or "hlo_ops" in data:
+        metrics = ProgramMetrics(
+            jaxpr_eqns=_field(data, "jaxpr_eqns", where, _is_count, "a count"),
+            hlo_ops=_field(data, "hlo_ops", where, _is_count, "a count"),
+            **{k: _optional(data, k, where, _is_seconds, "a number") for k in STATIC_METRICS[2:]},
+        )
+    return BenchmarkEntry(
+        first_call_s=_optional(data, "first_call_s", where, _is_seconds, "seconds or null"),
+        trace_s=float(_field(data, "trace_s", where, _is_seconds, "seconds")),
+        lower_s=float(_field(data, "lower_s", where, _is_seconds, "seconds")),
+        compile_s=float(_field(data, "compile_s", where, _is_seconds, "seconds")),
+        compiled_on_first_call=_field(
+            data, "compiled_on_first_call", where, lambda v: type(v) is bool, "true or false"
+        ),
+        runtime=None if runtime is None else _runtime_from_json(runtime, f"{where}.runtime"),
+        metrics=metrics,
+        eager_median_s=_optional(data, "eager_median_s", where, _is_seconds, "seconds"),
+        break_even_calls=_optional(data, "break_even_calls", where, _is_seconds, "a number"),
+        device_peak_bytes=_optional(data, "device_peak_bytes", where, _is_count, "a byte count"),
     )
 
 
-def _quick_function(data: Any) -> FunctionRecord | None:
-    if type(data) is not dict or len(data) != _N + 3:
-        return None
-    try:
-        values = _FUNCTION_OF(data)
-    except KeyError:
-        return None
-    name, site, reasons = values[_N:]
-    if (
-        _plain_counts(values[:_N])
-        and type(name) is str is type(site)
-        and type(reasons) is list
-        and (not reasons or all(type(r) is str for r in reasons))
-    ):
-        return FunctionRecord(*values[:_N], name, site, reasons[:])  # type: ignore[call-arg]
-    return None
+def _runtime_from_json(data: Any, where: str) -> RuntimeStats:
+    _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
+    _only(data, _RUNTIME_KEYS, where)
+    samples = _field(data, "samples_s", where, _is_seconds_list, "a list of seconds")
+    seconds = {
+        f.name: float(_field(data, f.name, where, _is_seconds, "seconds"))
+        for f in fields(RuntimeStats)
+        if f.name.endswith("_s") and f.name not in ("samples_s", "cpu_median_s")
+    }
+    return RuntimeStats(
+        **seconds,
+        rounds=_field(data, "rounds", where, _is_count, "a count"),
+        iterations=_field(data, "iterations", where, _is_count, "a count"),
+        outliers=_field(data, "outliers", where, _is_count, "a count"),
+        samples_s=tuple(map(float, samples)),
+        cpu_median_s=_optional(data, "cpu_median_s", where, _is_seconds, "CPU seconds or null"),
+    )
 
 
-def _quick_test(data: Any) -> TestRecord | None:
-    if type(data) is not dict or len(data) != _N + 4:
-        return None
-    try:
-        values = _TEST_OF(data)
-    except KeyError:
-        return None
-    counts = values[:_N]
-    outcome, functions, eager, benchmarks = values[_N:]
-    if not (
-        _plain_counts(counts)
-        and type(outcome) is str
-        and type(functions) is dict
-        and type(benchmarks) is dict
-        and type(eager) is dict
-        and len(eager) == _N
-    ):
-        return None
-    try:
-        eager_values = _COUNTS_OF(eager)
-    except KeyError:
-        return None
-    if not _plain_counts(eager_values):
-        return None
-    records: dict[str, FunctionRecord] = {}
-    for key, value in functions.items():
-        fn = _quick_function(value)
-        if fn is None:
-            return None
-        records[key] = fn
-    for bench in benchmarks.values():
-        if type(bench) is not dict:
-            return None
-    return TestRecord(*counts, outcome, records, Counts(*eager_values), benchmarks)  # type: ignore[call-arg]
+def _scaling_from_json(data: dict[str, Any], where: str) -> ScalingEntry:
+    _only(data, _SCALING_KEYS, where)
+    sizes = _field(data, "sizes", where, lambda v: type(v) is list and all(map(_is_count, v)),
+                   "a list of sizes")  # fmt: skip
+    values = _field(data, "values", where, lambda v: type(v) is list and all(map(_is_num, v)),
+                    "a list of numbers")  # fmt: skip
+    _expect(len(sizes) == len(values), f"{where}.values", "expected one value per size")
+    return ScalingEntry(
+        metric=_field(data, "metric", where, lambda v: type(v) is str, "a metric name"),
+        sizes=tuple(sizes),
+        values=tuple(float(v) for v in values),
+        exponent=float(_field(data, "exponent", where, _is_num, "a number")),
+        max_exponent=_optional(data, "max_exponent", where, _is_num, "a number or null"),
+    )
 
 
 def report_from_json(data: Any) -> Report:
-    _expect(isinstance(data, dict), "top level", f"expected an object, got {type(data).__name__}")
+    _expect(type(data) is dict, "top level", f"expected an object, got {type(data).__name__}")
     schema = data.get("schema")
     _expect(
         schema in READABLE_SCHEMAS,
@@ -332,9 +555,9 @@ def report_from_json(data: Any) -> Report:
         "(not a pytest-jaxperf file, or a newer version)",
     )
     env = data.get("environment", {})
-    _expect(isinstance(env, dict), "environment", "expected an object")
+    _expect(type(env) is dict, "environment", "expected an object")
     tests = data.get("tests", {})
-    _expect(isinstance(tests, dict), "tests", "expected an object")
+    _expect(type(tests) is dict, "tests", "expected an object")
     return Report(
         environment=dict(env),
         tests={k: test_from_json(v, f"tests[{k!r}]") for k, v in tests.items()},

@@ -27,7 +27,7 @@ from typing import Any
 from . import _jaxhooks as hooks
 from . import causes, identity
 from .identity import Identity
-from .model import MAX_REASONS, Counts, FunctionRecord, TestRecord, function_key
+from .model import MAX_REASONS, Counts, Entry, FunctionRecord, TestRecord, function_key
 
 _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
@@ -46,7 +46,7 @@ class Scope:
         self._lock = threading.Lock()
         self.functions: dict[str, FunctionRecord] = {}
         # Written by the jaxperf fixture (benchmark, scaling), keyed by label.
-        self.benchmarks: dict[str, dict[str, Any]] = {}
+        self.benchmarks: dict[str, Entry] = {}
         self.eager = Counts()
         self.listener_errors = 0
         # Events on threads that were already running when the scope opened: a thread left
@@ -166,7 +166,7 @@ class Scope:
                 k: FunctionRecord(**{**vars(f), "retrace_reasons": list(f.retrace_reasons)})
                 for k, f in self.functions.items()
             },
-            benchmarks={k: dict(v) for k, v in self.benchmarks.items()},
+            benchmarks=dict(self.benchmarks),
         )
         rec.eager.add(self.eager)
         rec.recompute_totals()

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from .analysis import STATIC_METRICS
 from .compare import COMPILE_TIME, RUNTIME, Breach, Outcome
-from .model import Counts, TestRecord
+from .model import STATIC_METRICS, Counts, Entry, ScalingEntry, TestRecord
 from .summary import RunSummary, status_of
 
 
@@ -95,42 +93,41 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
     return "\n".join(lines)
 
 
-def benchmark_line(label: str, bench: Mapping[str, Any]) -> str:
+def benchmark_line(label: str, entry: Entry) -> str:
     """One line per jaxperf.benchmark or jaxperf.scaling result."""
-    if bench.get("kind") == "scaling":
-        sizes, values = bench.get("sizes"), bench.get("values")
-        points = ", ".join(
-            f"{n}: {v:g}"
-            for n, v in zip(sizes if isinstance(sizes, list) else [], values or [])
-            if isinstance(n, (int, float)) and isinstance(v, (int, float))
-        )
-        exponent = bench.get("exponent")
-        exponent = exponent if isinstance(exponent, (int, float)) else float("nan")
-        return f"{label}: {bench.get('metric')} grows with exponent {exponent:.2f} ({points})"
+    if isinstance(entry, ScalingEntry):
+        points = ", ".join(f"{n}: {v:g}" for n, v in zip(entry.sizes, entry.values))
+        return f"{label}: {entry.metric} grows with exponent {entry.exponent:.2f} ({points})"
     parts = [f"benchmark {label!r}:"]
-    first = bench.get("first_call_s")
-    if isinstance(first, (int, float)):
-        parts.append(f"first call {first:.3f} s")
-    runtime = bench.get("runtime")
-    keys = ("median_s", "min_s", "iqr_s", "rounds", "iterations")
-    if isinstance(runtime, Mapping) and all(isinstance(runtime.get(k), (int, float)) for k in keys):
+    if entry.first_call_s is not None:
+        parts.append(f"first call {entry.first_call_s:.3f} s")
+    rt = entry.runtime
+    if rt is not None:
         parts.append(
-            f"runtime median {_fmt(RUNTIME, runtime['median_s'])} "
-            f"(min {_fmt(RUNTIME, runtime['min_s'])}, IQR {_fmt(RUNTIME, runtime['iqr_s'])}, "
-            f"{runtime['rounds']} rounds x {runtime['iterations']})"
+            f"runtime median {_fmt(RUNTIME, rt.median_s)} (min {_fmt(RUNTIME, rt.min_s)}, "
+            f"IQR {_fmt(RUNTIME, rt.iqr_s)}, {rt.rounds} rounds x {rt.iterations})"
         )
-        if isinstance(runtime.get("cpu_median_s"), (int, float)):
-            parts.append(f"cpu {_fmt(RUNTIME, runtime['cpu_median_s'])} per call")
-    metrics = [
-        f"{k}={bench[k]:g}" for k in STATIC_METRICS if isinstance(bench.get(k), (int, float))
-    ]
-    parts += metrics
-    if isinstance(bench.get("eager_median_s"), (int, float)):
-        parts.append(f"eager median {_fmt(RUNTIME, bench['eager_median_s'])}")
-        even = bench.get("break_even_calls")
-        parts.append(f"break-even after {even:.0f} calls" if isinstance(even, (int, float))
+        if rt.cpu_median_s is not None:
+            parts.append(f"cpu {_fmt(RUNTIME, rt.cpu_median_s)} per call")
+    parts += [f"{k}={v:g}" for k in STATIC_METRICS if (v := entry.program_metric(k)) is not None]
+    if entry.eager_median_s is not None:
+        parts.append(f"eager median {_fmt(RUNTIME, entry.eager_median_s)}")
+        even = entry.break_even_calls
+        parts.append(f"break-even after {even:.0f} calls" if even is not None
                      else "jit never pays off")  # fmt: skip
     return " ".join(parts)
+
+
+def seconds(value: float) -> str:
+    """A duration in the unit that keeps three significant digits readable."""
+    magnitude = abs(value)
+    if magnitude >= 1 or magnitude == 0:
+        return f"{value:.3f} s"
+    if magnitude >= 1e-3:
+        return f"{value * 1e3:.3g} ms"
+    if magnitude >= 1e-6:
+        return f"{value * 1e6:.3g} µs"
+    return f"{value * 1e9:.3g} ns"
 
 
 def _vs_baseline(outcome: Outcome) -> str:
@@ -202,10 +199,9 @@ def junit_properties(record: TestRecord, outcome: Outcome) -> list[tuple[str, ob
     ]
     if record.total_cpu_s is not None:
         props.append(("jaxperf_compile_cpu_s", round(record.total_cpu_s, 6)))
-    for label, bench in sorted(record.benchmarks.items()):
-        runtime = bench.get("runtime")
-        if isinstance(runtime, Mapping) and isinstance(runtime.get("median_s"), (int, float)):
-            props.append((f"jaxperf_runtime_median_s[{label}]", runtime["median_s"]))
-        if isinstance(bench.get("jaxpr_eqns"), int):
-            props.append((f"jaxperf_jaxpr_eqns[{label}]", bench["jaxpr_eqns"]))
+    for label, entry in record.benchmark_entries():
+        if entry.runtime is not None:
+            props.append((f"jaxperf_runtime_median_s[{label}]", entry.runtime.median_s))
+        if entry.metrics is not None:
+            props.append((f"jaxperf_jaxpr_eqns[{label}]", entry.metrics.jaxpr_eqns))
     return props

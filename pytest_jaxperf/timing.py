@@ -7,8 +7,10 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import TypeVar
+
+from .model import RuntimeStats
 
 T = TypeVar("T")
 Clock = Callable[[], float]
@@ -33,79 +35,38 @@ class TimingConfig:
     min_round_time: float = 2e-3
 
 
-@dataclass(frozen=True)
-class Stats:
-    """Per-call seconds over timed rounds (each round's time divided by its iterations).
-
-    `rounds` is the number of timed rounds and `iterations` the calls in each; a measurement
-    that gives every call fresh inputs (`measure_each`) times one call per round, so there
-    `iterations` is 1 and `rounds` is the number of timed calls."""
-
-    min_s: float
-    max_s: float
-    median_s: float
-    mean_s: float
-    stddev_s: float
-    q1_s: float
-    q3_s: float
-    iqr_s: float
-    rounds: int
-    iterations: int
-    outliers: int
-    samples_s: tuple[float, ...]
-    # Median process CPU seconds per call over the same rounds; measured on the CPU backend
-    # only (device work is not process CPU time), else None.
-    cpu_median_s: float | None = None
-
-    @classmethod
-    def from_samples(
-        cls,
-        samples: Sequence[float],
-        iterations: int = 1,
-        cpu_samples: Sequence[float] | None = None,
-    ) -> Stats:
-        if not samples:
-            raise ValueError("no samples")
-        ordered = sorted(samples)
-        if len(ordered) >= 2:
-            q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
-        else:
-            q1 = q3 = ordered[0]
-        iqr = q3 - q1
-        low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
-        return cls(
-            min_s=ordered[0],
-            max_s=ordered[-1],
-            median_s=statistics.median(ordered),
-            mean_s=statistics.fmean(ordered),
-            stddev_s=statistics.stdev(ordered) if len(ordered) >= 2 else 0.0,
-            q1_s=q1,
-            q3_s=q3,
-            iqr_s=iqr,
-            rounds=len(ordered),
-            iterations=iterations,
-            outliers=sum(1 for s in ordered if s < low or s > high),
-            samples_s=tuple(_thin(list(samples), MAX_SAMPLES)),
-            cpu_median_s=statistics.median(cpu_samples) if cpu_samples else None,
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        out = {
-            k: _significant(v, 6) if isinstance(v, float) else v
-            for k, v in asdict(self).items()
-            if v is not None
-        }
-        # Four digits are plenty for a rank test, and keep a baseline diff readable.
-        out["samples_s"] = [_significant(v, 4) for v in self.samples_s]
-        return out
+def summarize(
+    samples: Sequence[float], iterations: int = 1, cpu_samples: Sequence[float] | None = None
+) -> RuntimeStats:
+    """The statistics of per-call round times (and of their CPU seconds, when read)."""
+    if not samples:
+        raise ValueError("no samples")
+    ordered = sorted(samples)
+    if len(ordered) >= 2:
+        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    else:
+        q1 = q3 = ordered[0]
+    iqr = q3 - q1
+    low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
+    return RuntimeStats(
+        min_s=ordered[0],
+        max_s=ordered[-1],
+        median_s=statistics.median(ordered),
+        mean_s=statistics.fmean(ordered),
+        stddev_s=statistics.stdev(ordered) if len(ordered) >= 2 else 0.0,
+        q1_s=q1,
+        q3_s=q3,
+        iqr_s=iqr,
+        rounds=len(ordered),
+        iterations=iterations,
+        outliers=sum(1 for s in ordered if s < low or s > high),
+        samples_s=tuple(_thin(list(samples), MAX_SAMPLES)),
+        cpu_median_s=statistics.median(cpu_samples) if cpu_samples else None,
+    )
 
 
 def _no_cpu() -> float:
     return 0.0
-
-
-def _significant(value: float, digits: int) -> float:
-    return float(f"{value:.{digits}g}")
 
 
 def _thin(samples: list[float], most: int) -> list[float]:
@@ -136,7 +97,7 @@ def measure(
     config: TimingConfig = TimingConfig(),
     clock: Clock = time.perf_counter,
     cpu_clock: Clock | None = None,
-) -> Stats:
+) -> RuntimeStats:
     """Warm up, calibrate, then time rounds until both min_rounds and max_time are reached
     (or max_rounds). `call` must include whatever makes the work finish (block_until_ready).
     With `cpu_clock` (time.process_time on the CPU backend) each round's CPU seconds are
@@ -162,7 +123,7 @@ def measure(
             cpu_samples.append((c1 - c0) / iterations)
             if len(samples) >= config.min_rounds and clock() - begin >= config.max_time:
                 break
-        return Stats.from_samples(samples, iterations, cpu_samples if cpu_clock else None)
+        return summarize(samples, iterations, cpu_samples if cpu_clock else None)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -174,7 +135,7 @@ def measure_each(
     config: TimingConfig = TimingConfig(),
     clock: Clock = time.perf_counter,
     cpu_clock: Clock | None = None,
-) -> Stats:
+) -> RuntimeStats:
     """Like `measure`, for calls that need fresh inputs (donated buffers, a user's setup):
     `prepare()` runs untimed before every call, so a round is one call (iterations 1), and
     `prepare` must return inputs that are ready (block_until_ready). The time budget counts
@@ -199,7 +160,7 @@ def measure_each(
             cpu_samples.append(c1 - c0)
             if len(samples) >= config.min_rounds and clock() - begin >= config.max_time:
                 break
-        return Stats.from_samples(samples, 1, cpu_samples if cpu_clock else None)
+        return summarize(samples, 1, cpu_samples if cpu_clock else None)
     finally:
         if gc_was_enabled:
             gc.enable()

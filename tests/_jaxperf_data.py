@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import _records
@@ -10,7 +11,13 @@ from _records import rec
 from pytest_jaxperf.compare import Outcome, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.environment import timing_differences
-from pytest_jaxperf.model import FunctionRecord, Report
+from pytest_jaxperf.model import (
+    BenchmarkEntry,
+    FunctionRecord,
+    ProgramMetrics,
+    Report,
+    RuntimeStats,
+)
 
 ENV = {
     "backend": "cpu",
@@ -48,30 +55,43 @@ def fn(
     )  # fmt: skip
 
 
-def bench(median: float, spread: float = 0.05, n: int = 40, eqns: int = 12) -> dict[str, Any]:
+def bench(median: float, spread: float = 0.05, n: int = 40, eqns: int = 12) -> BenchmarkEntry:
     """A benchmark entry shaped like the fixture's, with per-round samples around `median`."""
     samples = [median * (1 + spread * ((i * 7919) % n - n / 2) / n) for i in range(n)]
     ordered = sorted(samples)
-    return {
-        "kind": "benchmark",
-        "first_call_s": 0.2,
-        "jaxpr_eqns": eqns,
-        "hlo_ops": 30,
-        "runtime": {
-            "min_s": ordered[0],
-            "max_s": ordered[-1],
-            "median_s": median,
-            "mean_s": sum(samples) / n,
-            "stddev_s": median * spread / 4,
-            "q1_s": ordered[n // 4],
-            "q3_s": ordered[3 * n // 4],
-            "iqr_s": ordered[3 * n // 4] - ordered[n // 4],
-            "rounds": n,
-            "iterations": 100,
-            "outliers": 0,
-            "samples_s": samples,
-        },
-    }
+    return BenchmarkEntry(
+        first_call_s=0.2,
+        trace_s=0.01,
+        lower_s=0.01,
+        compile_s=0.1,
+        compiled_on_first_call=True,
+        metrics=ProgramMetrics(jaxpr_eqns=eqns, hlo_ops=30),
+        runtime=RuntimeStats(
+            min_s=ordered[0],
+            max_s=ordered[-1],
+            median_s=median,
+            mean_s=sum(samples) / n,
+            stddev_s=median * spread / 4,
+            q1_s=ordered[n // 4],
+            q3_s=ordered[3 * n // 4],
+            iqr_s=ordered[3 * n // 4] - ordered[n // 4],
+            rounds=n,
+            iterations=100,
+            outliers=0,
+            samples_s=tuple(samples),
+        ),
+    )
+
+
+def unmeasured(**changes: Any) -> BenchmarkEntry:
+    """A benchmark entry with neither runtime nor program metrics, less `changes`."""
+    return dataclasses.replace(bench(1e-3), **{"runtime": None, "metrics": None, **changes})
+
+
+def with_runtime(entry: BenchmarkEntry, **changes: Any) -> BenchmarkEntry:
+    """`entry` with some of its runtime statistics changed."""
+    assert entry.runtime is not None
+    return dataclasses.replace(entry, runtime=dataclasses.replace(entry.runtime, **changes))
 
 
 def baseline_and_run() -> tuple[Report, Report]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from pytest_jaxperf.model import FunctionRecord
+from pytest_jaxperf.model import Entry, FunctionRecord
 from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
 
 
@@ -41,7 +39,7 @@ def fn(
     )
 
 
-def rec(*functions: FunctionRecord, benchmarks: dict[str, Any] | None = None) -> Record:
+def rec(*functions: FunctionRecord, benchmarks: dict[str, Entry] | None = None) -> Record:
     """A test record holding `functions`, with its totals summed."""
     record = Record(functions={f.key: f for f in functions}, benchmarks=benchmarks or {})
     record.recompute_totals()

@@ -11,8 +11,6 @@ import pytest
 from jax import lax
 
 from pytest_jaxperf.analysis import (
-    STATIC_METRICS,
-    ProgramMetrics,
     count_eqns,
     count_hlo_ops,
     device_peak_bytes,
@@ -238,28 +236,6 @@ def test_program_metrics_nested_function() -> None:
     m = program_metrics(jitted, (x,), {})
     assert m.jaxpr_eqns == NESTED_RECURSIVE
     assert m.argument_bytes == 16 and m.output_bytes == 4
-
-
-def test_program_metrics_to_json_drops_missing_values() -> None:
-    m = ProgramMetrics(
-        jaxpr_eqns=3,
-        hlo_ops=5,
-        flops=10.0,
-        transcendentals=None,
-        bytes_accessed=None,
-        argument_bytes=4,
-        output_bytes=4,
-        temp_bytes=None,
-        peak_bytes=None,
-    )
-    assert m.to_json() == {
-        "jaxpr_eqns": 3,
-        "hlo_ops": 5,
-        "flops": 10.0,
-        "argument_bytes": 4,
-        "output_bytes": 4,
-    }
-    assert set(m.to_json()) <= set(STATIC_METRICS)
 
 
 def _compile_events(action: Any) -> list[str]:

@@ -16,7 +16,17 @@ import pytest
 
 from pytest_jaxperf import model
 from pytest_jaxperf.baseline import BaselineError, dumps, format_json, load, merge, save
-from pytest_jaxperf.model import SCHEMA, Counts, FunctionRecord, Report, report_to_json
+from pytest_jaxperf.model import (
+    SCHEMA,
+    BenchmarkEntry,
+    Counts,
+    FunctionRecord,
+    ProgramMetrics,
+    Report,
+    RuntimeStats,
+    ScalingEntry,
+    report_to_json,
+)
 from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
 
 
@@ -47,12 +57,33 @@ def full_report() -> Report:
         functions={f.key: f, g.key: g},
         eager=Counts(lowerings=7, compiles=7, compile_s=0.174),
         benchmarks={
-            "step": {
-                "first_call_s": 0.31,
-                "runtime": {"median_s": 1.2e-05, "min_s": 1e-05, "iqr_s": 2e-06, "rounds": 200},
-                "jaxpr_eqns": 22,
-                "break_even_calls": None,
-            }
+            "step": BenchmarkEntry(
+                first_call_s=0.31,
+                trace_s=0.01,
+                lower_s=0.02,
+                compile_s=0.25,
+                compiled_on_first_call=True,
+                runtime=RuntimeStats(
+                    min_s=1e-05,
+                    max_s=2e-05,
+                    median_s=1.2e-05,
+                    mean_s=1.3e-05,
+                    stddev_s=2e-06,
+                    q1_s=1.1e-05,
+                    q3_s=1.3e-05,
+                    iqr_s=2e-06,
+                    rounds=3,
+                    iterations=200,
+                    outliers=0,
+                    samples_s=(1e-05, 1.2e-05, 2e-05),
+                ),
+                metrics=ProgramMetrics(jaxpr_eqns=22, hlo_ops=40, flops=1e6),
+                eager_median_s=1e-4,
+                break_even_calls=None,
+            ),
+            "scaling:f": ScalingEntry(
+                metric="jaxpr_eqns", sizes=(10, 20), values=(5.0, 5.0), exponent=0.0
+            ),
         },
     )
     other = Record(outcome="passed")
@@ -128,17 +159,9 @@ def odd_report() -> Report:
     rec.functions['ünïcode at a"b.py:1'] = FunctionRecord(
         name="ünïcode", site='a"b.py:1', retrace_reasons=['x, y: "z" -> \\', "\u2603"]
     )
-    rec.benchmarks["step"].update(
-        nan=math.nan,
-        inf=-math.inf,
-        flag=True,
-        nested={"b": [1, 2.5, None, {"z": 1, "a": [False]}], "a": {}},
-        empty_list=[],
-        big=10**30,
-        tiny=5e-324,
+    rec.benchmarks['odd "label" \u00e9'] = ScalingEntry(
+        metric="compile_s", sizes=(), values=(), exponent=math.nan, max_exponent=-math.inf
     )
-    rec.benchmarks["empty"] = {}
-    rec.benchmarks["0 first"] = {"": "empty key", " ": 1}
     floaty = Record(
         traces=True,  # a bool where a count goes: written as json writes a bool
         cache_hits=2**70,
@@ -150,7 +173,7 @@ def odd_report() -> Report:
     whole = FunctionRecord(name="g", site="m.py:2", trace_s=1)  # an int where seconds go
     numbered = Record(
         functions={"f": unnamed, "e": whole},
-        benchmarks={2: {"b": 1}, 1: {}},  # type: ignore[dict-item]
+        benchmarks={2: rec.benchmarks["step"], 1: rec.benchmarks["step"]},  # type: ignore[dict-key]
     )
     return Report(
         environment={"é": "ü", "list": [1, "two"], "none": None, "nested": {"b": 1, "a": 2}},
@@ -220,7 +243,9 @@ def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     assert '        "step": {' in lines
     assert '          "first_call_s": 0.31,' in lines
     assert (
-        '          "runtime": {"iqr_s": 2e-06, "median_s": 1.2e-05, "min_s": 1e-05, "rounds": 200}'
+        '          "runtime": {"iqr_s": 2e-06, "iterations": 200, "max_s": 2e-05, '
+        '"mean_s": 1.3e-05, "median_s": 1.2e-05, "min_s": 1e-05, "outliers": 0, "q1_s": 1.1e-05, '
+        '"q3_s": 1.3e-05, "rounds": 3, "samples_s": [1e-05, 1.2e-05, 2e-05], "stddev_s": 2e-06},'
     ) in lines
     assert '      "benchmarks": {},' in lines  # empty objects stay on their line
     assert '      "functions": {},' in lines
@@ -265,60 +290,22 @@ def test_a_file_with_fields_missing_loads_with_defaults(tmp_path: Path) -> None:
     assert type(loaded.tests["tests/test_a.py::test_x"].compile_s) is float
 
 
-def test_quick_and_careful_readers_agree() -> None:
-    # The quick reader returns what the careful one does, or None to leave it to the careful one.
-    tests = [*json.loads(dumps(odd_report()))["tests"].values(), *valid()["tests"].values()]
-    for test in tests:
-        quick = model._quick_test(test)
-        assert quick is None or quick == model._test_from_json(test, "where")
-        for fn in test["functions"].values():
-            quick_fn = model._quick_function(fn)
-            assert quick_fn is None or quick_fn == model._function_from_json(fn, "where")
-    quick = [model._quick_test(test) is not None for test in tests]
-    assert quick == [True, True, False, False, True, True]  # not: a count true, a name null
-
-
-def test_quick_reader_leaves_other_fields_to_the_careful_one(tmp_path: Path) -> None:
-    data = valid()
-    fn, eager, other = (
-        function(data),
-        entry(data)["eager"],
-        data["tests"]["tests/test_a.py::test_x"],
+def test_a_benchmark_entry_reads_back_as_written() -> None:
+    report = full_report()
+    loaded = model.report_from_json(json.loads(dumps(report)))
+    assert loaded.tests["tests/test_b.py::test_y"].benchmarks == (
+        report.tests["tests/test_b.py::test_y"].benchmarks
     )
-    fn["unknown"] = fn.pop("cache_hits")
-    eager["unknown"] = eager.pop("traces")
-    other["unknown"] = other.pop("outcome")
-    assert model._quick_function(fn) is None
-    assert [model._quick_test(test) for test in data["tests"].values()] == [None, None]
-    eager["traces"] = 0
-    del eager["unknown"]
-    eager["lower_s"] = 1  # an int where seconds go
-    assert model._quick_test(entry(data)) is None
-    path = tmp_path / "baseline.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
-    expected = full_report()
-    expected.tests["tests/test_b.py::test_y"].functions["integrate at pkg/ode.py:42"].cache_hits = 0
-    expected.tests["tests/test_b.py::test_y"].eager.lower_s = 1.0
-    assert load(path) == expected
 
 
-def test_quick_reader_builds_records_in_field_order() -> None:
-    # It calls the dataclasses with positional arguments.
-    names = model.COUNT_FIELDS + model.TIME_FIELDS + model.CPU_FIELDS
-    assert tuple(f.name for f in dataclasses.fields(Counts)) == names
-    assert tuple(f.name for f in dataclasses.fields(FunctionRecord)) == (
-        *names,
-        "name",
-        "site",
-        "retrace_reasons",
-    )
-    assert tuple(f.name for f in dataclasses.fields(Record)) == (
-        *names,
-        "outcome",
-        "functions",
-        "eager",
-        "benchmarks",
-    )
+def test_a_new_counts_field_needs_only_its_declaration() -> None:
+    # The field lists, the reader, the writer and the file's templates follow the dataclass.
+    names = tuple(f.name for f in dataclasses.fields(Counts))
+    assert names == model.NUMBER_FIELDS
+    assert set(model.COUNT_FIELDS + model.TIME_FIELDS + model.CPU_FIELDS) == set(names)
+    line = dumps(full_report()).splitlines()
+    eager = next(x for x in line if x.startswith('      "eager": '))
+    assert [k for k in json.loads(eager.split(": ", 1)[1].rstrip(","))] == sorted(names)
 
 
 def test_load_leaves_the_garbage_collector_as_it_was(tmp_path: Path) -> None:
@@ -365,7 +352,7 @@ def test_failed_save_leaves_the_old_file_untouched(tmp_path: Path) -> None:
     save(path, full_report())
     before = path.read_bytes()
     broken = full_report()
-    broken.tests["tests/test_b.py::test_y"].benchmarks["step"]["bad"] = object()
+    broken.tests["tests/test_b.py::test_y"].outcome = object()  # type: ignore[assignment]
     with pytest.raises(TypeError):
         save(path, broken)
     assert path.read_bytes() == before
@@ -469,6 +456,10 @@ def function(data: dict[str, Any]) -> dict[str, Any]:
     return entry(data)["functions"]["integrate at pkg/ode.py:42"]
 
 
+def bench_entry(data: dict[str, Any]) -> dict[str, Any]:
+    return entry(data)["benchmarks"]["step"]
+
+
 def broken(change: Any) -> str:
     data = valid()
     change(data)
@@ -535,9 +526,54 @@ BROKEN_FILES = [
         broken(lambda d: entry(d).update(outcome=None)), ".outcome: expected a string", id="outcome"
     ),
     pytest.param(
-        broken(lambda d: entry(d).update(benchmarks={"step": 1})),
-        ".benchmarks: expected an object of objects",
+        broken(lambda d: entry(d).update(benchmarks=[1])),
+        "tests['tests/test_b.py::test_y'].benchmarks: expected an object",
         id="benchmarks",
+    ),
+    pytest.param(
+        broken(lambda d: entry(d).update(benchmarks={"step": 1})),
+        ".benchmarks['step']: expected an object, got int",
+        id="benchmark-not-object",
+    ),
+    pytest.param(
+        broken(lambda d: bench_entry(d).update(kind="timing")),
+        ".benchmarks['step'].kind: expected 'benchmark' or 'scaling', got 'timing'",
+        id="benchmark-kind",
+    ),
+    pytest.param(
+        broken(lambda d: bench_entry(d).update(jaxpr_eqnz=3)),
+        ".benchmarks['step']: unknown field 'jaxpr_eqnz'",
+        id="benchmark-unknown-field",
+    ),
+    pytest.param(
+        broken(lambda d: bench_entry(d).pop("compile_s")),
+        ".benchmarks['step']: missing field 'compile_s'",
+        id="benchmark-missing-field",
+    ),
+    pytest.param(
+        broken(lambda d: bench_entry(d)["runtime"].pop("median_s")),
+        ".benchmarks['step'].runtime: missing field 'median_s'",
+        id="runtime-missing-median",
+    ),
+    pytest.param(
+        broken(lambda d: bench_entry(d)["runtime"].update(samples_s=[1e-5, "x"])),
+        ".benchmarks['step'].runtime.samples_s: expected a list of seconds",
+        id="runtime-samples",
+    ),
+    pytest.param(
+        broken(lambda d: bench_entry(d)["runtime"].update(rounds=2.5)),
+        ".benchmarks['step'].runtime.rounds: expected a count, got 2.5",
+        id="runtime-rounds",
+    ),
+    pytest.param(
+        broken(lambda d: entry(d)["benchmarks"]["scaling:f"].update(values=3)),
+        ".benchmarks['scaling:f'].values: expected a list of numbers, got 3",
+        id="scaling-values-a-number",
+    ),
+    pytest.param(
+        broken(lambda d: entry(d)["benchmarks"]["scaling:f"].update(values=[1.0])),
+        ".benchmarks['scaling:f'].values: expected one value per size",
+        id="scaling-values-per-size",
     ),
 ]
 

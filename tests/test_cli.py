@@ -8,12 +8,22 @@ import sys
 from pathlib import Path
 
 import pytest
-from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, outcomes_for, rec
+from _jaxperf_data import (
+    IMPROVED,
+    NEW,
+    OK,
+    REGRESSED,
+    baseline_and_run,
+    fn,
+    outcomes_for,
+    rec,
+    unmeasured,
+)
 
 from pytest_jaxperf import baseline as baseline_io
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.export import to_bencher, to_github_action_benchmark
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import ProgramMetrics, Report
 from pytest_jaxperf.report import benchmark_line, failure_text, tally
 
 
@@ -102,7 +112,7 @@ def test_compare_gates_program_metrics_only_on_the_same_jax(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     def report(jax: str, eqns: int) -> Report:
-        bench = {"kind": "benchmark", "jaxpr_eqns": eqns}
+        bench = unmeasured(metrics=ProgramMetrics(jaxpr_eqns=eqns, hlo_ops=9))
         return Report(
             environment={"jax": jax},
             tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": bench})},
@@ -223,16 +233,22 @@ def test_show_prints_the_table_and_details(
     assert "  " + benchmark_line("step", loaded.tests[REGRESSED].benchmarks["step"]) in lines
 
 
-def test_show_survives_odd_benchmark_entries(
+def test_show_names_a_broken_benchmark_entry(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    record = rec(fn("f", "m.py:1"), benchmarks={"b": {"runtime": {"median_s": 1.0}}})
+    record = rec(fn("f", "m.py:1"), benchmarks={"b": unmeasured()})
     path = tmp_path / "r.json"
     baseline_io.save(path, Report(tests={"t::a": record}))
     assert main(["show", str(path)]) == 0
-    out = capsys.readouterr().out
-    assert "  f at m.py:1: traces=1 lowerings=1 compiles=1" in out
-    assert "  benchmark 'b':" in out
+    assert "  benchmark 'b': first call 0.200 s" in capsys.readouterr().out
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["tests"]["t::a"]["benchmarks"]["b"] = {"runtime": {"median_s": 1.0}}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["show", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert f"{path} is not a pytest-jaxperf baseline: tests['t::a'].benchmarks['b']" in err
+    assert "missing field 'trace_s'" in err
 
 
 def test_show_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

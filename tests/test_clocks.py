@@ -9,15 +9,16 @@ import os
 from typing import Any
 
 import pytest
+from _jaxperf_data import with_runtime
 from _records import fn, rec
 from conftest import read_json
 from test_gates import TOL, bench, steady
 
 from pytest_jaxperf.compare import COMPILE_TIME, RUNTIME, evaluate
 from pytest_jaxperf.config import MarkerLimits
-from pytest_jaxperf.model import CPU_FIELDS
+from pytest_jaxperf.model import CPU_FIELDS, BenchmarkEntry, runtime_to_json
 from pytest_jaxperf.model import TestRecord as Record  # "Test*" names would be collected
-from pytest_jaxperf.timing import Stats, TimingConfig, measure
+from pytest_jaxperf.timing import TimingConfig, measure, summarize
 
 WALL = dataclasses.replace(TOL, compile_clock="wall", runtime_clock="wall")
 
@@ -74,9 +75,8 @@ def test_baseline_without_cpu_seconds_is_gated_on_wall_with_a_note() -> None:
 # -- runtime --------------------------------------------------------------------------------
 
 
-def _with_cpu(entry: dict[str, Any], cpu_median: float) -> dict[str, Any]:
-    entry["runtime"]["cpu_median_s"] = cpu_median
-    return entry
+def _with_cpu(entry: BenchmarkEntry, cpu_median: float) -> BenchmarkEntry:
+    return with_runtime(entry, cpu_median_s=cpu_median)
 
 
 def test_runtime_slower_on_the_wall_only_is_load_on_the_cpu_clock() -> None:
@@ -120,10 +120,10 @@ def test_measure_reads_the_cpu_clock_per_round() -> None:
     stats = measure(lambda: None, TimingConfig(min_rounds=5, max_time=0.0), clock, cpu)
     assert stats.rounds == 5
     assert stats.cpu_median_s is not None and stats.cpu_median_s > 0
-    assert "cpu_median_s" in stats.to_json()
+    assert "cpu_median_s" in runtime_to_json(stats)
     plain = measure(lambda: None, TimingConfig(min_rounds=5, max_time=0.0), clock)
-    assert plain.cpu_median_s is None and "cpu_median_s" not in plain.to_json()
-    assert Stats.from_samples([1.0, 2.0], 1, [0.5, 0.7]).cpu_median_s == pytest.approx(0.6)
+    assert plain.cpu_median_s is None and "cpu_median_s" not in runtime_to_json(plain)
+    assert summarize([1.0, 2.0], 1, [0.5, 0.7]).cpu_median_s == pytest.approx(0.6)
 
 
 # -- end to end -----------------------------------------------------------------------------

@@ -6,10 +6,21 @@ import json
 from typing import Any
 
 import pytest
-from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, rec
+from _jaxperf_data import (
+    IMPROVED,
+    NEW,
+    OK,
+    REGRESSED,
+    baseline_and_run,
+    bench,
+    fn,
+    rec,
+    unmeasured,
+    with_runtime,
+)
 
 from pytest_jaxperf.export import to_bencher, to_github_action_benchmark
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, Report, ScalingEntry
 
 
 def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -82,43 +93,44 @@ def test_bencher_measures_per_test_and_per_benchmark() -> None:
         "compiles": {"value": 2},
         "compile-time": {"value": 0.12},
     }
-    step = run.tests[REGRESSED].benchmarks["step"]["runtime"]
+    step = run.tests[REGRESSED].benchmarks["step"]
+    assert isinstance(step, BenchmarkEntry) and step.runtime is not None
     assert doc[f"{REGRESSED}::step"] == {
         "runtime": {
             "value": 1.6e-3,
-            "lower_value": step["min_s"],
-            "upper_value": step["q3_s"],
+            "lower_value": step.runtime.min_s,
+            "upper_value": step.runtime.q3_s,
         },
         "jaxpr-equations": {"value": 12},
     }
 
 
 @pytest.mark.parametrize(
-    ("runtime", "upper"),
+    ("q3", "lower", "upper"),
     [
-        ({"median_s": 2.0, "p75_s": 2.5, "iqr_s": 1.0}, 2.5),
-        ({"median_s": 2.0, "samples_s": [1.0, 2.0, 3.0, 4.0, 5.0]}, 4.0),
-        ({"median_s": 2.0, "iqr_s": 1.0}, 2.5),
-        ({"median_s": 2.0}, None),
-        ({"median_s": 2.0, "q3_s": 1.0}, None),  # inconsistent: left out
+        (2.5, 1.0, 2.5),
+        (1.0, 1.0, None),  # a third quartile below the median: left out
+        (2.5, 3.0, 2.5),  # a minimum above the median: left out
     ],
 )
-def test_bencher_upper_value_sources(runtime: dict[str, Any], upper: float | None) -> None:
-    run = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": {"runtime": runtime}})})
+def test_bencher_bounds_are_the_minimum_and_the_third_quartile(
+    q3: float, lower: float, upper: float | None
+) -> None:
+    entry = with_runtime(bench(2.0), q3_s=q3, min_s=lower)
+    run = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": entry})})
     metric = to_bencher(run)["t::a::b"]["runtime"]
     check_bmf(to_bencher(run))
     assert metric.get("upper_value") == upper
-    assert "lower_value" not in metric
+    assert metric.get("lower_value") == (lower if lower <= 2.0 else None)
 
 
 def test_benchmarks_without_measurements_are_not_exported() -> None:
     record = rec(
         fn("f", "m.py:1"),
         benchmarks={
-            "sizes": {"kind": "scaling", "metric": "jaxpr_eqns", "values": [1, 2]},
-            "off": {"kind": "benchmark", "first_call_s": None, "runtime": None},
-            "eqns": {"kind": "benchmark", "jaxpr_eqns": 7},
-            "bad": "not an object",
+            "sizes": ScalingEntry(metric="jaxpr_eqns", sizes=(1, 2), values=(1, 2), exponent=0),
+            "off": unmeasured(first_call_s=None),
+            "eqns": unmeasured(metrics=ProgramMetrics(jaxpr_eqns=7, hlo_ops=9)),
         },
     )
     run = Report(tests={"t::a": record})

@@ -3,17 +3,26 @@ steady-state runtime, marker limits), and fixture.growth_exponent / fixture.brea
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
 import pytest
+from _jaxperf_data import with_runtime
 
-from pytest_jaxperf.analysis import STATIC_METRICS, ProgramMetrics
 from pytest_jaxperf.compare import RUNTIME, RUNTIME_ALPHA, Outcome, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.fixture import BenchmarkResult, ScalingResult, break_even, growth_exponent
+from pytest_jaxperf.model import (
+    STATIC_METRICS,
+    BenchmarkEntry,
+    Entry,
+    ProgramMetrics,
+    entry_from_json,
+    entry_to_json,
+)
 from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
-from pytest_jaxperf.timing import Stats
+from pytest_jaxperf.timing import summarize
 
 TOL = Tolerances(compile_rtol=1.0, compile_floor=0.1, runtime_rtol=0.5, static_rtol=0.1)
 NO_LIMITS = MarkerLimits()
@@ -37,8 +46,8 @@ def steady(median: float, n: int = 21, spread: float = 0.01) -> list[float]:
     return [median * (1 + spread * (i - n // 2) / n) for i in range(n)]
 
 
-def bench(samples: list[float] | None = None, label: str = "mm", **metrics: Any) -> dict[str, Any]:
-    """A benchmark entry exactly as fixture.BenchmarkResult.to_json() writes it."""
+def bench(samples: list[float] | None = None, label: str = "mm", **metrics: Any) -> BenchmarkEntry:
+    """A benchmark entry exactly as fixture.BenchmarkResult.entry() makes it."""
     values = {**BASE_METRICS, **metrics}
     result = BenchmarkResult(
         label,
@@ -47,13 +56,13 @@ def bench(samples: list[float] | None = None, label: str = "mm", **metrics: Any)
         trace_s=0.01,
         lower_s=0.02,
         compile_s=0.3,
-        runtime=Stats.from_samples(samples if samples is not None else steady(1e-3), 10),
+        runtime=summarize(samples if samples is not None else steady(1e-3), 10),
         metrics=ProgramMetrics(**values),
     )
-    return result.to_json()
+    return result.entry()
 
 
-def rec(**benchmarks: dict[str, Any]) -> Record:
+def rec(**benchmarks: Entry) -> Record:
     return Record(benchmarks=benchmarks)
 
 
@@ -79,6 +88,12 @@ def run(
     )
 
 
+def median_of(record: Record) -> float:
+    ((_, entry),) = record.benchmark_entries()
+    assert entry.runtime is not None
+    return entry.runtime.median_s
+
+
 def p_value(detail: str) -> float:
     match = re.search(r"p=([0-9.e+-]+)", detail)
     assert match, detail
@@ -86,7 +101,7 @@ def p_value(detail: str) -> float:
 
 
 def test_entry_format_is_the_fixtures() -> None:
-    entry = bench()
+    entry = entry_to_json(bench())
     assert entry["kind"] == "benchmark"
     assert entry["jaxpr_eqns"] == 100 and entry["flops"] == 1000.0
     assert entry["runtime"]["median_s"] == pytest.approx(1e-3)
@@ -152,8 +167,10 @@ def test_new_benchmark_label_is_not_compared() -> None:
 
 def test_entry_without_kind_still_gated() -> None:
     # Older files may lack "kind": the default is a benchmark.
-    old = bench()
-    del old["kind"]
+    written = entry_to_json(bench())
+    del written["kind"]
+    old = entry_from_json(written, "mm")
+    assert isinstance(old, BenchmarkEntry)
     out = run(rec(mm=bench(jaxpr_eqns=200)), rec(mm=old))
     assert [b.metric for b in out.breaches] == ["jaxpr_eqns"]
 
@@ -175,8 +192,8 @@ def test_runtime_slower_but_noisy_passes_with_note() -> None:
     before = [1e-3] * 5 + [10e-3] * 4  # median 1 ms
     now = [2.5e-3] * 5 + [2.1e-3] * 4  # median 2.5 ms, but below the baseline's slow mode
     current, base = rec(mm=bench(now)), rec(mm=bench(before))
-    assert current.benchmarks["mm"]["runtime"]["median_s"] == 2.5e-3
-    assert base.benchmarks["mm"]["runtime"]["median_s"] == 1e-3
+    assert median_of(current) == 2.5e-3
+    assert median_of(base) == 1e-3
     out = run(current, base)
     assert not out.failed and not out.breaches
     (note,) = out.notes
@@ -213,8 +230,7 @@ def test_runtime_five_rounds_each_are_enough() -> None:
 
 
 def test_runtime_without_samples_does_not_fail() -> None:
-    now, old = bench(steady(2e-3)), bench(steady(1e-3))
-    del now["runtime"]["samples_s"], old["runtime"]["samples_s"]
+    now, old = (with_runtime(bench(steady(m)), samples_s=()) for m in (2e-3, 1e-3))
     out = run(rec(mm=now), rec(mm=old))
     assert not out.breaches and "too few rounds" in out.notes[0]
 
@@ -306,8 +322,7 @@ def test_max_hlo_ops_limit_also_with_baseline() -> None:
 
 
 def test_limits_ignore_missing_metric() -> None:
-    entry = bench()
-    del entry["jaxpr_eqns"]
+    entry = dataclasses.replace(bench(), metrics=None)
     out = run(rec(mm=entry), None, MarkerLimits(max_jaxpr_eqns=1))
     assert out.breaches == []
 
@@ -343,23 +358,22 @@ def test_marker_static_rtol_overrides_the_default() -> None:
 # -- scaling entries are not benchmarks -------------------------------------------------------
 
 
-def scaling_entry(exponent: float) -> dict[str, Any]:
+def scaling_entry(exponent: float) -> Entry:
     result = ScalingResult("scaling:f", "jaxpr_eqns", [10, 100], [30.0, 300.0], exponent, 2.0)
-    return result.to_json()
+    return result.entry()
 
 
 def test_scaling_entries_are_ignored_by_the_gates() -> None:
-    # Program-metric and runtime fields added to the scaling entries so that the gates would
-    # see them if they did not skip kind "scaling".
-    now = {**scaling_entry(1.0), "jaxpr_eqns": 10_000, "runtime": bench(steady(9e-3))["runtime"]}
-    old = {**scaling_entry(0.0), "jaxpr_eqns": 10, "runtime": bench(steady(1e-3))["runtime"]}
-    current, base = rec(**{"scaling:f": now}), rec(**{"scaling:f": old})
-    out = run(current, base, MarkerLimits(max_jaxpr_eqns=1, max_hlo_ops=1))
-    assert (out.breaches, out.notes, out.improvements, out.status) == ([], [], [], "ok")
-    # the same fields under kind "benchmark" do breach
-    as_bench = {k: {**v, "kind": "benchmark"} for k, v in (("now", now), ("old", old))}
-    out = run(rec(s=as_bench["now"]), rec(s=as_bench["old"]))
-    assert {b.metric for b in out.breaches} == {"jaxpr_eqns", RUNTIME}
+    # A steeper scaling entry beside a benchmark that breaches: only the benchmark is gated
+    # (a scaling entry fails its own test through max_exponent, in the fixture).
+    current = rec(**{"scaling:f": scaling_entry(1.0), "mm": bench(steady(9e-3), jaxpr_eqns=1000)})
+    base = rec(**{"scaling:f": scaling_entry(0.0), "mm": bench(steady(1e-3))})
+    out = run(current, base, MarkerLimits(max_jaxpr_eqns=1))
+    assert sorted({(b.metric, b.benchmark) for b in out.breaches}) == [
+        ("jaxpr_eqns", "mm"),
+        (RUNTIME, "mm"),
+    ]
+    assert [label for label, _ in current.benchmark_entries()] == ["mm"]
 
 
 # -- growth_exponent --------------------------------------------------------------------------

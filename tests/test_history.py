@@ -9,11 +9,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from _jaxperf_data import ENV, NEW, REGRESSED, baseline_and_run, fn, rec
+from _jaxperf_data import ENV, NEW, REGRESSED, baseline_and_run, fn, rec, unmeasured
 
 from pytest_jaxperf import history
 from pytest_jaxperf.baseline import BaselineError
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import Report, ScalingEntry
 
 WHEN = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 
@@ -52,9 +52,8 @@ def test_benchmarks_without_a_runtime_are_left_out(tmp_path: Path) -> None:
     record = rec(
         fn("f", "m.py:1"),
         benchmarks={
-            "scaling": {"kind": "scaling", "metric": "jaxpr_eqns"},
-            "broken": {"runtime": {"median_s": float("nan")}},
-            "none": {"runtime": None},
+            "scaling": ScalingEntry(metric="jaxpr_eqns", sizes=(1, 2), values=(1, 2), exponent=0),
+            "none": unmeasured(),
         },
     )
     entry = history.make_entry(Report(tests={"t::a": record}), WHEN, tmp_path)

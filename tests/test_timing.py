@@ -11,7 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pytest_jaxperf.timing import MAX_SAMPLES, Stats, TimingConfig, calibrate, measure
+from pytest_jaxperf.model import runtime_to_json
+from pytest_jaxperf.timing import MAX_SAMPLES, TimingConfig, calibrate, measure, summarize
 
 # A power of two (~244 us): sums and quotients of small multiples of it are exact floats,
 # so per-call times can be compared with ==.
@@ -49,11 +50,11 @@ def gc_enabled() -> Iterator[None]:
             gc.disable()
 
 
-# -- Stats.from_samples -----------------------------------------------------------------------
+# -- summarize --------------------------------------------------------------------------------
 
 
 def test_single_sample() -> None:
-    s = Stats.from_samples([3.0], iterations=7)
+    s = summarize([3.0], iterations=7)
     assert (s.min_s, s.max_s, s.median_s, s.mean_s) == (3.0, 3.0, 3.0, 3.0)
     assert s.stddev_s == 0.0
     assert (s.q1_s, s.q3_s, s.iqr_s) == (3.0, 3.0, 0.0)
@@ -62,7 +63,7 @@ def test_single_sample() -> None:
 
 
 def test_two_samples() -> None:
-    s = Stats.from_samples([3.0, 1.0])
+    s = summarize([3.0, 1.0])
     assert (s.min_s, s.max_s, s.median_s, s.mean_s) == (1.0, 3.0, 2.0, 2.0)
     assert s.stddev_s == math.sqrt(2.0)  # sample stddev: sqrt((1 + 1) / (2 - 1))
     # Inclusive quartiles of [1, 3]: linear interpolation at 1/4 and 3/4 of the range.
@@ -73,7 +74,7 @@ def test_two_samples() -> None:
 
 def test_outliers_on_both_sides() -> None:
     samples = [13.0, 10.0, 100.0, 11.0, 12.0, 1.0, 14.0, 15.0, 16.0, 17.0]
-    s = Stats.from_samples(samples, iterations=4)
+    s = summarize(samples, iterations=4)
     # sorted: 1 10 11 12 13 14 15 16 17 100; inclusive quartiles at positions 2.25 and 6.75
     assert s.q1_s == 11.25  # 11 + 0.25 * (12 - 11)
     assert s.q3_s == 15.75  # 15 + 0.75 * (16 - 15)
@@ -91,15 +92,15 @@ def test_outliers_on_both_sides() -> None:
 
 
 def test_no_outliers_in_a_tight_cluster() -> None:
-    s = Stats.from_samples([2.0, 2.0, 2.0, 2.5, 2.0])
+    s = summarize([2.0, 2.0, 2.0, 2.5, 2.0])
     assert s.outliers == 1  # iqr 0: anything off the cluster is outside the fences
-    s = Stats.from_samples([2.0, 2.0, 2.0, 2.0])
+    s = summarize([2.0, 2.0, 2.0, 2.0])
     assert (s.outliers, s.iqr_s, s.stddev_s) == (0, 0.0, 0.0)
 
 
 def test_no_samples_is_an_error() -> None:
     with pytest.raises(ValueError, match="no samples"):
-        Stats.from_samples([])
+        summarize([])
 
 
 # -- samples_s thinning -----------------------------------------------------------------------
@@ -107,7 +108,7 @@ def test_no_samples_is_an_error() -> None:
 
 def test_samples_kept_up_to_max_unchanged() -> None:
     samples = [float(i) for i in range(MAX_SAMPLES)]
-    assert Stats.from_samples(samples).samples_s == tuple(samples)
+    assert summarize(samples).samples_s == tuple(samples)
 
 
 def test_samples_thinned_evenly_but_stats_use_all() -> None:
@@ -115,7 +116,7 @@ def test_samples_thinned_evenly_but_stats_use_all() -> None:
     samples = [1000.0 + i for i in range(250)]
     samples[1] = 0.5  # the fastest round is one that thinning drops
     samples[249] = 5000.0  # and so is the slowest
-    s = Stats.from_samples(samples)
+    s = summarize(samples)
     assert len(s.samples_s) == MAX_SAMPLES
     # step 2.5: indices 0, 2, 5, 7, 10, ..., 247 (floor of i * 2.5), in run order
     expected = tuple(samples[math.floor(i * 2.5)] for i in range(100))
@@ -129,15 +130,15 @@ def test_samples_thinned_evenly_but_stats_use_all() -> None:
 
 def test_thinning_spreads_over_the_whole_run() -> None:
     samples = [float(i) for i in range(10_000)]
-    kept = Stats.from_samples(samples).samples_s
+    kept = summarize(samples).samples_s
     assert kept == tuple(float(i) for i in range(0, 10_000, 100))
     gaps = {b - a for a, b in zip(kept, kept[1:])}
     assert gaps == {100.0}
 
 
 def test_to_json() -> None:
-    s = Stats.from_samples([3.0, 1.0, 2.0], iterations=5)
-    data = s.to_json()
+    s = summarize([3.0, 1.0, 2.0], iterations=5)
+    data = runtime_to_json(s)
     assert data == {
         "min_s": 1.0,
         "max_s": 3.0,
@@ -293,3 +294,12 @@ def test_measure_restores_gc_when_the_call_raises(gc_enabled: None) -> None:
     with pytest.raises(RuntimeError, match="boom"):
         measure(boom, TimingConfig(warmup_time=0.0), clock)
     assert gc.isenabled()
+
+
+def test_rounded_keeps_six_significant_digits_and_four_for_samples() -> None:
+    s = summarize([1.23456789e-4, 2.34567891e-4, 3.45678912e-4], iterations=3)
+    r = s.rounded()
+    assert (r.median_s, r.min_s, r.mean_s) == (2.34568e-4, 1.23457e-4, 2.34568e-4)
+    assert r.samples_s == (1.235e-4, 2.346e-4, 3.457e-4)
+    assert (r.rounds, r.iterations, r.outliers) == (3, 3, 0)
+    assert r.cpu_median_s is None
