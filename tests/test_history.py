@@ -198,3 +198,47 @@ def test_a_line_cut_short_is_skipped_with_a_note(tmp_path: Path, cut: bytes) -> 
     assert history.History([{"tests": {}}]).note(path) is None
     many = history.History([], tuple(range(1, 8))).note(path)
     assert many is not None and "skipped 7 unreadable line(s) (line 1, 2, 3, 4, 5, ...:" in many
+
+
+HISTORY_TEST = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(3))
+"""
+
+
+def test_a_run_after_an_interrupted_writer_appends_with_a_note(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_run=HISTORY_TEST)
+    path = jp.path / "h.jsonl"
+    jp.runpytest("--jaxperf", f"--jaxperf-history={path}").assert_outcomes(passed=1)
+    first = path.read_text()
+    path.write_text(first + first[: len(first) // 2])  # a second run cut short mid-line
+    for run in (1, 2):
+        result = jp.runpytest("--jaxperf", f"--jaxperf-history={path}")
+        assert result.ret == pytest.ExitCode.OK
+        result.assert_outcomes(passed=1)
+        notes = [line for line in result.stdout.lines if "unreadable line" in line]
+        assert notes == [
+            f"pytest-jaxperf: {path}: skipped 1 unreadable line(s) (line 2: cut short by an "
+            "interrupted run?); delete them to silence this note"
+        ]
+        result.stdout.no_fnmatch_line("*Traceback*")
+        lines = path.read_text().split("\n")
+        assert lines[-1] == "" and len(lines) == 3 + run
+        assert json.loads(lines[-2])["tests"]["test_run.py::test_f"]["traces"] == 1
+    assert [e["tests"]["test_run.py::test_f"]["traces"] for e in history.load(path)] == [1, 1, 1]
+
+
+def test_append_refuses_values_json_cannot_hold(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    with pytest.raises(ValueError, match="JSON compliant"):
+        history.append(path, {"tests": {"t": {"compile_s": float("nan")}}})
+    assert not path.exists() or path.read_text() == ""

@@ -1,11 +1,14 @@
-"""The files a run writes: paths checked at start-up (unit and end to end)."""
+"""The files a run writes: paths checked at start-up (unit and end to end), a write that fails
+at the end reported without stopping the others, and the $GITHUB_STEP_SUMMARY append."""
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
 import pytest
+from conftest import lit, read_json
 
 from pytest_jaxperf import outputs
 from pytest_jaxperf.outputs import Output
@@ -164,3 +167,88 @@ def test_an_unwritable_directory_stops_the_run(jp: pytest.Pytester) -> None:
         [f"ERROR: pytest-jaxperf: --jaxperf-json {locked_dir}/r.json: directory {locked_dir} "
          "is not writable; pass a path in a writable directory or fix its permissions"]
     )  # fmt: skip
+
+
+# -- end to end: at the end ----------------------------------------------------------------
+
+# The test itself puts a directory where one file will be written, after the start-up check.
+SABOTAGE = """
+import os
+from pathlib import Path
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(3))
+    Path(os.environ["JAXPERF_TEST_SABOTAGE"]).mkdir(parents=True)
+"""
+
+
+@pytest.mark.parametrize("broken", ["baseline", "json", "markdown", "history"])
+def test_a_file_that_cannot_be_written_at_the_end_keeps_the_others(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    jp.makepyfile(SABOTAGE)
+    paths = {
+        "baseline": jp.path / "perf" / "base.json",
+        "json": jp.path / "out" / "run.json",
+        "markdown": jp.path / "out" / "summary.md",
+        "history": jp.path / "out" / "history.jsonl",
+    }
+    options = {
+        "baseline": "--jaxperf-baseline",
+        "json": "--jaxperf-json",
+        "markdown": "--jaxperf-markdown",
+        "history": "--jaxperf-history",
+    }
+    monkeypatch.setenv("JAXPERF_TEST_SABOTAGE", str(paths[broken]))
+    args = [f"{options[k]}={p}" for k, p in paths.items()]
+    result = jp.runpytest("--jaxperf", "--jaxperf-save", *args)
+    result.assert_outcomes(passed=1)
+    # The test passed, but a file asked for is missing: the run says so in its exit status.
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        lit(f"pytest-jaxperf: {options[broken]} {paths[broken]} not written: *")
+    )
+    assert len([ln for ln in result.stdout.lines if "not written" in ln]) == 1
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    assert paths[broken].is_dir()
+    nodeid = "test_a_file_that_cannot_be_written_at_the_end_keeps_the_others.py::test_f"
+    for kind, path in paths.items():
+        if kind == broken:
+            continue
+        assert path.is_file(), kind
+        text = path.read_text()
+        if kind in ("baseline", "json"):
+            assert read_json(path)["tests"][nodeid]["traces"] == 1
+        elif kind == "history":
+            assert json.loads(text.splitlines()[-1])["tests"][nodeid]["traces"] == 1
+        else:
+            assert nodeid in text
+
+
+def test_markdown_to_the_step_summary_appends(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(TEST)
+    summary = jp.path / "step_summary"
+    summary.write_text("## Lint\nall clean\n")
+    other = jp.path / "other.md"
+    other.write_text("old content\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    jp.runpytest("--jaxperf", f"--jaxperf-markdown={summary}").assert_outcomes(passed=1)
+    text = summary.read_text()
+    assert text.startswith("## Lint\nall clean\n\n## pytest-jaxperf\n")
+    jp.runpytest("--jaxperf", f"--jaxperf-markdown={summary}").assert_outcomes(passed=1)
+    assert summary.read_text().count("## pytest-jaxperf") == 2
+    assert summary.read_text().startswith(text)
+    # Any other markdown path is overwritten, as before.
+    jp.runpytest("--jaxperf", f"--jaxperf-markdown={other}").assert_outcomes(passed=1)
+    assert other.read_text().startswith("## pytest-jaxperf\n")
