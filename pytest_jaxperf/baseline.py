@@ -83,6 +83,20 @@ def merge(old: Report | None, run: Report) -> Report:
     return Report(environment=dict(run.environment), tests=tests)
 
 
+def save_merged(path: Path, run: Report) -> Report:
+    """Merge the passed tests of `run` into the baseline at `path` as it is now, not as it was
+    when the run started, and save the result; returns it. The read, merge and write happen
+    under the lock beside the file, so two runs saving at once (different -k subsets, say)
+    keep each other's entries. A file that became unreadable meanwhile raises BaselineError
+    and is left as it is."""
+    from .outputs import locked
+
+    with locked(path):
+        merged = merge(load(path), run)
+        save(path, merged)
+    return merged
+
+
 # The file layout. The content is report_to_json's, and every object's keys are sorted as
 # json.dumps(sort_keys=True) sorts them. The text is indented by two spaces down to one line
 # per environment entry, per test field, per function and per benchmark field; anything deeper

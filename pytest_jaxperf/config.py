@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -114,20 +114,30 @@ class Settings:
     html: Path | None
     history: Path | None
     allow_partial: bool = False
+    # How the user named each option that was set: "--jaxperf-json" or "ini option
+    # jaxperf_json", so that an error about its value names what to change.
+    origins: Mapping[str, str] = field(default_factory=dict)
+
+    def origin(self, dest: str) -> str:
+        """The option `dest` as the user gave it (its flag when it was left at the default)."""
+        return self.origins.get(dest) or next(o.flag for o in OPTIONS if o.dest == dest)
 
     @classmethod
     def from_pytest_config(cls, config: pytest.Config) -> Settings:
         values: dict[str, Any] = {}
+        origins: dict[str, str] = {}
         for opt in OPTIONS:
             dest, flag, kind, default = opt.dest, opt.flag, opt.kind, opt.default
             cli = config.getoption(dest, None)
             if cli is not None:
                 values[dest] = _convert(flag, kind, cli, config.invocation_params.dir)
+                origins[dest] = flag
                 continue
             ini = config.getini(dest)
             if ini not in (None, ""):
                 ini_base = config.inipath.parent if config.inipath else config.rootpath
-                values[dest] = _convert(f"ini option {dest}", kind, ini, ini_base)
+                origins[dest] = f"ini option {dest}"
+                values[dest] = _convert(origins[dest], kind, ini, ini_base)
             elif kind == "path" and default is not None:
                 values[dest] = config.rootpath / default
             else:
@@ -153,6 +163,7 @@ class Settings:
             html=values["jaxperf_html"],
             history=values["jaxperf_history"],
             allow_partial=values["jaxperf_allow_partial"],
+            origins=origins,
         )
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import math
 import subprocess
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from .baseline import BaselineError
 from .model import Report
+from .outputs import locked
 
 SCHEMA = "pytest-jaxperf-history/1"
 
@@ -90,14 +92,34 @@ def _git(cwd: Path, *args: str) -> str | None:
 
 
 def append(path: Path, entry: dict[str, Any]) -> None:
-    """Add `entry` as one line at the end of `path` (creating it and its directories). A line
-    left unfinished by an interrupted writer is closed first, so it cannot swallow this one."""
-    line = json.dumps(entry, sort_keys=True, separators=(",", ":"), allow_nan=False) + "\n"
+    """Add `entry` as one line at the end of `path` (creating it and its directories), under
+    the lock beside it. A line left unfinished by an interrupted writer is closed first, so it
+    cannot swallow this one."""
+    line = _line(entry)
+    with locked(path):
+        _append_line(path, line)
+
+
+def append_and_read(path: Path, entry: dict[str, Any], *, last: int | None = None) -> History:
+    """append(path, entry), then read(path, last=last), under one hold of the lock: another
+    run's half-written line is never read."""
+    line = _line(entry)
+    with locked(path):
+        _append_line(path, line)
+        return read(path, last=last)
+
+
+def _line(entry: dict[str, Any]) -> bytes:
+    text = json.dumps(entry, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def _append_line(path: Path, line: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("ab") as fh:
         if fh.tell() > 0 and not _ends_with_newline(path):
-            line = "\n" + line
-        fh.write(line.encode("utf-8"))
+            line = b"\n" + line
+        fh.write(line)
 
 
 def _ends_with_newline(path: Path) -> bool:
@@ -106,30 +128,56 @@ def _ends_with_newline(path: Path) -> bool:
         return fh.read(1) == b"\n"
 
 
+@dataclass(frozen=True)
+class History:
+    """The entries read from a history file, and the lines skipped as unreadable."""
+
+    entries: list[dict[str, Any]]
+    # Line numbers (from 1) of lines that are not JSON: cut short by an interrupted writer.
+    skipped: tuple[int, ...] = ()
+
+    def note(self, path: Path) -> str | None:
+        """One line about the skipped lines, or None when there were none."""
+        if not self.skipped:
+            return None
+        shown = ", ".join(map(str, self.skipped[:5])) + (", ..." if len(self.skipped) > 5 else "")
+        return (
+            f"{path}: skipped {len(self.skipped)} unreadable line(s) (line {shown}: cut short "
+            "by an interrupted run?); delete them to silence this note"
+        )
+
+
 def load(path: Path, *, last: int | None = None) -> list[dict[str, Any]]:
+    """read(path, last=last).entries."""
+    return read(path, last=last).entries
+
+
+def read(path: Path, *, last: int | None = None) -> History:
     """The entries of a history file in order (only the final `last` ones when given: a long
-    history need not be parsed whole for a plot); [] when it does not exist. A line that is
-    not a JSON object raises BaselineError naming the file and the line (blank lines are
-    skipped)."""
+    history need not be parsed whole for a plot); none when it does not exist. A line that is
+    not JSON (an interrupted writer's) is skipped and its number kept in `skipped`; a JSON line
+    that is not a history entry raises BaselineError naming the file and the line: that file is
+    not a history (blank lines are skipped)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
-        return []
-    except (OSError, UnicodeDecodeError) as exc:
+        return History([])
+    except OSError as exc:
         raise BaselineError(f"cannot read history {path}: {exc}") from None
     entries: list[dict[str, Any]] = []
+    skipped: list[int] = []
     hint = "fix or delete that line"
-    lines = [(n, line) for n, line in enumerate(text.split("\n"), start=1) if line.strip()]
-    if last is not None:
-        lines = lines[max(0, len(lines) - last) :] if last > 0 else []
-    for number, line in lines:
+    lines = [(n, line) for n, line in enumerate(raw.split(b"\n"), start=1) if line.strip()]
+    # From the end, so that `last` entries are found however many broken lines are among them.
+    for number, line in reversed(lines):
+        if last is not None and len(entries) >= last:
+            break
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise BaselineError(
-                f"{path}:{number}: not a JSON line of a pytest-jaxperf history "
-                f"(column {exc.colno}: {exc.msg}); {hint}"
-            ) from None
+            # Each line on its own: a line cut inside a character spoils only itself.
+            data = json.loads(line.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            skipped.append(number)
+            continue
         if not isinstance(data, dict) or not isinstance(data.get("tests", {}), dict):
             raise BaselineError(
                 f"{path}:{number}: not a pytest-jaxperf history entry "
@@ -141,4 +189,4 @@ def load(path: Path, *, last: int | None = None) -> list[dict[str, Any]]:
                 f"(written by another version of pytest-jaxperf); {hint}"
             )
         entries.append(data)
-    return entries
+    return History(entries[::-1], tuple(skipped[::-1]))

@@ -43,11 +43,16 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
     if not _enabled(config):
         return
-    from . import _xdist
+    from . import _xdist, outputs
     from . import baseline as baseline_io
     from .session import JaxPerfSession
 
     settings = Settings.from_pytest_config(config)
+    # Before any test runs: a path that cannot be written would otherwise fail only at the
+    # end, after the whole run.
+    problem = outputs.startup_problem(settings)
+    if problem is not None:
+        raise pytest.UsageError(f"pytest-jaxperf: {problem}")
     try:
         base = baseline_io.load(settings.baseline)
     except baseline_io.BaselineError as exc:

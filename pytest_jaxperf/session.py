@@ -3,18 +3,19 @@ it regressed, prints the summary and writes the files at the end."""
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
-from . import _xdist, compare, report
+from . import _xdist, compare, outputs, report
 from . import baseline as baseline_io
 from .config import MarkerLimits, Settings
 from .model import Report, TestRecord, test_from_json, test_to_json
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
+T = TypeVar("T")
 
 
 class JaxPerfSession:
@@ -35,6 +36,10 @@ class JaxPerfSession:
         self.not_measured: dict[str, str] | None = None
         # Why CPU dispatch was left asynchronous for the CPU runtime clock, if it was.
         self.dispatch_left: str | None = None
+        # One line per file that could not be written at the end, and notes about files
+        # read (history lines skipped): shown in the summary.
+        self.write_errors: list[str] = []
+        self.notes: list[str] = []
 
     def configure_dispatch(self) -> None:
         """For the CPU runtime clock: run CPU computations on the calling thread, so that a
@@ -223,6 +228,10 @@ class JaxPerfSession:
                 if not b.gated:
                     tr.write_line(f"reported only: {nodeid}: {report.breach_lines(b)[0]}")
         tr.write_line(report.tally(self.outcomes))
+        for note in self.notes:
+            tr.write_line(f"pytest-jaxperf: {note}", yellow=True)
+        for line in self.write_errors:
+            tr.write_line(f"pytest-jaxperf: {line}", red=True)
 
     # -- pytest-xdist: a worker's records and verdicts, as plain JSON values ---------------
     def worker_payload(self) -> dict[str, Any]:
@@ -248,24 +257,57 @@ class JaxPerfSession:
             return
         s = self.settings
         run = Report(environment=self._env(), tests=dict(self.records))
-        if s.json is not None:
-            baseline_io.save(s.json, run)
+        # The baseline first; each file on its own, so that one that cannot be written is
+        # reported and the others are still written.
         if s.save:
-            baseline_io.save(s.baseline, baseline_io.merge(self.baseline, run))
-        if s.markdown is not None:
-            from .markdown import render_markdown
-
-            _write(s.markdown, render_markdown(run, self.outcomes, str(s.baseline)))
+            base = s.baseline
+            self._write_file("jaxperf_baseline", base, lambda: baseline_io.save_merged(base, run))
+        if (json_path := s.json) is not None:
+            self._write_file("jaxperf_json", json_path, lambda: baseline_io.save(json_path, run))
+        if (markdown := s.markdown) is not None:
+            self._write_file("jaxperf_markdown", markdown, lambda: self._markdown(markdown, run))
         runs = None
-        if s.history is not None:
-            from . import history
-
-            history.append(s.history, history.make_entry(run, cwd=self.config.rootpath))
-            runs = history.load(s.history, last=HISTORY_IN_HTML)
-        if s.html is not None:
+        if (history := s.history) is not None:
+            runs = self._write_file("jaxperf_history", history, lambda: self._history(history, run))
+        if (html_path := s.html) is not None:
             from .html import render_html
 
-            _write(s.html, render_html(run, self.baseline, self.outcomes, runs))
+            html = render_html(run, self.baseline, self.outcomes, runs)
+            self._write_file("jaxperf_html", html_path, lambda: outputs.write_text(html_path, html))
+        if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
+            # Exit 4, as for a path found wrong at start-up: what was asked for is missing.
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _write_file(self, dest: str, path: Path, write: Callable[[], T]) -> T | None:
+        """write(), or None with one line about the failure kept for the summary."""
+        try:
+            return write()
+        except (OSError, outputs.OutputError, baseline_io.BaselineError) as exc:
+            # An OSError's own text may name a temporary file; its reason is what helps.
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            option = self.settings.origin(dest)
+            self.write_errors.append(f"{option} {path} not written: {reason}")
+            return None
+
+    def _markdown(self, path: Path, run: Report) -> None:
+        from .markdown import render_markdown
+
+        text = render_markdown(run, self.outcomes, str(self.settings.baseline))
+        outputs.write_text(path, text, append=outputs.is_step_summary(path))
+
+    def _history(self, path: Path, run: Report) -> list[dict[str, Any]] | None:
+        from . import history
+
+        entry = history.make_entry(run, cwd=self.config.rootpath)
+        try:
+            read = history.append_and_read(path, entry, last=HISTORY_IN_HTML)
+        except baseline_io.BaselineError as exc:  # only reading raises it: the line is there
+            self.notes.append(f"{exc}; this run's line was added, the history not read")
+            return None
+        note = read.note(path)
+        if note is not None:
+            self.notes.append(note)
+        return read.entries
 
 
 # Runs of history plotted in the HTML report; loading all of a long history costs seconds.
@@ -275,8 +317,3 @@ HISTORY_IN_HTML = 50
 def _not_measured(env: dict[str, Any]) -> dict[str, str]:
     value = env.get("not_measured")
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")

@@ -131,17 +131,25 @@ def test_load_last_parses_only_the_final_entries(tmp_path: Path) -> None:
     path = tmp_path / "h.jsonl"
     # A broken first line is not read when only the last two are asked for.
     path.write_text('{"tests": {\n{"tests": {"a": {}}}\n\n{"tests": {"b": {}}}\n')
-    assert history.load(path, last=2) == [{"tests": {"a": {}}}, {"tests": {"b": {}}}]
+    assert history.read(path, last=2) == history.History(
+        [{"tests": {"a": {}}}, {"tests": {"b": {}}}]
+    )
     assert history.load(path, last=1) == [{"tests": {"b": {}}}]
     assert history.load(path, last=0) == []
-    with pytest.raises(BaselineError, match=r"h\.jsonl:1: "):
-        history.load(path, last=5)
+    assert history.read(path, last=5).skipped == (1,)
+
+
+def test_last_counts_entries_not_lines(tmp_path: Path) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_text('{"tests": {"a": {}}}\n{"tests": {"b": {}}}\n{"tes\n{"tests": {"c": {}}}\n')
+    got = history.read(path, last=2)
+    assert got.entries == [{"tests": {"b": {}}}, {"tests": {"c": {}}}]
+    assert got.skipped == (3,)
 
 
 @pytest.mark.parametrize(
     ("second_line", "message"),
     [
-        ('{"tests": {', "not a JSON line of a pytest-jaxperf history (column 12"),
         ("[1, 2]", "not a pytest-jaxperf history entry"),
         ('{"tests": []}', "not a pytest-jaxperf history entry"),
         ('{"schema": "other/9", "tests": {}}', "history schema 'other/9'"),
@@ -163,8 +171,69 @@ def test_an_unfinished_last_line_does_not_swallow_the_next_entry(tmp_path: Path)
     history.append(path, {"tests": {"t::b": {"traces": 1}}})
     lines = path.read_text(encoding="utf-8").split("\n")
     assert lines[2] == '{"tests":{"t::b":{"traces":1}}}'
-    with pytest.raises(BaselineError, match=r":2: "):
-        history.load(path)
+    got = history.read(path)
+    assert got.entries == [{"tests": {}}, {"tests": {"t::b": {"traces": 1}}}]
+    assert got.skipped == (2,)
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        b'{"tests": {"t::a": {"tra',  # inside a key
+        b'{"schema":"pytest-jaxperf-history/1","tests":{"t::a":{"traces":1}}',  # one brace short
+        '{"tests": {"t::\u00e9'.encode()[:-1],  # inside a character: not even UTF-8
+    ],
+)
+def test_a_line_cut_short_is_skipped_with_a_note(tmp_path: Path, cut: bytes) -> None:
+    path = tmp_path / "h.jsonl"
+    path.write_bytes(b'{"tests": {}}\n' + cut + b'\n{"tests": {"t::b": {}}}\n')
+    got = history.read(path)
+    assert got.entries == [{"tests": {}}, {"tests": {"t::b": {}}}]
+    assert got.skipped == (2,)
+    assert got.note(path) == (
+        f"{path}: skipped 1 unreadable line(s) (line 2: cut short by an interrupted run?); "
+        "delete them to silence this note"
+    )
+    assert history.History([{"tests": {}}]).note(path) is None
+    many = history.History([], tuple(range(1, 8))).note(path)
+    assert many is not None and "skipped 7 unreadable line(s) (line 1, 2, 3, 4, 5, ...:" in many
+
+
+HISTORY_TEST = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(3))
+"""
+
+
+def test_a_run_after_an_interrupted_writer_appends_with_a_note(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_run=HISTORY_TEST)
+    path = jp.path / "h.jsonl"
+    jp.runpytest("--jaxperf", f"--jaxperf-history={path}").assert_outcomes(passed=1)
+    first = path.read_text()
+    path.write_text(first + first[: len(first) // 2])  # a second run cut short mid-line
+    for run in (1, 2):
+        result = jp.runpytest("--jaxperf", f"--jaxperf-history={path}")
+        assert result.ret == pytest.ExitCode.OK
+        result.assert_outcomes(passed=1)
+        notes = [line for line in result.stdout.lines if "unreadable line" in line]
+        assert notes == [
+            f"pytest-jaxperf: {path}: skipped 1 unreadable line(s) (line 2: cut short by an "
+            "interrupted run?); delete them to silence this note"
+        ]
+        result.stdout.no_fnmatch_line("*Traceback*")
+        lines = path.read_text().split("\n")
+        assert lines[-1] == "" and len(lines) == 3 + run
+        assert json.loads(lines[-2])["tests"]["test_run.py::test_f"]["traces"] == 1
+    assert [e["tests"]["test_run.py::test_f"]["traces"] for e in history.load(path)] == [1, 1, 1]
 
 
 def test_append_refuses_values_json_cannot_hold(tmp_path: Path) -> None:

@@ -1,0 +1,167 @@
+"""The files a --jaxperf run writes: their paths checked at start-up, the lock that keeps two
+runs writing one file from losing each other's work, and the plain text writes (markdown,
+HTML) with the $GITHUB_STEP_SUMMARY append.
+
+filelock is imported only while a lock is taken, so a run that writes nothing shared pays
+nothing for it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from .config import Settings
+
+# How a file is used, which decides what must be writable:
+# "read": only read (the baseline of a run that does not save): it must not be a directory;
+# "replace": a temporary file in the same directory renamed over it (the baseline, the JSON
+#            report), so its directory must be writable;
+# "write" / "append": opened in place (markdown, HTML, history), so the file must be writable
+#            when it exists, its directory when it does not.
+Mode = Literal["read", "replace", "write", "append"]
+
+# How long a run waits for another run's lock on the same file. Writers hold it only to
+# re-read, merge and write one file (seconds at most), and an OS file lock dies with its
+# process, so a run waiting this long is stuck behind a hung process: better to say so.
+LOCK_TIMEOUT_S = 120.0
+
+LOCK_SUFFIX = ".lock"
+
+
+class OutputError(Exception):
+    """A file could not be written; the message names the file and what to do."""
+
+
+@dataclass(frozen=True)
+class Output:
+    """One file the run will write, and the option (as the user gave it) that named it."""
+
+    option: str  # "--jaxperf-json", or "ini option jaxperf_json"
+    path: Path
+    mode: Mode
+    locked: bool = False  # a lock file is created beside it, so its directory must be writable
+
+
+def problem(out: Output) -> str | None:
+    """Why `out` cannot be written, as one line naming the option, the path and the fix; None
+    when it looks writable. Nothing is created: a run that records nothing writes nothing."""
+    path = out.path
+    where = f"{out.option} {path}"
+    if path.is_dir():
+        return f"{where}: is a directory, not a file; pass the path of a file"
+    if out.mode == "read":
+        return None
+    if out.mode == "replace" and path.exists() and not path.is_file():
+        # os.replace would put a regular file in place of a device or a socket.
+        return f"{where}: is not a regular file; pass the path of a file"
+    ancestor = path.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return (
+            f"{where}: cannot create directory {path.parent}: {ancestor} is a file; "
+            "pass another path or move that file"
+        )
+    in_place = out.mode != "replace" and path.exists()
+    if (out.locked or not in_place) and not os.access(ancestor, os.W_OK | os.X_OK):
+        return (
+            f"{where}: directory {ancestor} is not writable; "
+            "pass a path in a writable directory or fix its permissions"
+        )
+    if in_place and not os.access(path, os.W_OK):
+        return f"{where}: file is not writable; fix its permissions or pass another path"
+    return None
+
+
+def planned(settings: Settings) -> list[Output]:
+    """The files `settings` names, in the order the run writes them: the baseline first, so
+    that nothing written after it can keep it from being saved."""
+    s = settings
+    files = [
+        Output(
+            s.origin("jaxperf_baseline"),
+            s.baseline,
+            "replace" if s.save else "read",
+            locked=s.save,
+        )
+    ]
+    if s.json is not None:
+        files.append(Output(s.origin("jaxperf_json"), s.json, "replace"))
+    if s.markdown is not None:
+        mode: Mode = "append" if is_step_summary(s.markdown) else "write"
+        files.append(Output(s.origin("jaxperf_markdown"), s.markdown, mode))
+    if s.history is not None:
+        files.append(Output(s.origin("jaxperf_history"), s.history, "append", locked=True))
+    if s.html is not None:
+        files.append(Output(s.origin("jaxperf_html"), s.html, "write"))
+    return files
+
+
+def startup_problem(settings: Settings) -> str | None:
+    """The first file of the run that cannot be written (or read, for a baseline not being
+    saved), as one line; None when all look fine."""
+    for out in planned(settings):
+        found = problem(out)
+        if found is not None:
+            return found
+    return None
+
+
+def is_step_summary(path: Path) -> bool:
+    """Whether `path` is the file in $GITHUB_STEP_SUMMARY, which all steps of a GitHub
+    Actions job share: it is appended to, never overwritten."""
+    shared = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not shared:
+        return False
+    return Path(shared).expanduser().resolve() == path.resolve()
+
+
+def write_text(path: Path, text: str, *, append: bool = False) -> None:
+    """Write `text` to `path` (creating its directories); with `append`, after what is there,
+    separated from it by a blank line."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not append:
+        path.write_text(text, encoding="utf-8")
+        return
+    with path.open("a", encoding="utf-8") as fh:
+        if fh.tell() > 0:
+            text = "\n" + text
+        fh.write(text)
+
+
+def lock_path(path: Path) -> Path:
+    """The lock file beside `path`: `baseline.json` -> `baseline.json.lock`."""
+    return path.with_name(path.name + LOCK_SUFFIX)
+
+
+@contextmanager
+def locked(path: Path, timeout: float | None = None) -> Iterator[None]:
+    """Hold the lock of `path` (an OS file lock on lock_path(path)) for the block; waits
+    for another run holding it, at most `timeout` seconds (LOCK_TIMEOUT_S by default), then
+    raises OutputError.
+
+    The lock file stays behind afterwards: on Unix, removing a lock file that another
+    process may be waiting on would let a third process lock a new file of the same name
+    while the second still holds the old one."""
+    from filelock import FileLock, Timeout
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    where = lock_path(path)
+    wait = LOCK_TIMEOUT_S if timeout is None else timeout
+    lock = FileLock(where, timeout=wait)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise OutputError(
+            f"{path}: another run still held its lock {where.name} after {wait:g} s; "
+            "let it finish (or stop it) and run again"
+        ) from None
+    try:
+        yield
+    finally:
+        lock.release()

@@ -1,0 +1,254 @@
+"""The files a run writes: paths checked at start-up (unit and end to end), a write that fails
+at the end reported without stopping the others, and the $GITHUB_STEP_SUMMARY append."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from conftest import lit, read_json
+
+from pytest_jaxperf import outputs
+from pytest_jaxperf.outputs import Output
+
+TEST = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(3))
+"""
+
+
+# -- the start-up rule, one case at a time -------------------------------------------------
+
+
+def test_a_writable_path_has_no_problem_and_nothing_is_created(tmp_path: Path) -> None:
+    for mode in ("replace", "write", "append"):
+        out = Output("--jaxperf-json", tmp_path / "new" / "deeper" / "r.json", mode, locked=True)
+        assert outputs.problem(out) is None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_directory_where_a_file_is_expected(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    line = outputs.problem(Output("--jaxperf-json", tmp_path / "out", "replace"))
+    assert line == f"--jaxperf-json {tmp_path / 'out'}: is a directory, not a file; " + (
+        "pass the path of a file"
+    )
+    # Even a baseline that is only read.
+    assert outputs.problem(Output("--jaxperf-baseline", tmp_path / "out", "read")) is not None
+
+
+def test_a_file_in_the_way_of_the_directory(tmp_path: Path) -> None:
+    (tmp_path / "reports").write_text("not a directory")
+    path = tmp_path / "reports" / "sub" / "summary.md"
+    line = outputs.problem(Output("ini option jaxperf_markdown", path, "write"))
+    assert line == (
+        f"ini option jaxperf_markdown {path}: cannot create directory {path.parent}: "
+        f"{tmp_path / 'reports'} is a file; pass another path or move that file"
+    )
+
+
+def test_replacing_something_that_is_not_a_regular_file(tmp_path: Path) -> None:
+    if not Path("/dev/null").exists():
+        pytest.skip("needs /dev/null")
+    line = outputs.problem(Output("--jaxperf-json", Path("/dev/null"), "replace"))
+    assert line is not None and "is not a regular file" in line
+    assert outputs.problem(Output("--jaxperf-markdown", Path("/dev/null"), "write")) is None
+
+
+def test_an_unwritable_directory_or_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.access stands in for the permissions: the suite may run as root, who may write anywhere.
+    existing = tmp_path / "h.jsonl"
+    existing.write_text("")
+    denied = {tmp_path}
+    monkeypatch.setattr(outputs.os, "access", lambda p, mode: Path(p) not in denied)
+    line = outputs.problem(Output("--jaxperf-json", tmp_path / "r.json", "replace"))
+    assert line == (
+        f"--jaxperf-json {tmp_path / 'r.json'}: directory {tmp_path} is not writable; "
+        "pass a path in a writable directory or fix its permissions"
+    )
+    # A file written in place needs only itself writable, unless a lock file goes beside it.
+    assert outputs.problem(Output("--jaxperf-markdown", existing, "append")) is None
+    assert "is not writable" in str(outputs.problem(Output("-x", existing, "append", locked=True)))
+    denied = {existing}
+    line = outputs.problem(Output("--jaxperf-markdown", existing, "write"))
+    assert line == (
+        f"--jaxperf-markdown {existing}: file is not writable; "
+        "fix its permissions or pass another path"
+    )
+    # Replaced, not written in place: its directory decides.
+    assert outputs.problem(Output("--jaxperf-json", existing, "replace")) is None
+
+
+def test_step_summary_is_the_path_in_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    summary = tmp_path / "step_summary"
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    assert not outputs.is_step_summary(summary)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    assert outputs.is_step_summary(summary)
+    assert outputs.is_step_summary(tmp_path / "x" / ".." / "step_summary")
+    assert not outputs.is_step_summary(tmp_path / "other.md")
+
+
+def test_write_text_appends_after_a_blank_line(tmp_path: Path) -> None:
+    path = tmp_path / "a" / "s.md"
+    outputs.write_text(path, "one\n", append=True)
+    assert path.read_text() == "one\n"
+    outputs.write_text(path, "two\n", append=True)
+    assert path.read_text() == "one\n\ntwo\n"
+    outputs.write_text(path, "three\n")
+    assert path.read_text() == "three\n"
+
+
+# -- end to end: start-up ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "named"),
+    [
+        (["--jaxperf-json=taken"], "", "--jaxperf-json {taken}: is a directory"),
+        (["--jaxperf-markdown=taken"], "", "--jaxperf-markdown {taken}: is a directory"),
+        (["--jaxperf-html=taken"], "", "--jaxperf-html {taken}: is a directory"),
+        (["--jaxperf-history=taken"], "", "--jaxperf-history {taken}: is a directory"),
+        (["--jaxperf-baseline=taken"], "", "--jaxperf-baseline {taken}: is a directory"),
+        (["--jaxperf-save"], "jaxperf_baseline = taken",
+         "ini option jaxperf_baseline {taken}: is a directory"),
+        (["--jaxperf-json=blocker/r.json"], "",
+         "--jaxperf-json {blocker}/r.json: cannot create directory {blocker}: {blocker} is a file"),
+        ([], "jaxperf_history = blocker/deep/h.jsonl",
+         "ini option jaxperf_history {blocker}/deep/h.jsonl: cannot create directory "
+         "{blocker}/deep: {blocker} is a file"),
+    ],
+)  # fmt: skip
+def test_a_path_that_cannot_be_written_stops_the_run_before_any_test(
+    jp: pytest.Pytester, args: list[str], ini: str, named: str
+) -> None:
+    jp.makeini(f"[pytest]\naddopts = -p no:cacheprovider\n{ini}\n")
+    jp.makepyfile(TEST)
+    (jp.path / "taken").mkdir()
+    (jp.path / "blocker").write_text("a file")
+    result = jp.runpytest("--jaxperf", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    errors = [line for line in result.stderr.lines if line.strip()]
+    assert len(errors) == 1, errors
+    expected = named.format(taken=jp.path / "taken", blocker=jp.path / "blocker")
+    assert errors[0].startswith(f"ERROR: pytest-jaxperf: {expected}")
+    assert errors[0].endswith(("pass the path of a file", "pass another path or move that file"))
+    result.stdout.no_fnmatch_line("*passed*")
+    assert not (jp.path / ".jaxperf").exists()
+    assert list((jp.path / "taken").iterdir()) == []
+    assert (jp.path / "blocker").read_text() == "a file"
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes anywhere")
+def test_an_unwritable_directory_stops_the_run(jp: pytest.Pytester) -> None:
+    jp.makepyfile(TEST)
+    locked_dir = jp.path / "ro"
+    locked_dir.mkdir()
+    locked_dir.chmod(0o500)
+    try:
+        result = jp.runpytest("--jaxperf", f"--jaxperf-json={locked_dir}/r.json")
+    finally:
+        locked_dir.chmod(0o700)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: pytest-jaxperf: --jaxperf-json {locked_dir}/r.json: directory {locked_dir} "
+         "is not writable; pass a path in a writable directory or fix its permissions"]
+    )  # fmt: skip
+
+
+# -- end to end: at the end ----------------------------------------------------------------
+
+# The test itself puts a directory where one file will be written, after the start-up check.
+SABOTAGE = """
+import os
+from pathlib import Path
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(3))
+    Path(os.environ["JAXPERF_TEST_SABOTAGE"]).mkdir(parents=True)
+"""
+
+
+@pytest.mark.parametrize("broken", ["baseline", "json", "markdown", "history"])
+def test_a_file_that_cannot_be_written_at_the_end_keeps_the_others(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str
+) -> None:
+    jp.makepyfile(SABOTAGE)
+    paths = {
+        "baseline": jp.path / "perf" / "base.json",
+        "json": jp.path / "out" / "run.json",
+        "markdown": jp.path / "out" / "summary.md",
+        "history": jp.path / "out" / "history.jsonl",
+    }
+    options = {
+        "baseline": "--jaxperf-baseline",
+        "json": "--jaxperf-json",
+        "markdown": "--jaxperf-markdown",
+        "history": "--jaxperf-history",
+    }
+    monkeypatch.setenv("JAXPERF_TEST_SABOTAGE", str(paths[broken]))
+    args = [f"{options[k]}={p}" for k, p in paths.items()]
+    result = jp.runpytest("--jaxperf", "--jaxperf-save", *args)
+    result.assert_outcomes(passed=1)
+    # The test passed, but a file asked for is missing: the run says so in its exit status.
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines(
+        lit(f"pytest-jaxperf: {options[broken]} {paths[broken]} not written: *")
+    )
+    assert len([ln for ln in result.stdout.lines if "not written" in ln]) == 1
+    result.stdout.no_fnmatch_line("*Traceback*")
+    result.stdout.no_fnmatch_line("*INTERNALERROR*")
+    assert paths[broken].is_dir()
+    nodeid = "test_a_file_that_cannot_be_written_at_the_end_keeps_the_others.py::test_f"
+    for kind, path in paths.items():
+        if kind == broken:
+            continue
+        assert path.is_file(), kind
+        text = path.read_text()
+        if kind in ("baseline", "json"):
+            assert read_json(path)["tests"][nodeid]["traces"] == 1
+        elif kind == "history":
+            assert json.loads(text.splitlines()[-1])["tests"][nodeid]["traces"] == 1
+        else:
+            assert nodeid in text
+
+
+def test_markdown_to_the_step_summary_appends(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(TEST)
+    summary = jp.path / "step_summary"
+    summary.write_text("## Lint\nall clean\n")
+    other = jp.path / "other.md"
+    other.write_text("old content\n")
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    jp.runpytest("--jaxperf", f"--jaxperf-markdown={summary}").assert_outcomes(passed=1)
+    text = summary.read_text()
+    assert text.startswith("## Lint\nall clean\n\n## pytest-jaxperf\n")
+    jp.runpytest("--jaxperf", f"--jaxperf-markdown={summary}").assert_outcomes(passed=1)
+    assert summary.read_text().count("## pytest-jaxperf") == 2
+    assert summary.read_text().startswith(text)
+    # Any other markdown path is overwritten, as before.
+    jp.runpytest("--jaxperf", f"--jaxperf-markdown={other}").assert_outcomes(passed=1)
+    assert other.read_text().startswith("## pytest-jaxperf\n")
