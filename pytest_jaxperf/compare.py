@@ -15,9 +15,14 @@ from .model import Counts, FunctionRecord, TestRecord, function_from_json, funct
 COMPILE_TIME = "compile time"
 
 
-# A test's verdict: not in the baseline / within it / better / worse / over a marker limit.
-Status = Literal["new", "ok", "improved", "regressed", "limit"]
-STATUSES: tuple[Status, ...] = ("new", "ok", "improved", "regressed", "limit")
+# A test's verdict, in the words every report shows (terminal, markdown, HTML, JUnit and
+# `jaxperf compare`); those that fail the test in capitals. From most to least pressing:
+# a marker limit exceeded, a gated breach of the baseline, breaches shown but not gated
+# (saving, --jaxperf-timing=report), better than the baseline, within it, not in it.
+Status = Literal["OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new"]
+STATUSES: tuple[Status, ...] = (
+    "OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -182,7 +187,7 @@ def evaluate(
     _count_and_time_limits(out, record, limits, gating)
     _benchmark_limits(out, record, limits)
     if base is None:
-        out.status = "limit" if out.breaches else "new"
+        out.status = _verdict(out, new=True)
         return out
     _benchmarks_vs_baseline(out, record, base, gating)
     matched = match_functions(record.functions, base.functions)
@@ -192,11 +197,16 @@ def evaluate(
     return out
 
 
-def _verdict(out: Outcome) -> Status:
+def _verdict(out: Outcome, new: bool = False) -> Status:
+    """The most pressing of the test's findings (see `Status`)."""
     if any(b.against == "limit" for b in out.breaches):
-        return "limit"
+        return "OVER LIMIT"
+    if out.failed:
+        return "REGRESSED"
     if out.breaches:
-        return "regressed"
+        return "reported only"
+    if new:
+        return "new"
     return "improved" if out.improvements else "ok"
 
 

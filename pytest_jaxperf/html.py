@@ -184,8 +184,9 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
             for label, bench in _metrics.benchmarks(rec.benchmarks)
             if (m := _metrics.median_s(bench)) is not None
         )
-        status = status_of(rec, outcomes.get(nodeid))
-        css = ' class="bad"' if status.startswith(("REGRESSED", "OVER")) else ""
+        outcome = outcomes.get(nodeid)
+        status = status_of(rec, outcome)
+        css = ' class="bad"' if outcome is not None and outcome.failed else ""
         rows.append(
             f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
             f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "

@@ -88,7 +88,7 @@ def test_trace_increase_fails_naming_the_function_and_its_reasons() -> None:
     out = run(current, rec(fn("f", "m.py:3"), fn("g", "m.py:9")))
 
     assert out.failed
-    assert out.status == "regressed"
+    assert out.status == "REGRESSED"
     traces = [b for b in out.breaches if b.metric == "traces"]
     assert len(traces) == 1
     (b,) = traces
@@ -141,7 +141,7 @@ def test_function_missing_from_the_baseline_fails_as_new_function() -> None:
     new = fn("g", "m.py:20", reasons=("x: f32[3] -> f32[4]",))
     out = run(rec(fn("f", "m.py:3"), new), rec(fn("f", "m.py:3")))
     assert out.failed
-    assert out.status == "regressed"
+    assert out.status == "REGRESSED"
     assert {b.metric for b in out.breaches} == {"traces", "compiles"}
     for b in out.breaches:
         assert b.function is new
@@ -177,7 +177,7 @@ def timed(seconds: float, cache_hits: int = 0) -> Record:
 def test_compile_time_above_rtol_and_floor_fails() -> None:
     out = run(timed(2.5), timed(1.0))
     assert out.failed
-    assert out.status == "regressed"
+    assert out.status == "REGRESSED"
     (b,) = out.breaches
     assert b.metric == COMPILE_TIME
     assert b.function is None
@@ -236,7 +236,7 @@ def test_gate_baseline_false_reports_breaches_without_failing() -> None:
     assert {b.metric for b in out.breaches} == {"traces", "compiles", COMPILE_TIME}
     assert all(not b.gated for b in out.breaches)
     assert out.failed is False
-    assert out.status == "regressed"
+    assert out.status == "reported only"
 
 
 # -- marker limits ----------------------------------------------------------------------------
@@ -249,7 +249,7 @@ def test_max_traces_total_fails_without_a_baseline() -> None:
     )
     out = run(current, None, MarkerLimits(max_traces=2))
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     (b,) = out.breaches
     assert (b.metric, b.against, b.function) == ("traces", "limit", None)
     assert (b.reference, b.current) == (2, 3)
@@ -274,7 +274,7 @@ def test_max_traces_dict_limits_one_function(key: str) -> None:
     current = rec(f, fn("g", "m.py:9", traces=5))
     out = run(current, None, MarkerLimits(max_traces={key: 1}))
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     (b,) = out.breaches
     assert (b.metric, b.against, b.function) == ("traces", "limit", f)
     assert (b.reference, b.current) == (1, 2)
@@ -303,7 +303,7 @@ def test_dict_limit_over_same_named_functions_shows_only_their_reasons() -> None
 def test_max_compile_time_fails_without_a_baseline() -> None:
     out = run(timed(0.8), None, MarkerLimits(max_compile_time=0.5))
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     (b,) = out.breaches
     assert (b.metric, b.against) == (COMPILE_TIME, "limit")
     assert (b.reference, b.current) == (0.5, 0.8)
@@ -314,7 +314,7 @@ def test_limits_fail_even_while_saving() -> None:
     current = rec(fn("f", "m.py:3", traces=3))
     out = run(current, rec(fn("f", "m.py:3")), MarkerLimits(max_traces=1), gate_baseline=False)
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     assert [b.gated for b in out.breaches if b.against == "limit"] == [True]
     assert all(not b.gated for b in out.breaches if b.against == "baseline")
 
@@ -323,7 +323,7 @@ def test_limit_wins_over_regression_in_status() -> None:
     current = rec(fn("f", "m.py:3", traces=3))
     out = run(current, rec(fn("f", "m.py:3")), MarkerLimits(max_compiles=2))
     assert {b.against for b in out.breaches} == {"limit", "baseline"}
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
 
 
 # -- per-test tolerances ----------------------------------------------------------------------

@@ -206,7 +206,7 @@ def test_summary_marks_ungated_outcomes_and_unjudged_tests() -> None:
     assert cells["t::improved"][-2:] == ["improved", "improved"]
     assert cells["t::timing"][-2:] == ["=", "ok (not gated)"]
     assert cells["t::failed"][-2:] == ["-", "failed"]
-    # Worded as in the markdown table and the tally ("1 reported only (saving)").
+    # Worded as in the markdown table and the tally ("1 reported only").
     assert cells["t::saving"][-2:] == ["traces +1; compiles +1", "reported only"]
 
 
@@ -234,7 +234,7 @@ def _breach(gated: bool = True) -> Breach:
         pytest.param([], "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated", id="none"),
         pytest.param(
             [
-                Outcome("regressed", [_breach()]),
+                Outcome("REGRESSED", [_breach()]),
                 Outcome("improved", improvements=["traces of f: 2 -> 1"]),
                 Outcome("new"),
                 Outcome("ok", notes=["compile time not gated: environment differs (x64)"]),
@@ -244,8 +244,8 @@ def _breach(gated: bool = True) -> Breach:
         ),
         pytest.param(
             [
-                Outcome("regressed", [_breach()]),
-                Outcome("limit", [Breach("traces", None, 1, 2, "limit")]),
+                Outcome("REGRESSED", [_breach()]),
+                Outcome("OVER LIMIT", [Breach("traces", None, 1, 2, "limit")]),
                 Outcome("improved", improvements=["a"]),
                 Outcome("improved", improvements=["b"]),
                 Outcome("new"),
@@ -258,8 +258,8 @@ def _breach(gated: bool = True) -> Breach:
             id="plural",
         ),
         pytest.param(
-            [Outcome("regressed", [_breach(gated=False)]), Outcome("ok")],
-            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only (saving)",
+            [Outcome("reported only", [_breach(gated=False)]), Outcome("ok")],
+            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only",
             id="saving",
         ),
     ],
@@ -269,5 +269,5 @@ def test_tally(outcomes: list[Outcome], expected: str) -> None:
 
 
 def test_tally_counts_a_test_with_a_compile_time_note_and_a_breach_once_each() -> None:
-    outcome = Outcome("regressed", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
+    outcome = Outcome("REGRESSED", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
     assert tally({"t::a": outcome}) == "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"
