@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,11 +18,12 @@ COMPILE_TIME = "compile time"
 
 # A test's verdict, in the words every report shows (terminal, markdown, HTML, JUnit and
 # `jaxperf compare`); those that fail the test in capitals. From most to least pressing:
-# a marker limit exceeded, a gated breach of the baseline, breaches shown but not gated
-# (saving, --jaxperf-timing=report), better than the baseline, within it, not in it.
-Status = Literal["OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new"]
+# a marker limit naming nothing the test ran, a marker limit exceeded, a gated breach of
+# the baseline, breaches shown but not gated (saving, --jaxperf-timing=report), better
+# than the baseline, within it, not in it.
+Status = Literal["BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new"]
 STATUSES: tuple[Status, ...] = (
-    "OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new",
+    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new",
 )  # fmt: skip
 
 
@@ -65,10 +67,12 @@ class Outcome:
     notes: list[str] = field(default_factory=list)  # why something was not gated
     # How something was gated, where the user may want to know (shown, not "not gated").
     info: list[str] = field(default_factory=list)
+    # Marker limits naming a function or benchmark the test did not have: each fails it.
+    errors: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return any(b.gated for b in self.breaches)
+        return bool(self.errors) or any(b.gated for b in self.breaches)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,6 +81,7 @@ class Outcome:
             "improvements": list(self.improvements),
             "notes": list(self.notes),
             "info": list(self.info),
+            "errors": list(self.errors),
         }
 
     @classmethod
@@ -87,6 +92,7 @@ class Outcome:
             improvements=list(d["improvements"]),
             notes=list(d["notes"]),
             info=list(d.get("info", [])),
+            errors=list(d.get("errors", [])),
         )
 
 
@@ -118,16 +124,44 @@ def match_functions(
 
 def _limit_for(
     limit: Limit | None, functions: Mapping[str, FunctionRecord]
-) -> list[tuple[list[FunctionRecord], float]]:
-    """(the functions a limit covers, the limit) for each limit that applies."""
+) -> list[tuple[str | None, list[FunctionRecord], float]]:
+    """(the dict key or None for a whole-test limit, the functions it covers, the limit) for
+    each limit that applies. A key names a function by its name or by its full key
+    ("name at path:line"); a key naming no function covers none."""
     if limit is None:
         return []
     if not isinstance(limit, Mapping):
-        return [(list(functions.values()), float(limit))]
+        return [(None, list(functions.values()), float(limit))]
     return [
-        ([f for f in functions.values() if name in (f.name, f.key)], float(value))
+        (name, [f for f in functions.values() if name in (f.name, f.key)], float(value))
         for name, value in limit.items()
     ]
+
+
+# Names listed when a marker limit names something the test did not have.
+MAX_LISTED = 10
+
+
+def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> str:
+    """One line: a marker limit's dict key names nothing the test had; the close match, what
+    it had, and what to name instead. `kind` is "function" or "benchmark"."""
+    known = sorted(set(known))
+    if kind == "function":
+        did, listed, fix = "trace", "traced", "a traced function's name or its 'name at path:line'"
+        # A key may be a name or a full key: suggest from both.
+        pool = sorted({k.split(" at ", 1)[0] for k in known} | set(known))
+    else:
+        did, listed, fix = "run", "benchmarks", "the label of one of this test's benchmarks"
+        pool = known
+    close = difflib.get_close_matches(key, pool, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    shown = ", ".join(known[:MAX_LISTED]) or "none"
+    if len(known) > MAX_LISTED:
+        shown += f" and {len(known) - MAX_LISTED} more"
+    return (
+        f"@pytest.mark.jaxperf({argument}=...) names {key!r}, a {kind} this test did not "
+        f"{did}{hint}; {listed}: {shown}. Use {fix}"
+    )
 
 
 def _metric(rec: FunctionRecord | TestRecord, metric: str, clock: str = "wall") -> float:
@@ -199,6 +233,8 @@ def evaluate(
 
 def _verdict(out: Outcome, new: bool = False) -> Status:
     """The most pressing of the test's findings (see `Status`)."""
+    if out.errors:
+        return "BAD LIMIT"
     if any(b.against == "limit" for b in out.breaches):
         return "OVER LIMIT"
     if out.failed:
@@ -215,15 +251,19 @@ def _count_and_time_limits(
 ) -> None:
     """max_traces, max_compiles and max_compile_time: for the test or named functions."""
     clock = gating.tol.compile_clock
-    for metric, limit in (
-        ("traces", limits.max_traces),
-        ("compiles", limits.max_compiles),
-        (COMPILE_TIME, limits.max_compile_time),
+    for argument, metric, limit in (
+        ("max_traces", "traces", limits.max_traces),
+        ("max_compiles", "compiles", limits.max_compiles),
+        ("max_compile_time", COMPILE_TIME, limits.max_compile_time),
     ):
         if metric in gating.skipped:
             continue
-        whole_test = not isinstance(limit, Mapping)
-        for fns, value in _limit_for(limit, record.functions):
+        for name, fns, value in _limit_for(limit, record.functions):
+            whole_test = name is None
+            if not fns and not whole_test:
+                # A limit on nothing would pass whatever the code does (a misspelt name).
+                out.errors.append(unknown_name(argument, str(name), "function", record.functions))
+                continue
             current = (
                 _metric(record, metric, clock)
                 if whole_test
@@ -359,10 +399,18 @@ def _program_benchmarks(rec: TestRecord) -> dict[str, dict[str, Any]]:
 
 def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) -> None:
     """max_jaxpr_eqns and max_hlo_ops: for every benchmark or named ones."""
+    benchmarks = _program_benchmarks(record)
     for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
         if limit is None:
             continue
-        for label, bench in sorted(_program_benchmarks(record).items()):
+        if isinstance(limit, Mapping):
+            # A limit on a label no benchmark has would pass whatever the program becomes.
+            out.errors += [
+                unknown_name(f"max_{metric}", label, "benchmark", benchmarks)
+                for label in limit
+                if label not in benchmarks
+            ]
+        for label, bench in sorted(benchmarks.items()):
             value = limit.get(label) if isinstance(limit, Mapping) else limit
             current = number(bench.get(metric))
             if value is not None and current is not None and current > value:

@@ -120,9 +120,7 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
     if failed:
         out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
         for nodeid in failed[:MAX_DETAILED]:
-            o = outcomes[nodeid]
-            lines = [line for b in o.breaches if b.gated for line in report.breach_lines(b)]
-            lines += [f"note: {n}" for n in o.notes]
+            lines = report.failing_lines(outcomes[nodeid])
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(failed), MAX_DETAILED, "regressions")
     reported = summary.reported

@@ -17,7 +17,7 @@ MAX_ROWS = 1000  # rows of the table of all recorded tests
 
 # Order of the rows of the table: what needs attention first.
 _RANK: dict[str, int] = {
-    "OVER LIMIT": 0, "REGRESSED": 0, "reported only": 1, "improved": 2, "new": 3,
+    "BAD LIMIT": 0, "OVER LIMIT": 0, "REGRESSED": 0, "reported only": 1, "improved": 2, "new": 3,
 }  # fmt: skip
 
 
@@ -114,9 +114,7 @@ def _block(lines: Iterable[str]) -> list[str]:
 
 
 def _regression(outcome: Outcome) -> list[str]:
-    lines = [line for b in outcome.breaches if b.gated for line in report.breach_lines(b)]
-    lines += [f"note: {n}" for n in outcome.notes]
-    return _block(lines)
+    return _block(report.failing_lines(outcome))
 
 
 def _section(

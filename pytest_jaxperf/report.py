@@ -59,8 +59,12 @@ def breach_lines(b: Breach) -> list[str]:
 
 
 def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
+    """Why the plugin failed a test: each bad marker limit on a line of its own, then the
+    metrics over the baseline or a limit with their causes."""
     failing = [b for b in outcome.breaches if b.gated]
-    lines = [f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit"]
+    lines = [f"jaxperf: {nodeid}: {error}" for error in outcome.errors]
+    if failing or not lines:
+        lines.append(f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit")
     for b in failing:
         lines += ["  " + line for line in breach_lines(b)]
     lines += [f"  note: {n}" for n in outcome.notes + outcome.info]
@@ -70,6 +74,14 @@ def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
             "--jaxperf-save)"
         )
     return "\n".join(lines)
+
+
+def failing_lines(outcome: Outcome) -> list[str]:
+    """A failed test's findings for the markdown and HTML reports: bad marker limits, gated
+    breaches with their causes, and notes."""
+    lines = list(outcome.errors)
+    lines += [line for b in outcome.breaches if b.gated for line in breach_lines(b)]
+    return lines + [f"note: {n}" for n in outcome.notes]
 
 
 def detail_section(record: TestRecord, outcome: Outcome) -> str:

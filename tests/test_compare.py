@@ -288,6 +288,53 @@ def test_dict_limit_for_another_function_does_not_apply() -> None:
     assert out.status == "new"
 
 
+@pytest.mark.parametrize("argument", ["max_traces", "max_compiles", "max_compile_time"])
+def test_dict_limit_naming_no_traced_function_fails_with_a_close_match(argument: str) -> None:
+    # A misspelt name used to limit nothing: sgd_step traced 5 times passed.
+    current = rec(fn("sgd_step", "m.py:3", traces=5), fn("loss", "m.py:9"))
+    out = run(current, None, MarkerLimits(**{argument: {"sgd_stpe": 1}}))
+    assert out.failed
+    assert out.status == "BAD LIMIT"
+    assert out.breaches == []
+    assert out.errors == [
+        f"@pytest.mark.jaxperf({argument}=...) names 'sgd_stpe', a function this test did not "
+        "trace (did you mean 'sgd_step'?); traced: loss at m.py:9, sgd_step at m.py:3. Use a "
+        "traced function's name or its 'name at path:line'"
+    ]
+
+
+def test_dict_limit_naming_a_stale_site_suggests_the_current_key() -> None:
+    current = rec(fn("f", "m.py:4", traces=2))
+    out = run(current, rec(fn("f", "m.py:3")), MarkerLimits(max_traces={"f at m.py:3": 1}))
+    (error,) = out.errors
+    assert "names 'f at m.py:3'" in error and "(did you mean 'f at m.py:4'?)" in error
+    assert out.status == "BAD LIMIT"
+
+
+def test_dict_limit_when_nothing_was_traced_says_so() -> None:
+    out = run(rec(), None, MarkerLimits(max_compiles={"f": 0}))
+    (error,) = out.errors
+    assert "(did you mean" not in error and "; traced: none. " in error
+    assert out.failed
+
+
+def test_known_and_unknown_keys_each_get_their_verdict() -> None:
+    current = rec(fn("f", "m.py:3", traces=3), fn("g", "m.py:9"))
+    out = run(current, None, MarkerLimits(max_traces={"f": 1, "g at m.py:9": 1, "h": 1}))
+    assert [(b.metric, b.function and b.function.name) for b in out.breaches] == [("traces", "f")]
+    assert len(out.errors) == 1 and "names 'h'" in out.errors[0]
+    assert out.status == "BAD LIMIT"
+    assert Outcome.from_json(out.to_json()).errors == out.errors
+
+
+def test_a_metric_not_measured_checks_no_names() -> None:
+    out = evaluate(
+        rec(), None, MarkerLimits(max_traces={"f": 1}), DEFAULTS, [],
+        not_measured={"traces": "hook missing"},
+    )  # fmt: skip
+    assert out.errors == [] and not out.failed
+
+
 def test_dict_limit_over_same_named_functions_shows_only_their_reasons() -> None:
     current = rec(
         fn("f", "a.py:1", traces=2, reasons=("x: f32[3] -> f32[4]",)),

@@ -253,3 +253,65 @@ def test_per_test_tolerance_overrides_default(jp: pytest.Pytester) -> None:
         )
     )
     jp.runpytest("--jaxperf", "--jaxperf-compile-floor=0").assert_outcomes(passed=1, failed=1)
+
+
+LIMITS_BY_NAME = """
+import functools
+import jax
+import jax.numpy as jnp
+import pytest
+
+@functools.partial(jax.jit, static_argnames="step")
+def sgd_step(w, step):
+    return w - 0.1 * step
+
+def train():
+    w = jnp.ones(3)
+    for step in range(5):  # a static argument: one trace per step
+        w = sgd_step(w, step=step)
+
+@pytest.mark.jaxperf(max_traces={"sgd_stpe": 1})
+def test_misspelt():
+    train()
+
+@pytest.mark.jaxperf(max_traces={"sgd_step": 5}, max_compiles={"sgd_step at test_mod.py:6": 5})
+def test_by_name_and_by_key():
+    train()
+
+@pytest.mark.jaxperf(max_traces={"sgd_step": 4})
+def test_over():
+    train()
+
+@pytest.mark.jaxperf(max_jaxpr_eqns={"sgd_stp": 100})
+def test_misspelt_label(jaxperf):
+    jaxperf.benchmark(sgd_step, jnp.ones(3), step=1)
+"""
+
+
+def test_limit_naming_nothing_the_test_ran_fails_naming_it(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=LIMITS_BY_NAME)
+    result = jp.runpytest("--jaxperf", "--jaxperf-timing=off")
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        lit(
+            "jaxperf: test_mod.py::test_misspelt: @pytest.mark.jaxperf(max_traces=...) names "
+            "'sgd_stpe', a function this test did not trace (did you mean 'sgd_step'?); traced: "
+            "sgd_step at test_mod.py:6. Use a traced function's name or its 'name at path:line'",
+        )
+    )
+    result.stdout.fnmatch_lines(
+        lit(
+            "jaxperf: test_mod.py::test_misspelt_label: @pytest.mark.jaxperf(max_jaxpr_eqns=...) "
+            "names 'sgd_stp', a benchmark this test did not run (did you mean 'sgd_step'?); "
+            "benchmarks: sgd_step. Use the label of one of this test's benchmarks",
+        )
+    )
+    result.stdout.fnmatch_lines(
+        lit(
+            "test_mod.py::test_by_name_and_by_key * new",
+            "test_mod.py::test_misspelt * BAD LIMIT",
+            "test_mod.py::test_misspelt_label * BAD LIMIT",
+            "test_mod.py::test_over * OVER LIMIT",
+        )
+    )
+    result.stdout.fnmatch_lines(lit("*traces of sgd_step (defined at test_mod.py:6): 5 > limit 4"))

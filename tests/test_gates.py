@@ -298,6 +298,18 @@ def test_max_jaxpr_eqns_dict_limits_one_label() -> None:
     assert out.breaches == [] and out.status == "new"
 
 
+@pytest.mark.parametrize("argument", ["max_jaxpr_eqns", "max_hlo_ops"])
+def test_dict_limit_naming_no_benchmark_fails_with_a_close_match(argument: str) -> None:
+    current = rec(step=bench(label="step", jaxpr_eqns=30), eval=bench(label="eval"))
+    out = run(current, None, MarkerLimits(**{argument: {"stpe": 10**6}}))
+    assert out.failed and out.status == "BAD LIMIT"
+    assert out.errors == [
+        f"@pytest.mark.jaxperf({argument}=...) names 'stpe', a benchmark this test did not run "
+        "(did you mean 'step'?); benchmarks: eval, step. Use the label of one of this test's "
+        "benchmarks"
+    ]
+
+
 def test_max_hlo_ops_limit_also_with_baseline() -> None:
     current = rec(mm=bench(hlo_ops=50))
     out = run(current, rec(mm=bench()), MarkerLimits(max_hlo_ops=49))

@@ -124,6 +124,20 @@ def test_failure_text_shows_notes_and_leaves_out_ungated_breaches() -> None:
 # -- summary_lines ----------------------------------------------------------------------------
 
 
+def test_failure_text_for_a_limit_naming_no_function_is_one_line_per_key() -> None:
+    current = rec(fn("sgd_step", "pkg/opt.py:5", traces=5))
+    outcome = judge(current, None, MarkerLimits(max_traces={"sgd_stpe": 1}))
+    lines = failure_text("t.py::test_train", outcome, BASELINE).splitlines()
+    assert lines == [f"jaxperf: t.py::test_train: {outcome.errors[0]}"]
+    assert "names 'sgd_stpe'" in lines[0] and "(did you mean 'sgd_step'?)" in lines[0]
+    # With a breach too, the error comes first, then the usual header and breach.
+    outcome = judge(current, None, MarkerLimits(max_traces={"sgd_stpe": 1}, max_compiles=1))
+    lines = failure_text("t.py::test_train", outcome, BASELINE).splitlines()
+    assert lines[0].startswith("jaxperf: t.py::test_train: @pytest.mark.jaxperf(max_traces=")
+    assert lines[1] == "jaxperf: t.py::test_train: 1 metric(s) over the baseline or a limit"
+    assert lines[2] == "  compiles of all functions: 5 > limit 1"
+
+
 def test_summary_table_columns_and_statuses() -> None:
     records = {
         "tests/test_m.py::test_regressed": rec(fn("f", "m.py:3", traces=2, compile_s=0.25)),

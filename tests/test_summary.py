@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import typing
+from html import escape as html_escape
 
 import pytest
 from _records import Record, fn, rec
@@ -85,6 +86,7 @@ def _judged() -> dict[str, tuple[Status, Outcome]]:
 
     bench = {"kind": "benchmark", "jaxpr_eqns": 5}
     verdicts = {
+        "t::bad": judge(rec(f), None, MarkerLimits(max_traces={"g": 1})),
         "t::limit": judge(rec(fn("f", "m.py:3", traces=2)), None, MarkerLimits(max_traces=1)),
         "t::regressed": judge(rec(fn("f", "m.py:3", traces=2)), rec(f)),
         "t::reported": judge(rec(fn("f", "m.py:3", traces=2)), rec(f), save=True),
@@ -108,6 +110,9 @@ def test_every_status_reads_the_same_in_every_report() -> None:
         assert re.search(rf"\| `{nodeid}` \|.*\| {status} \|", markdown), nodeid
         assert re.search(rf"<code>{nodeid}</code>.*<td[^>]*>{status}</td></tr>", html), nodeid
         assert dict(junit_properties(records[nodeid], outcome))["jaxperf_status"] == status
+    # The bad limit is among the failures, with its message.
+    error = judged["t::bad"][1].errors[0]
+    assert error in markdown and html_escape(error) in html
 
 
 def test_timing_report_breaches_are_tallied_as_reported_only_not_as_saving() -> None:
