@@ -19,11 +19,16 @@ COMPILE_TIME = "compile time"
 # A test's verdict, in the words every report shows (terminal, markdown, HTML, JUnit and
 # `jaxperf compare`); those that fail the test in capitals. From most to least pressing:
 # a marker limit naming nothing the test ran, a marker limit exceeded, a gated breach of
-# the baseline, breaches shown but not gated (saving, --jaxperf-timing=report), better
-# than the baseline, within it, not in it.
-Status = Literal["BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new"]
+# the baseline, breaches shown but not gated (saving, --jaxperf-timing=report), a user
+# function the baseline has and the test no longer traced (neutral: removed, or no longer
+# jitted), better than the baseline, within it, not in it.
+Status = Literal[
+    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "function gone", "improved", "ok",
+    "new",
+]  # fmt: skip
 STATUSES: tuple[Status, ...] = (
-    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "improved", "ok", "new",
+    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "function gone", "improved", "ok",
+    "new",
 )  # fmt: skip
 
 
@@ -67,6 +72,8 @@ class Outcome:
     notes: list[str] = field(default_factory=list)  # why something was not gated
     # How something was gated, where the user may want to know (shown, not "not gated").
     info: list[str] = field(default_factory=list)
+    # Baseline functions this test no longer traced: neither better nor worse, but shown.
+    gone: list[FunctionRecord] = field(default_factory=list)
     # Marker limits naming a function or benchmark the test did not have: each fails it.
     errors: list[str] = field(default_factory=list)
 
@@ -81,6 +88,7 @@ class Outcome:
             "improvements": list(self.improvements),
             "notes": list(self.notes),
             "info": list(self.info),
+            "gone": [function_to_json(f) for f in self.gone],
             "errors": list(self.errors),
         }
 
@@ -92,6 +100,7 @@ class Outcome:
             improvements=list(d["improvements"]),
             notes=list(d["notes"]),
             info=list(d.get("info", [])),
+            gone=[function_from_json(f, "gone") for f in d.get("gone", [])],
             errors=list(d.get("errors", [])),
         )
 
@@ -225,8 +234,9 @@ def evaluate(
         return out
     _benchmarks_vs_baseline(out, record, base, gating)
     matched = match_functions(record.functions, base.functions)
-    _counts_vs_baseline(out, record, base, matched, gating)
-    _compile_time_vs_baseline(out, record, base, matched, gating)
+    out.gone = _gone(base, matched)
+    _counts_vs_baseline(out, record, base, matched, out.gone, gating)
+    _compile_time_vs_baseline(out, record, base, matched, out.gone, gating)
     out.status = _verdict(out)
     return out
 
@@ -243,7 +253,18 @@ def _verdict(out: Outcome, new: bool = False) -> Status:
         return "reported only"
     if new:
         return "new"
+    if out.gone:
+        return "function gone"
     return "improved" if out.improvements else "ok"
+
+
+def _gone(base: TestRecord, matched: Mapping[str, FunctionRecord]) -> list[FunctionRecord]:
+    """Baseline functions with traces or compiles that this test no longer traced. Not an
+    improvement: the likeliest cause is a removed @jax.jit, and the code then runs op by op,
+    which no count or compile time of this test can show."""
+    seen = {id(f) for f in matched.values()}
+    gone = [f for f in base.functions.values() if id(f) not in seen and (f.traces or f.compiles)]
+    return sorted(gone, key=lambda f: f.key)
 
 
 def _count_and_time_limits(
@@ -283,9 +304,11 @@ def _counts_vs_baseline(
     record: TestRecord,
     base: TestRecord,
     matched: Mapping[str, FunctionRecord],
+    gone: Sequence[FunctionRecord],
     gating: Gating,
 ) -> None:
-    """Traces and compiles per function, then in total: any increase is a breach."""
+    """Traces and compiles per function, then in total: any increase is a breach; a decrease
+    that the gone functions account for is no improvement."""
     metrics = [m for m in ("traces", "compiles") if m not in gating.skipped]
     for key, fn in sorted(record.functions.items()):
         old = matched.get(key)
@@ -305,21 +328,16 @@ def _counts_vs_baseline(
                 ))  # fmt: skip
             elif now < before:
                 out.improvements.append(f"{metric} of {fn.key}: {before} -> {now}")
-    seen = {id(f) for f in matched.values()}
-    for old in base.functions.values():
-        if id(old) not in seen and (old.traces or old.compiles):
-            out.improvements.append(
-                f"{old.key} no longer compiled ({old.compiles} compiles before)"
-            )
     for metric in metrics:
         now, before = getattr(record, metric), getattr(base, metric)
+        kept = before - sum(getattr(f, metric) for f in gone)
         per_function = any(b.metric == metric and b.function for b in out.breaches)
         if now > before and not per_function:
             out.breaches.append(Breach(
                 metric=metric, function=None, reference=before, current=now,
                 against="baseline", gated=gating.gate_baseline,
             ))  # fmt: skip
-        elif now < before and not any(i.startswith(metric) for i in out.improvements):
+        elif now < kept and not any(i.startswith(metric) for i in out.improvements):
             out.improvements.append(f"total {metric}: {before} -> {now}")
 
 
@@ -328,9 +346,11 @@ def _compile_time_vs_baseline(
     record: TestRecord,
     base: TestRecord,
     matched: Mapping[str, FunctionRecord],
+    gone: Sequence[FunctionRecord],
     gating: Gating,
 ) -> None:
-    """The test's total compile seconds: above rtol and floor, on the chosen clock."""
+    """The test's total compile seconds: above rtol and floor, on the chosen clock. An
+    improvement only against the baseline's seconds of the functions still traced."""
     tol = gating.tol
     if COMPILE_TIME in gating.skipped:
         return
@@ -360,7 +380,9 @@ def _compile_time_vs_baseline(
             gated=gating.gate_baseline,
             detail=f"{clock} seconds, rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s",
         ))  # fmt: skip
-    elif now_s * (1 + tol.compile_rtol) < before_s and before_s - now_s > tol.compile_floor:
+        return
+    kept_s = before_s - sum(compile_seconds(f, clock) for f in gone)
+    if now_s * (1 + tol.compile_rtol) < kept_s and kept_s - now_s > tol.compile_floor:
         out.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
 
 

@@ -130,6 +130,13 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
             lines = [line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(reported), MAX_DETAILED, "tests")
+    gone = summary.gone
+    if gone:
+        out.append(f"<h2>Functions gone ({summary.functions_gone})</h2>")
+        for nodeid in gone[:MAX_DETAILED]:
+            lines = [report.gone_line(fn) for fn in outcomes[nodeid].gone]
+            out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
+        out += _more(len(gone), MAX_DETAILED, "tests")
     improved = summary.improved
     if improved:
         out.append(f'<h2 class="good">Improvements ({len(improved)})</h2><ul>')

@@ -17,7 +17,8 @@ MAX_ROWS = 1000  # rows of the table of all recorded tests
 
 # Order of the rows of the table: what needs attention first.
 _RANK: dict[str, int] = {
-    "BAD LIMIT": 0, "OVER LIMIT": 0, "REGRESSED": 0, "reported only": 1, "improved": 2, "new": 3,
+    "BAD LIMIT": 0, "OVER LIMIT": 0, "REGRESSED": 0, "reported only": 1, "function gone": 2,
+    "improved": 3, "new": 4,
 }  # fmt: skip
 
 
@@ -62,6 +63,12 @@ def render_markdown(
         lambda nodeid: _block(
             line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)
         ),
+        "tests",
+    )
+    out += _section(
+        f"Functions gone ({summary.functions_gone})",
+        summary.gone,
+        lambda nodeid: _block(report.gone_line(fn) for fn in outcomes[nodeid].gone),
         "tests",
     )
     out += _section(

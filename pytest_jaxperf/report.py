@@ -7,7 +7,7 @@ from typing import Any
 
 from .analysis import STATIC_METRICS
 from .compare import COMPILE_TIME, RUNTIME, Breach, Outcome
-from .model import Counts, TestRecord
+from .model import Counts, FunctionRecord, TestRecord
 from .summary import RunSummary, status_of
 
 
@@ -67,6 +67,7 @@ def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
         lines.append(f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit")
     for b in failing:
         lines += ["  " + line for line in breach_lines(b)]
+    lines += ["  " + gone_line(fn) for fn in outcome.gone]
     lines += [f"  note: {n}" for n in outcome.notes + outcome.info]
     if any(b.against == "baseline" for b in failing):
         lines.append(
@@ -78,10 +79,22 @@ def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
 
 def failing_lines(outcome: Outcome) -> list[str]:
     """A failed test's findings for the markdown and HTML reports: bad marker limits, gated
-    breaches with their causes, and notes."""
+    breaches with their causes, gone functions and notes."""
     lines = list(outcome.errors)
     lines += [line for b in outcome.breaches if b.gated for line in breach_lines(b)]
+    lines += [gone_line(fn) for fn in outcome.gone]
     return lines + [f"note: {n}" for n in outcome.notes]
+
+
+def gone_line(fn: FunctionRecord, nodeid: str | None = None) -> str:
+    """A baseline function the test no longer traced, and what that likely means (worded
+    like the terminal's "reported only: <test>: ..." lines when the test is named)."""
+    test = f"{nodeid}: " if nodeid else ""
+    return (
+        f"function gone: {test}{fn.key} no longer traced (baseline: traces {fn.traces}, "
+        f"compiles {fn.compiles}); if the test still calls it, it is no longer jitted and "
+        "runs op by op"
+    )
 
 
 def detail_section(record: TestRecord, outcome: Outcome) -> str:
@@ -102,6 +115,7 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
     )
     for label, bench in sorted(record.benchmarks.items()):
         lines.append(benchmark_line(label, bench))
+    lines += [gone_line(fn) for fn in outcome.gone]
     lines += [f"improved: {i}" for i in outcome.improvements]
     lines += [f"note: {n}" for n in outcome.notes + outcome.info]
     return "\n".join(lines)
@@ -160,6 +174,8 @@ def _vs_baseline(outcome: Outcome) -> str:
             )
             parts.setdefault(b.metric, f"{b.metric} +{grown:g}")
     text = "; ".join(value or key for key, value in parts.items())
+    if not text and outcome.gone:
+        text = "gone: " + ", ".join(fn.name for fn in outcome.gone)
     if not text and outcome.improvements:
         text = "improved"
     return text or ("new" if outcome.status == "new" else "=")

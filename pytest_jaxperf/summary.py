@@ -1,9 +1,9 @@
 """A run's verdicts grouped once, and the one wording of a test's status.
 
 The terminal summary, the markdown and HTML reports and `jaxperf compare` all render this:
-which tests failed, were reported only, improved or are new, and why others were not
-gated (each note with the tests it concerns, the most common first). The status words
-themselves are `compare.Status`, shown as they are everywhere, JUnit included."""
+which tests failed, were reported only, lost a function, improved or are new, and why others
+were not gated (each note with the tests it concerns, the most common first). The status
+words themselves are `compare.Status`, shown as they are everywhere, JUnit included."""
 
 from __future__ import annotations
 
@@ -18,6 +18,8 @@ from .model import TestRecord
 class RunSummary:
     regressed: tuple[str, ...]  # node ids, sorted: failed by the plugin (a failing status)
     reported: tuple[str, ...]  # breaches, none gated (saving, or timing mode "report")
+    gone: tuple[str, ...]  # a baseline function no longer traced, whatever the status
+    functions_gone: int  # how many such functions, over all those tests
     improved: tuple[str, ...]
     new: tuple[str, ...]
     not_gated: tuple[str, ...]  # a metric left out of the verdict, with a note saying why
@@ -33,6 +35,8 @@ class RunSummary:
         return cls(
             regressed=tuple(k for k, o in items if o.failed),
             reported=tuple(k for k, o in items if o.breaches and not o.failed),
+            gone=tuple(k for k, o in items if o.gone),
+            functions_gone=sum(len(o.gone) for _, o in items),
             improved=tuple(k for k, o in items if o.status == "improved"),
             new=tuple(k for k, o in items if o.status == "new"),
             not_gated=tuple(k for k, o in items if o.notes),
@@ -43,8 +47,8 @@ class RunSummary:
         )
 
     def tally(self) -> str:
-        """`jaxperf: 1 regression, 0 improvements, 2 new, 0 not gated`, then `, 1 reported
-        only` when breaches were shown but not gated (saving, --jaxperf-timing=report)."""
+        """`jaxperf: 1 regression, 0 improvements, 2 new, 0 not gated`, then the counts that
+        are rarely there when they are not 0: `, 1 reported only, 2 functions gone`."""
         n = len(self.regressed)
         i = len(self.improved)
         text = (
@@ -54,6 +58,9 @@ class RunSummary:
         )
         if self.reported:
             text += f", {len(self.reported)} reported only"
+        gone = self.functions_gone
+        if gone:
+            text += f", {gone} function{'s' if gone != 1 else ''} gone"
         return text
 
 

@@ -160,11 +160,39 @@ def test_fewer_traces_is_an_improvement() -> None:
     assert "compiles of f at m.py:3: 3 -> 1" in out.improvements
 
 
-def test_function_gone_from_the_run_is_an_improvement() -> None:
-    out = run(rec(fn("f", "m.py:3")), rec(fn("f", "m.py:3"), fn("g", "m.py:9", traces=2)))
-    assert out.status == "improved"
-    assert "g at m.py:9 no longer compiled (2 compiles before)" in out.improvements
-    assert "total traces: 3 -> 1" in out.improvements
+def test_function_gone_from_the_run_is_reported_as_gone_not_as_an_improvement() -> None:
+    # The likeliest cause is a removed @jax.jit: the code now runs op by op.
+    g = fn("g", "m.py:9", traces=2)
+    out = run(rec(fn("f", "m.py:3")), rec(fn("f", "m.py:3"), g))
+    assert out.status == "function gone"
+    assert out.gone == [g]
+    assert out.improvements == []  # not "total traces: 3 -> 1", not "no longer compiled"
+    assert not out.failed
+    assert Outcome.from_json(out.to_json()).gone == [g]
+
+
+def test_a_gone_function_does_not_hide_an_improvement_of_the_others() -> None:
+    base = rec(fn("f", "m.py:3", traces=3), fn("g", "m.py:9", traces=2))
+    out = run(rec(fn("f", "m.py:3", traces=1)), base)
+    assert [f.key for f in out.gone] == ["g at m.py:9"]
+    assert out.improvements == ["traces of f at m.py:3: 3 -> 1", "compiles of f at m.py:3: 3 -> 1"]
+    assert out.status == "function gone"
+
+
+def test_compile_time_saved_by_a_gone_function_is_no_improvement() -> None:
+    gone = fn("g", "m.py:9", compile_s=2.0)
+    out = run(rec(fn("f", "m.py:3", compile_s=0.2)), rec(fn("f", "m.py:3", compile_s=0.2), gone))
+    assert not any("compile time" in i for i in out.improvements)
+    # Against the functions still traced, a real speed-up still counts.
+    out = run(rec(fn("f", "m.py:3", compile_s=0.2)), rec(fn("f", "m.py:3", compile_s=1.0), gone))
+    assert [i for i in out.improvements if "compile time" in i] == [
+        "compile time (cpu): 3.000 s -> 0.200 s"
+    ]
+
+
+def test_a_function_in_neither_run_with_no_work_is_not_gone() -> None:
+    out = run(rec(fn("f", "m.py:3")), rec(fn("f", "m.py:3"), fn("g", "m.py:9", traces=0)))
+    assert out.gone == [] and out.status == "ok"
 
 
 # -- against the baseline: compile time -------------------------------------------------------

@@ -315,3 +315,41 @@ def test_limit_naming_nothing_the_test_ran_fails_naming_it(jp: pytest.Pytester) 
         )
     )
     result.stdout.fnmatch_lines(lit("*traces of sgd_step (defined at test_mod.py:6): 5 > limit 4"))
+
+
+UNJITTED = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+{decorator}
+def step(x):
+    return jnp.sin(x) * 2
+
+@pytest.mark.jaxperf
+def test_calls():
+    step(jnp.ones(3))
+"""
+
+
+def test_removed_jit_is_a_function_gone_not_an_improvement(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=UNJITTED.format(decorator="@jax.jit"))
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    # The same code op by op: fewer traces and no compile time, yet nothing got better.
+    jp.makepyfile(test_mod=UNJITTED.format(decorator=""))
+    result = jp.runpytest(
+        "--jaxperf", "--jaxperf-markdown=summary.md", "--junitxml=junit.xml", "-rA"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "test_mod.py::test_calls * gone: step * function gone",
+            "function gone: test_mod.py::test_calls: step at test_mod.py:5 no longer traced "
+            "(baseline: traces 1, compiles 1); if the test still calls it, it is no longer "
+            "jitted and runs op by op",
+            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 function gone",
+        )
+    )
+    result.stdout.no_fnmatch_line("*improved*")
+    assert "### Functions gone (1)" in (jp.path / "summary.md").read_text()
+    assert 'name="jaxperf_status" value="function gone"' in (jp.path / "junit.xml").read_text()

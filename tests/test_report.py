@@ -138,6 +138,15 @@ def test_failure_text_for_a_limit_naming_no_function_is_one_line_per_key() -> No
     assert lines[2] == "  compiles of all functions: 5 > limit 1"
 
 
+def test_failure_text_lists_a_gone_function() -> None:
+    base = rec(fn("step", "pkg/sim.py:12"), fn("norm", "pkg/sim.py:30"))
+    outcome = judge(rec(fn("step", "pkg/sim.py:12", traces=2)), base)
+    assert failure_text("t.py::test_step", outcome, BASELINE).splitlines()[-2] == (
+        "  function gone: norm at pkg/sim.py:30 no longer traced (baseline: traces 1, compiles "
+        "1); if the test still calls it, it is no longer jitted and runs op by op"
+    )
+
+
 def test_summary_table_columns_and_statuses() -> None:
     records = {
         "tests/test_m.py::test_regressed": rec(fn("f", "m.py:3", traces=2, compile_s=0.25)),

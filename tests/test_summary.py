@@ -14,7 +14,7 @@ from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.html import render_html
 from pytest_jaxperf.markdown import render_markdown
 from pytest_jaxperf.model import Report
-from pytest_jaxperf.report import junit_properties, summary_lines
+from pytest_jaxperf.report import gone_line, junit_properties, summary_lines
 from pytest_jaxperf.summary import RunSummary, status_of
 
 
@@ -31,6 +31,7 @@ OUTCOMES = {
     "t::quiet": Outcome("ok", notes=["env differs"]),
     "t::other": Outcome("ok", notes=["load"]),
     "t::plain": Outcome("ok"),
+    "t::unjitted": Outcome("function gone", gone=[fn("g", "m.py:9"), fn("h", "m.py:20")]),
 }
 
 
@@ -40,6 +41,8 @@ def test_run_summary_groups_every_verdict_once() -> None:
     assert summary.reported == ("t::saved",)
     assert summary.improved == ("t::faster",)
     assert summary.new == ("t::fresh",)
+    assert summary.gone == ("t::unjitted",)
+    assert summary.functions_gone == 2
     assert summary.not_gated == ("t::a_regressed", "t::other", "t::quiet")
     # Most common note first, each with its tests.
     assert summary.notes == (
@@ -47,7 +50,8 @@ def test_run_summary_groups_every_verdict_once() -> None:
         ("load", ("t::other",)),
     )
     assert summary.tally() == (
-        "jaxperf: 2 regressions, 1 improvement, 1 new, 3 not gated, 1 reported only"
+        "jaxperf: 2 regressions, 1 improvement, 1 new, 3 not gated, 1 reported only, "
+        "2 functions gone"
     )
 
 
@@ -59,6 +63,7 @@ def test_run_summary_groups_every_verdict_once() -> None:
         ("t::faster", "improved"),
         ("t::quiet", "ok (not gated)"),
         ("t::plain", "ok"),
+        ("t::unjitted", "function gone"),
     ],
 )
 def test_terminal_and_markdown_word_a_status_alike(nodeid: str, expected: str) -> None:
@@ -90,6 +95,7 @@ def _judged() -> dict[str, tuple[Status, Outcome]]:
         "t::limit": judge(rec(fn("f", "m.py:3", traces=2)), None, MarkerLimits(max_traces=1)),
         "t::regressed": judge(rec(fn("f", "m.py:3", traces=2)), rec(f)),
         "t::reported": judge(rec(fn("f", "m.py:3", traces=2)), rec(f), save=True),
+        "t::gone": judge(rec(), rec(f)),
         "t::improved": judge(rec(f), rec(fn("f", "m.py:3", traces=2))),
         "t::ok": judge(rec(f), rec(f)),
         "t::new": judge(rec(f, benchmarks={"b": bench}), None, MarkerLimits(max_jaxpr_eqns=5)),
@@ -110,9 +116,12 @@ def test_every_status_reads_the_same_in_every_report() -> None:
         assert re.search(rf"\| `{nodeid}` \|.*\| {status} \|", markdown), nodeid
         assert re.search(rf"<code>{nodeid}</code>.*<td[^>]*>{status}</td></tr>", html), nodeid
         assert dict(junit_properties(records[nodeid], outcome))["jaxperf_status"] == status
-    # The bad limit is among the failures, with its message.
+    # Each report's sections say why: the bad limit among the failures, the gone function.
     error = judged["t::bad"][1].errors[0]
     assert error in markdown and html_escape(error) in html
+    assert "### Functions gone (1)" in markdown and "<h2>Functions gone (1)</h2>" in html
+    gone = judged["t::gone"][1].gone[0]
+    assert gone_line(gone) in markdown and html_escape(gone_line(gone)) in html
 
 
 def test_timing_report_breaches_are_tallied_as_reported_only_not_as_saving() -> None:
