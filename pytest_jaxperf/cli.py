@@ -182,6 +182,9 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
                 f"  note: the test's outcome in the report: {run.tests[nodeid].outcome}",
                 file=out,
             )
+    for nodeid in summary.gone:
+        for fn in outcomes[nodeid].gone:
+            print(report.gone_line(fn, nodeid), file=out)
     for nodeid in summary.improved:
         print(f"improved: {nodeid}: {'; '.join(outcomes[nodeid].improvements)}", file=out)
     for note, ids in summary.notes:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import difflib
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -21,9 +22,20 @@ from .model import (
 COMPILE_TIME = "compile time"
 
 
-# A test's verdict: not in the baseline / within it / better / worse / over a marker limit.
-Status = Literal["new", "ok", "improved", "regressed", "limit"]
-STATUSES: tuple[Status, ...] = ("new", "ok", "improved", "regressed", "limit")
+# A test's verdict, in the words every report shows (terminal, markdown, HTML, JUnit and
+# `jaxperf compare`); those that fail the test in capitals. From most to least pressing:
+# a marker limit naming nothing the test ran, a marker limit exceeded, a gated breach of
+# the baseline, breaches shown but not gated (saving, --jaxperf-timing=report), a user
+# function the baseline has and the test no longer traced (neutral: removed, or no longer
+# jitted), better than the baseline, within it, not in it.
+Status = Literal[
+    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "function gone", "improved", "ok",
+    "new",
+]  # fmt: skip
+STATUSES: tuple[Status, ...] = (
+    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "function gone", "improved", "ok",
+    "new",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -66,10 +78,14 @@ class Outcome:
     notes: list[str] = field(default_factory=list)  # why something was not gated
     # How something was gated, where the user may want to know (shown, not "not gated").
     info: list[str] = field(default_factory=list)
+    # Baseline functions this test no longer traced: neither better nor worse, but shown.
+    gone: list[FunctionRecord] = field(default_factory=list)
+    # Marker limits naming a function or benchmark the test did not have: each fails it.
+    errors: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return any(b.gated for b in self.breaches)
+        return bool(self.errors) or any(b.gated for b in self.breaches)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +94,8 @@ class Outcome:
             "improvements": list(self.improvements),
             "notes": list(self.notes),
             "info": list(self.info),
+            "gone": [function_to_json(f) for f in self.gone],
+            "errors": list(self.errors),
         }
 
     @classmethod
@@ -88,6 +106,8 @@ class Outcome:
             improvements=list(d["improvements"]),
             notes=list(d["notes"]),
             info=list(d.get("info", [])),
+            gone=[function_from_json(f, "gone") for f in d.get("gone", [])],
+            errors=list(d.get("errors", [])),
         )
 
 
@@ -119,16 +139,44 @@ def match_functions(
 
 def _limit_for(
     limit: Limit | None, functions: Mapping[str, FunctionRecord]
-) -> list[tuple[list[FunctionRecord], float]]:
-    """(the functions a limit covers, the limit) for each limit that applies."""
+) -> list[tuple[str | None, list[FunctionRecord], float]]:
+    """(the dict key or None for a whole-test limit, the functions it covers, the limit) for
+    each limit that applies. A key names a function by its name or by its full key
+    ("name at path:line"); a key naming no function covers none."""
     if limit is None:
         return []
     if not isinstance(limit, Mapping):
-        return [(list(functions.values()), float(limit))]
+        return [(None, list(functions.values()), float(limit))]
     return [
-        ([f for f in functions.values() if name in (f.name, f.key)], float(value))
+        (name, [f for f in functions.values() if name in (f.name, f.key)], float(value))
         for name, value in limit.items()
     ]
+
+
+# Names listed when a marker limit names something the test did not have.
+MAX_LISTED = 10
+
+
+def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> str:
+    """One line: a marker limit's dict key names nothing the test had; the close match, what
+    it had, and what to name instead. `kind` is "function" or "benchmark"."""
+    known = sorted(set(known))
+    if kind == "function":
+        did, listed, fix = "trace", "traced", "a traced function's name or its 'name at path:line'"
+        # A key may be a name or a full key: suggest from both.
+        pool = sorted({k.split(" at ", 1)[0] for k in known} | set(known))
+    else:
+        did, listed, fix = "run", "benchmarks", "the label of one of this test's benchmarks"
+        pool = known
+    close = difflib.get_close_matches(key, pool, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    shown = ", ".join(known[:MAX_LISTED]) or "none"
+    if len(known) > MAX_LISTED:
+        shown += f" and {len(known) - MAX_LISTED} more"
+    return (
+        f"@pytest.mark.jaxperf({argument}=...) names {key!r}, a {kind} this test did not "
+        f"{did}{hint}; {listed}: {shown}. Use {fix}"
+    )
 
 
 def _metric(rec: FunctionRecord | TestRecord, metric: str, clock: str = "wall") -> float:
@@ -188,22 +236,41 @@ def evaluate(
     _count_and_time_limits(out, record, limits, gating)
     _benchmark_limits(out, record, limits)
     if base is None:
-        out.status = "limit" if out.breaches else "new"
+        out.status = _verdict(out, new=True)
         return out
     _benchmarks_vs_baseline(out, record, base, gating)
     matched = match_functions(record.functions, base.functions)
-    _counts_vs_baseline(out, record, base, matched, gating)
-    _compile_time_vs_baseline(out, record, base, matched, gating)
+    out.gone = _gone(base, matched)
+    _counts_vs_baseline(out, record, base, matched, out.gone, gating)
+    _compile_time_vs_baseline(out, record, base, matched, out.gone, gating)
     out.status = _verdict(out)
     return out
 
 
-def _verdict(out: Outcome) -> Status:
+def _verdict(out: Outcome, new: bool = False) -> Status:
+    """The most pressing of the test's findings (see `Status`)."""
+    if out.errors:
+        return "BAD LIMIT"
     if any(b.against == "limit" for b in out.breaches):
-        return "limit"
+        return "OVER LIMIT"
+    if out.failed:
+        return "REGRESSED"
     if out.breaches:
-        return "regressed"
+        return "reported only"
+    if new:
+        return "new"
+    if out.gone:
+        return "function gone"
     return "improved" if out.improvements else "ok"
+
+
+def _gone(base: TestRecord, matched: Mapping[str, FunctionRecord]) -> list[FunctionRecord]:
+    """Baseline functions with traces or compiles that this test no longer traced. Not an
+    improvement: the likeliest cause is a removed @jax.jit, and the code then runs op by op,
+    which no count or compile time of this test can show."""
+    seen = {id(f) for f in matched.values()}
+    gone = [f for f in base.functions.values() if id(f) not in seen and (f.traces or f.compiles)]
+    return sorted(gone, key=lambda f: f.key)
 
 
 def _count_and_time_limits(
@@ -211,15 +278,19 @@ def _count_and_time_limits(
 ) -> None:
     """max_traces, max_compiles and max_compile_time: for the test or named functions."""
     clock = gating.tol.compile_clock
-    for metric, limit in (
-        ("traces", limits.max_traces),
-        ("compiles", limits.max_compiles),
-        (COMPILE_TIME, limits.max_compile_time),
+    for argument, metric, limit in (
+        ("max_traces", "traces", limits.max_traces),
+        ("max_compiles", "compiles", limits.max_compiles),
+        ("max_compile_time", COMPILE_TIME, limits.max_compile_time),
     ):
         if metric in gating.skipped:
             continue
-        whole_test = not isinstance(limit, Mapping)
-        for fns, value in _limit_for(limit, record.functions):
+        for name, fns, value in _limit_for(limit, record.functions):
+            whole_test = name is None
+            if not fns and not whole_test:
+                # A limit on nothing would pass whatever the code does (a misspelt name).
+                out.errors.append(unknown_name(argument, str(name), "function", record.functions))
+                continue
             current = (
                 _metric(record, metric, clock)
                 if whole_test
@@ -239,9 +310,11 @@ def _counts_vs_baseline(
     record: TestRecord,
     base: TestRecord,
     matched: Mapping[str, FunctionRecord],
+    gone: Sequence[FunctionRecord],
     gating: Gating,
 ) -> None:
-    """Traces and compiles per function, then in total: any increase is a breach."""
+    """Traces and compiles per function, then in total: any increase is a breach; a decrease
+    that the gone functions account for is no improvement."""
     metrics = [m for m in ("traces", "compiles") if m not in gating.skipped]
     for key, fn in sorted(record.functions.items()):
         old = matched.get(key)
@@ -261,21 +334,16 @@ def _counts_vs_baseline(
                 ))  # fmt: skip
             elif now < before:
                 out.improvements.append(f"{metric} of {fn.key}: {before} -> {now}")
-    seen = {id(f) for f in matched.values()}
-    for old in base.functions.values():
-        if id(old) not in seen and (old.traces or old.compiles):
-            out.improvements.append(
-                f"{old.key} no longer compiled ({old.compiles} compiles before)"
-            )
     for metric in metrics:
         now, before = getattr(record, metric), getattr(base, metric)
+        kept = before - sum(getattr(f, metric) for f in gone)
         per_function = any(b.metric == metric and b.function for b in out.breaches)
         if now > before and not per_function:
             out.breaches.append(Breach(
                 metric=metric, function=None, reference=before, current=now,
                 against="baseline", gated=gating.gate_baseline,
             ))  # fmt: skip
-        elif now < before and not any(i.startswith(metric) for i in out.improvements):
+        elif now < kept and not any(i.startswith(metric) for i in out.improvements):
             out.improvements.append(f"total {metric}: {before} -> {now}")
 
 
@@ -284,9 +352,11 @@ def _compile_time_vs_baseline(
     record: TestRecord,
     base: TestRecord,
     matched: Mapping[str, FunctionRecord],
+    gone: Sequence[FunctionRecord],
     gating: Gating,
 ) -> None:
-    """The test's total compile seconds: above rtol and floor, on the chosen clock."""
+    """The test's total compile seconds: above rtol and floor, on the chosen clock. An
+    improvement only against the baseline's seconds of the functions still traced."""
     tol = gating.tol
     if COMPILE_TIME in gating.skipped:
         return
@@ -316,7 +386,9 @@ def _compile_time_vs_baseline(
             gated=gating.gate_baseline,
             detail=f"{clock} seconds, rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s",
         ))  # fmt: skip
-    elif now_s * (1 + tol.compile_rtol) < before_s and before_s - now_s > tol.compile_floor:
+        return
+    kept_s = before_s - sum(compile_seconds(f, clock) for f in gone)
+    if now_s * (1 + tol.compile_rtol) < kept_s and kept_s - now_s > tol.compile_floor:
         out.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
 
 
@@ -351,10 +423,18 @@ RUNTIME = "runtime"
 
 def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) -> None:
     """max_jaxpr_eqns and max_hlo_ops: for every benchmark or named ones."""
+    benchmarks = dict(record.benchmark_entries())
     for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
         if limit is None:
             continue
-        for label, bench in record.benchmark_entries():
+        if isinstance(limit, Mapping):
+            # A limit on a label no benchmark has would pass whatever the program becomes.
+            out.errors += [
+                unknown_name(f"max_{metric}", label, "benchmark", benchmarks)
+                for label in limit
+                if label not in benchmarks
+            ]
+        for label, bench in sorted(benchmarks.items()):
             value = limit.get(label) if isinstance(limit, Mapping) else limit
             current = bench.program_metric(metric)
             if value is not None and current is not None and current > value:

@@ -121,9 +121,7 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
     if failed:
         out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
         for nodeid in failed[:MAX_DETAILED]:
-            o = outcomes[nodeid]
-            lines = [line for b in o.breaches if b.gated for line in report.breach_lines(b)]
-            lines += [f"note: {n}" for n in o.notes]
+            lines = report.failing_lines(outcomes[nodeid])
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(failed), MAX_DETAILED, "regressions")
     reported = summary.reported
@@ -133,6 +131,13 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
             lines = [line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(reported), MAX_DETAILED, "tests")
+    gone = summary.gone
+    if gone:
+        out.append(f"<h2>Functions gone ({summary.functions_gone})</h2>")
+        for nodeid in gone[:MAX_DETAILED]:
+            lines = [report.gone_line(fn) for fn in outcomes[nodeid].gone]
+            out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
+        out += _more(len(gone), MAX_DETAILED, "tests")
     improved = summary.improved
     if improved:
         out.append(f'<h2 class="good">Improvements ({len(improved)})</h2><ul>')
@@ -185,8 +190,9 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
             for label, entry in rec.benchmark_entries()
             if entry.runtime is not None
         )
-        status = status_of(rec, outcomes.get(nodeid))
-        css = ' class="bad"' if status.startswith(("REGRESSED", "OVER")) else ""
+        outcome = outcomes.get(nodeid)
+        status = status_of(rec, outcome)
+        css = ' class="bad"' if outcome is not None and outcome.failed else ""
         rows.append(
             f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
             f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "

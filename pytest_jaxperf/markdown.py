@@ -16,7 +16,10 @@ MAX_LISTED = 100  # nodeids listed in the "new tests" section
 MAX_ROWS = 1000  # rows of the table of all recorded tests
 
 # Order of the rows of the table: what needs attention first.
-_RANK = {"REGRESSED": 0, "OVER LIMIT": 0, "reported only": 1, "improved": 2, "new": 3}
+_RANK: dict[str, int] = {
+    "BAD LIMIT": 0, "OVER LIMIT": 0, "REGRESSED": 0, "reported only": 1, "function gone": 2,
+    "improved": 3, "new": 4,
+}  # fmt: skip
 
 
 def render_markdown(
@@ -60,6 +63,12 @@ def render_markdown(
         lambda nodeid: _block(
             line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)
         ),
+        "tests",
+    )
+    out += _section(
+        f"Functions gone ({summary.functions_gone})",
+        summary.gone,
+        lambda nodeid: _block(report.gone_line(fn) for fn in outcomes[nodeid].gone),
         "tests",
     )
     out += _section(
@@ -112,9 +121,7 @@ def _block(lines: Iterable[str]) -> list[str]:
 
 
 def _regression(outcome: Outcome) -> list[str]:
-    lines = [line for b in outcome.breaches if b.gated for line in report.breach_lines(b)]
-    lines += [f"note: {n}" for n in outcome.notes]
-    return _block(lines)
+    return _block(report.failing_lines(outcome))
 
 
 def _section(

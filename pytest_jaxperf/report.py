@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from .compare import COMPILE_TIME, RUNTIME, Breach, Outcome
-from .model import STATIC_METRICS, Counts, Entry, ScalingEntry, TestRecord
+from .model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry, TestRecord
 from .summary import RunSummary, status_of
 
 
@@ -57,10 +57,15 @@ def breach_lines(b: Breach) -> list[str]:
 
 
 def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
+    """Why the plugin failed a test: each bad marker limit on a line of its own, then the
+    metrics over the baseline or a limit with their causes."""
     failing = [b for b in outcome.breaches if b.gated]
-    lines = [f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit"]
+    lines = [f"jaxperf: {nodeid}: {error}" for error in outcome.errors]
+    if failing or not lines:
+        lines.append(f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit")
     for b in failing:
         lines += ["  " + line for line in breach_lines(b)]
+    lines += ["  " + gone_line(fn) for fn in outcome.gone]
     lines += [f"  note: {n}" for n in outcome.notes + outcome.info]
     if any(b.against == "baseline" for b in failing):
         lines.append(
@@ -68,6 +73,26 @@ def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
             "--jaxperf-save)"
         )
     return "\n".join(lines)
+
+
+def failing_lines(outcome: Outcome) -> list[str]:
+    """A failed test's findings for the markdown and HTML reports: bad marker limits, gated
+    breaches with their causes, gone functions and notes."""
+    lines = list(outcome.errors)
+    lines += [line for b in outcome.breaches if b.gated for line in breach_lines(b)]
+    lines += [gone_line(fn) for fn in outcome.gone]
+    return lines + [f"note: {n}" for n in outcome.notes]
+
+
+def gone_line(fn: FunctionRecord, nodeid: str | None = None) -> str:
+    """A baseline function the test no longer traced, and what that likely means (worded
+    like the terminal's "reported only: <test>: ..." lines when the test is named)."""
+    test = f"{nodeid}: " if nodeid else ""
+    return (
+        f"function gone: {test}{fn.key} no longer traced (baseline: traces {fn.traces}, "
+        f"compiles {fn.compiles}); if the test still calls it, it is no longer jitted and "
+        "runs op by op"
+    )
 
 
 def detail_section(record: TestRecord, outcome: Outcome) -> str:
@@ -88,6 +113,7 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
     )
     for label, bench in sorted(record.benchmarks.items()):
         lines.append(benchmark_line(label, bench))
+    lines += [gone_line(fn) for fn in outcome.gone]
     lines += [f"improved: {i}" for i in outcome.improvements]
     lines += [f"note: {n}" for n in outcome.notes + outcome.info]
     return "\n".join(lines)
@@ -145,6 +171,8 @@ def _vs_baseline(outcome: Outcome) -> str:
             )
             parts.setdefault(b.metric, f"{b.metric} +{grown:g}")
     text = "; ".join(value or key for key, value in parts.items())
+    if not text and outcome.gone:
+        text = "gone: " + ", ".join(fn.name for fn in outcome.gone)
     if not text and outcome.improvements:
         text = "improved"
     return text or ("new" if outcome.status == "new" else "=")

@@ -227,6 +227,8 @@ class JaxPerfSession:
             for b in out.breaches:
                 if not b.gated:
                     tr.write_line(f"reported only: {nodeid}: {report.breach_lines(b)[0]}")
+            for fn in out.gone:
+                tr.write_line(report.gone_line(fn, nodeid))
         tr.write_line(report.tally(self.outcomes))
         for note in self.notes:
             tr.write_line(f"pytest-jaxperf: {note}", yellow=True)

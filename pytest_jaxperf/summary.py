@@ -1,8 +1,9 @@
 """A run's verdicts grouped once, and the one wording of a test's status.
 
 The terminal summary, the markdown and HTML reports and `jaxperf compare` all render this:
-which tests regressed, were reported only, improved or are new, and why others were not
-gated (each note with the tests it concerns, the most common first)."""
+which tests failed, were reported only, lost a function, improved or are new, and why others
+were not gated (each note with the tests it concerns, the most common first). The status
+words themselves are `compare.Status`, shown as they are everywhere, JUnit included."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from .model import TestRecord
 
 @dataclass(frozen=True)
 class RunSummary:
-    regressed: tuple[str, ...]  # node ids, sorted: a gated breach
+    regressed: tuple[str, ...]  # node ids, sorted: failed by the plugin (a failing status)
     reported: tuple[str, ...]  # breaches, none gated (saving, or timing mode "report")
+    gone: tuple[str, ...]  # a baseline function no longer traced, whatever the status
+    functions_gone: int  # how many such functions, over all those tests
     improved: tuple[str, ...]
     new: tuple[str, ...]
     not_gated: tuple[str, ...]  # a metric left out of the verdict, with a note saying why
@@ -32,6 +35,8 @@ class RunSummary:
         return cls(
             regressed=tuple(k for k, o in items if o.failed),
             reported=tuple(k for k, o in items if o.breaches and not o.failed),
+            gone=tuple(k for k, o in items if o.gone),
+            functions_gone=sum(len(o.gone) for _, o in items),
             improved=tuple(k for k, o in items if o.status == "improved"),
             new=tuple(k for k, o in items if o.status == "new"),
             not_gated=tuple(k for k, o in items if o.notes),
@@ -42,7 +47,8 @@ class RunSummary:
         )
 
     def tally(self) -> str:
-        """`jaxperf: 1 regression, 0 improvements, 2 new, 0 not gated`."""
+        """`jaxperf: 1 regression, 0 improvements, 2 new, 0 not gated`, then the counts that
+        are rarely there when they are not 0: `, 1 reported only, 2 functions gone`."""
         n = len(self.regressed)
         i = len(self.improved)
         text = (
@@ -51,21 +57,19 @@ class RunSummary:
             f"{len(self.not_gated)} not gated"
         )
         if self.reported:
-            text += f", {len(self.reported)} reported only (saving)"
+            text += f", {len(self.reported)} reported only"
+        gone = self.functions_gone
+        if gone:
+            text += f", {gone} function{'s' if gone != 1 else ''} gone"
         return text
 
 
 def status_of(record: TestRecord, outcome: Outcome | None) -> str:
-    """A test's status column: REGRESSED / OVER LIMIT, reported only, improved, new, ok, with
-    ' (not gated)' where a note left a metric out; the test's own outcome when not compared."""
+    """A test's status column: its verdict (`compare.Status`), with ' (not gated)' where a
+    note left a metric out of a verdict that did not fail; the test's own outcome (passed,
+    failed, ...) when it was not compared."""
     if outcome is None:
         return record.outcome
-    if outcome.failed:
-        status = "REGRESSED" if outcome.status == "regressed" else "OVER LIMIT"
-    elif outcome.breaches:
-        status = "reported only"
-    else:
-        status = outcome.status
     if outcome.notes and not outcome.failed:
-        status += " (not gated)"
-    return status
+        return f"{outcome.status} (not gated)"
+    return outcome.status

@@ -66,6 +66,23 @@ def test_compare_without_regressions_exits_0(
     assert out.splitlines()[-1] == "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated"
 
 
+def test_compare_reports_a_gone_function_as_such_and_exits_0(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = Report(tests={"t::a": rec(fn("f", "m.py:1"), fn("g", "m.py:9", compile_s=0.5))})
+    run = Report(tests={"t::a": rec(fn("f", "m.py:1"))})
+    base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
+    baseline_io.save(base_path, base)
+    baseline_io.save(run_path, run)
+    assert main(["compare", str(base_path), str(run_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1:] == [
+        "function gone: t::a: g at m.py:9 no longer traced (baseline: traces 1, compiles 1); "
+        "if the test still calls it, it is no longer jitted and runs op by op",
+        "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 function gone",
+    ]
+
+
 def test_compare_tolerances_and_environment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -88,7 +88,7 @@ def test_trace_increase_fails_naming_the_function_and_its_reasons() -> None:
     out = run(current, rec(fn("f", "m.py:3"), fn("g", "m.py:9")))
 
     assert out.failed
-    assert out.status == "regressed"
+    assert out.status == "REGRESSED"
     traces = [b for b in out.breaches if b.metric == "traces"]
     assert len(traces) == 1
     (b,) = traces
@@ -141,7 +141,7 @@ def test_function_missing_from_the_baseline_fails_as_new_function() -> None:
     new = fn("g", "m.py:20", reasons=("x: f32[3] -> f32[4]",))
     out = run(rec(fn("f", "m.py:3"), new), rec(fn("f", "m.py:3")))
     assert out.failed
-    assert out.status == "regressed"
+    assert out.status == "REGRESSED"
     assert {b.metric for b in out.breaches} == {"traces", "compiles"}
     for b in out.breaches:
         assert b.function is new
@@ -160,11 +160,39 @@ def test_fewer_traces_is_an_improvement() -> None:
     assert "compiles of f at m.py:3: 3 -> 1" in out.improvements
 
 
-def test_function_gone_from_the_run_is_an_improvement() -> None:
-    out = run(rec(fn("f", "m.py:3")), rec(fn("f", "m.py:3"), fn("g", "m.py:9", traces=2)))
-    assert out.status == "improved"
-    assert "g at m.py:9 no longer compiled (2 compiles before)" in out.improvements
-    assert "total traces: 3 -> 1" in out.improvements
+def test_function_gone_from_the_run_is_reported_as_gone_not_as_an_improvement() -> None:
+    # The likeliest cause is a removed @jax.jit: the code now runs op by op.
+    g = fn("g", "m.py:9", traces=2)
+    out = run(rec(fn("f", "m.py:3")), rec(fn("f", "m.py:3"), g))
+    assert out.status == "function gone"
+    assert out.gone == [g]
+    assert out.improvements == []  # not "total traces: 3 -> 1", not "no longer compiled"
+    assert not out.failed
+    assert Outcome.from_json(out.to_json()).gone == [g]
+
+
+def test_a_gone_function_does_not_hide_an_improvement_of_the_others() -> None:
+    base = rec(fn("f", "m.py:3", traces=3), fn("g", "m.py:9", traces=2))
+    out = run(rec(fn("f", "m.py:3", traces=1)), base)
+    assert [f.key for f in out.gone] == ["g at m.py:9"]
+    assert out.improvements == ["traces of f at m.py:3: 3 -> 1", "compiles of f at m.py:3: 3 -> 1"]
+    assert out.status == "function gone"
+
+
+def test_compile_time_saved_by_a_gone_function_is_no_improvement() -> None:
+    gone = fn("g", "m.py:9", compile_s=2.0)
+    out = run(rec(fn("f", "m.py:3", compile_s=0.2)), rec(fn("f", "m.py:3", compile_s=0.2), gone))
+    assert not any("compile time" in i for i in out.improvements)
+    # Against the functions still traced, a real speed-up still counts.
+    out = run(rec(fn("f", "m.py:3", compile_s=0.2)), rec(fn("f", "m.py:3", compile_s=1.0), gone))
+    assert [i for i in out.improvements if "compile time" in i] == [
+        "compile time (cpu): 3.000 s -> 0.200 s"
+    ]
+
+
+def test_a_function_in_neither_run_with_no_work_is_not_gone() -> None:
+    out = run(rec(fn("f", "m.py:3")), rec(fn("f", "m.py:3"), fn("g", "m.py:9", traces=0)))
+    assert out.gone == [] and out.status == "ok"
 
 
 # -- against the baseline: compile time -------------------------------------------------------
@@ -177,7 +205,7 @@ def timed(seconds: float, cache_hits: int = 0) -> Record:
 def test_compile_time_above_rtol_and_floor_fails() -> None:
     out = run(timed(2.5), timed(1.0))
     assert out.failed
-    assert out.status == "regressed"
+    assert out.status == "REGRESSED"
     (b,) = out.breaches
     assert b.metric == COMPILE_TIME
     assert b.function is None
@@ -236,7 +264,7 @@ def test_gate_baseline_false_reports_breaches_without_failing() -> None:
     assert {b.metric for b in out.breaches} == {"traces", "compiles", COMPILE_TIME}
     assert all(not b.gated for b in out.breaches)
     assert out.failed is False
-    assert out.status == "regressed"
+    assert out.status == "reported only"
 
 
 # -- marker limits ----------------------------------------------------------------------------
@@ -249,7 +277,7 @@ def test_max_traces_total_fails_without_a_baseline() -> None:
     )
     out = run(current, None, MarkerLimits(max_traces=2))
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     (b,) = out.breaches
     assert (b.metric, b.against, b.function) == ("traces", "limit", None)
     assert (b.reference, b.current) == (2, 3)
@@ -274,7 +302,7 @@ def test_max_traces_dict_limits_one_function(key: str) -> None:
     current = rec(f, fn("g", "m.py:9", traces=5))
     out = run(current, None, MarkerLimits(max_traces={key: 1}))
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     (b,) = out.breaches
     assert (b.metric, b.against, b.function) == ("traces", "limit", f)
     assert (b.reference, b.current) == (1, 2)
@@ -286,6 +314,53 @@ def test_dict_limit_for_another_function_does_not_apply() -> None:
     out = run(current, None, MarkerLimits(max_traces={"f": 1}))
     assert out.breaches == []
     assert out.status == "new"
+
+
+@pytest.mark.parametrize("argument", ["max_traces", "max_compiles", "max_compile_time"])
+def test_dict_limit_naming_no_traced_function_fails_with_a_close_match(argument: str) -> None:
+    # A misspelt name used to limit nothing: sgd_step traced 5 times passed.
+    current = rec(fn("sgd_step", "m.py:3", traces=5), fn("loss", "m.py:9"))
+    out = run(current, None, MarkerLimits(**{argument: {"sgd_stpe": 1}}))
+    assert out.failed
+    assert out.status == "BAD LIMIT"
+    assert out.breaches == []
+    assert out.errors == [
+        f"@pytest.mark.jaxperf({argument}=...) names 'sgd_stpe', a function this test did not "
+        "trace (did you mean 'sgd_step'?); traced: loss at m.py:9, sgd_step at m.py:3. Use a "
+        "traced function's name or its 'name at path:line'"
+    ]
+
+
+def test_dict_limit_naming_a_stale_site_suggests_the_current_key() -> None:
+    current = rec(fn("f", "m.py:4", traces=2))
+    out = run(current, rec(fn("f", "m.py:3")), MarkerLimits(max_traces={"f at m.py:3": 1}))
+    (error,) = out.errors
+    assert "names 'f at m.py:3'" in error and "(did you mean 'f at m.py:4'?)" in error
+    assert out.status == "BAD LIMIT"
+
+
+def test_dict_limit_when_nothing_was_traced_says_so() -> None:
+    out = run(rec(), None, MarkerLimits(max_compiles={"f": 0}))
+    (error,) = out.errors
+    assert "(did you mean" not in error and "; traced: none. " in error
+    assert out.failed
+
+
+def test_known_and_unknown_keys_each_get_their_verdict() -> None:
+    current = rec(fn("f", "m.py:3", traces=3), fn("g", "m.py:9"))
+    out = run(current, None, MarkerLimits(max_traces={"f": 1, "g at m.py:9": 1, "h": 1}))
+    assert [(b.metric, b.function and b.function.name) for b in out.breaches] == [("traces", "f")]
+    assert len(out.errors) == 1 and "names 'h'" in out.errors[0]
+    assert out.status == "BAD LIMIT"
+    assert Outcome.from_json(out.to_json()).errors == out.errors
+
+
+def test_a_metric_not_measured_checks_no_names() -> None:
+    out = evaluate(
+        rec(), None, MarkerLimits(max_traces={"f": 1}), DEFAULTS, [],
+        not_measured={"traces": "hook missing"},
+    )  # fmt: skip
+    assert out.errors == [] and not out.failed
 
 
 def test_dict_limit_over_same_named_functions_shows_only_their_reasons() -> None:
@@ -303,7 +378,7 @@ def test_dict_limit_over_same_named_functions_shows_only_their_reasons() -> None
 def test_max_compile_time_fails_without_a_baseline() -> None:
     out = run(timed(0.8), None, MarkerLimits(max_compile_time=0.5))
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     (b,) = out.breaches
     assert (b.metric, b.against) == (COMPILE_TIME, "limit")
     assert (b.reference, b.current) == (0.5, 0.8)
@@ -314,7 +389,7 @@ def test_limits_fail_even_while_saving() -> None:
     current = rec(fn("f", "m.py:3", traces=3))
     out = run(current, rec(fn("f", "m.py:3")), MarkerLimits(max_traces=1), gate_baseline=False)
     assert out.failed
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
     assert [b.gated for b in out.breaches if b.against == "limit"] == [True]
     assert all(not b.gated for b in out.breaches if b.against == "baseline")
 
@@ -323,7 +398,7 @@ def test_limit_wins_over_regression_in_status() -> None:
     current = rec(fn("f", "m.py:3", traces=3))
     out = run(current, rec(fn("f", "m.py:3")), MarkerLimits(max_compiles=2))
     assert {b.against for b in out.breaches} == {"limit", "baseline"}
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
 
 
 # -- per-test tolerances ----------------------------------------------------------------------

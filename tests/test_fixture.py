@@ -259,5 +259,17 @@ def test_runtime_gate(jp: pytest.Pytester) -> None:
             "[median, runtime_rtol 1, Mann-Whitney p=*]"
         )
     )
-    result = jp.runpytest("--jaxperf", "--jaxperf-timing=report", *timing)
+    result = jp.runpytest(
+        "--jaxperf", "--jaxperf-timing=report", "--junitxml=junit.xml", *timing
+    )
     result.assert_outcomes(passed=1)
+    # Shown but not gated, in the same words everywhere; nothing was saved.
+    result.stdout.fnmatch_lines(
+        lit(
+            "test_rt.py::test_runtime * reported only",
+            "reported only: test_rt.py::test_runtime: runtime of benchmark 'work': *",
+            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only",
+        )
+    )
+    result.stdout.no_fnmatch_line("*saving*")
+    assert 'name="jaxperf_status" value="reported only"' in (jp.path / "junit.xml").read_text()

@@ -253,3 +253,103 @@ def test_per_test_tolerance_overrides_default(jp: pytest.Pytester) -> None:
         )
     )
     jp.runpytest("--jaxperf", "--jaxperf-compile-floor=0").assert_outcomes(passed=1, failed=1)
+
+
+LIMITS_BY_NAME = """
+import functools
+import jax
+import jax.numpy as jnp
+import pytest
+
+@functools.partial(jax.jit, static_argnames="step")
+def sgd_step(w, step):
+    return w - 0.1 * step
+
+def train():
+    w = jnp.ones(3)
+    for step in range(5):  # a static argument: one trace per step
+        w = sgd_step(w, step=step)
+
+@pytest.mark.jaxperf(max_traces={"sgd_stpe": 1})
+def test_misspelt():
+    train()
+
+@pytest.mark.jaxperf(max_traces={"sgd_step": 5}, max_compiles={"sgd_step at test_mod.py:6": 5})
+def test_by_name_and_by_key():
+    train()
+
+@pytest.mark.jaxperf(max_traces={"sgd_step": 4})
+def test_over():
+    train()
+
+@pytest.mark.jaxperf(max_jaxpr_eqns={"sgd_stp": 100})
+def test_misspelt_label(jaxperf):
+    jaxperf.benchmark(sgd_step, jnp.ones(3), step=1)
+"""
+
+
+def test_limit_naming_nothing_the_test_ran_fails_naming_it(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=LIMITS_BY_NAME)
+    result = jp.runpytest("--jaxperf", "--jaxperf-timing=off")
+    result.assert_outcomes(passed=1, failed=3)
+    result.stdout.fnmatch_lines(
+        lit(
+            "jaxperf: test_mod.py::test_misspelt: @pytest.mark.jaxperf(max_traces=...) names "
+            "'sgd_stpe', a function this test did not trace (did you mean 'sgd_step'?); traced: "
+            "sgd_step at test_mod.py:6. Use a traced function's name or its 'name at path:line'",
+        )
+    )
+    result.stdout.fnmatch_lines(
+        lit(
+            "jaxperf: test_mod.py::test_misspelt_label: @pytest.mark.jaxperf(max_jaxpr_eqns=...) "
+            "names 'sgd_stp', a benchmark this test did not run (did you mean 'sgd_step'?); "
+            "benchmarks: sgd_step. Use the label of one of this test's benchmarks",
+        )
+    )
+    result.stdout.fnmatch_lines(
+        lit(
+            "test_mod.py::test_by_name_and_by_key * new",
+            "test_mod.py::test_misspelt * BAD LIMIT",
+            "test_mod.py::test_misspelt_label * BAD LIMIT",
+            "test_mod.py::test_over * OVER LIMIT",
+        )
+    )
+    result.stdout.fnmatch_lines(lit("*traces of sgd_step (defined at test_mod.py:6): 5 > limit 4"))
+
+
+UNJITTED = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+{decorator}
+def step(x):
+    return jnp.sin(x) * 2
+
+@pytest.mark.jaxperf
+def test_calls():
+    step(jnp.ones(3))
+"""
+
+
+def test_removed_jit_is_a_function_gone_not_an_improvement(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=UNJITTED.format(decorator="@jax.jit"))
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    # The same code op by op: fewer traces and no compile time, yet nothing got better.
+    jp.makepyfile(test_mod=UNJITTED.format(decorator=""))
+    result = jp.runpytest(
+        "--jaxperf", "--jaxperf-markdown=summary.md", "--junitxml=junit.xml", "-rA"
+    )
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "test_mod.py::test_calls * gone: step * function gone",
+            "function gone: test_mod.py::test_calls: step at test_mod.py:5 no longer traced "
+            "(baseline: traces 1, compiles 1); if the test still calls it, it is no longer "
+            "jitted and runs op by op",
+            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 function gone",
+        )
+    )
+    result.stdout.no_fnmatch_line("*improved*")
+    assert "### Functions gone (1)" in (jp.path / "summary.md").read_text()
+    assert 'name="jaxperf_status" value="function gone"' in (jp.path / "junit.xml").read_text()

@@ -119,7 +119,7 @@ def test_unchanged_benchmark_passes() -> None:
 
 def test_static_metric_above_rtol_fails() -> None:
     out = run(rec(mm=bench(jaxpr_eqns=111)), rec(mm=bench()))
-    assert out.failed and out.status == "regressed"
+    assert out.failed and out.status == "REGRESSED"
     (b,) = out.breaches
     assert (b.metric, b.benchmark, b.reference, b.current) == ("jaxpr_eqns", "mm", 100, 111)
     assert b.against == "baseline" and b.gated and b.function is None
@@ -180,7 +180,7 @@ def test_entry_without_kind_still_gated() -> None:
 
 def test_runtime_twice_as_slow_and_clear_fails_with_p_value() -> None:
     out = run(rec(mm=bench(steady(2e-3))), rec(mm=bench(steady(1e-3))))
-    assert out.failed and out.status == "regressed"
+    assert out.failed and out.status == "REGRESSED"
     (b,) = out.breaches
     assert (b.metric, b.benchmark, b.against, b.gated) == (RUNTIME, "mm", "baseline", True)
     assert b.reference == pytest.approx(1e-3) and b.current == pytest.approx(2e-3)
@@ -295,7 +295,7 @@ def test_runtime_faster_but_not_clear_is_no_improvement() -> None:
 def test_max_jaxpr_eqns_int_limits_every_benchmark() -> None:
     current = rec(a=bench(label="a", jaxpr_eqns=30), b=bench(label="b", jaxpr_eqns=20))
     out = run(current, None, MarkerLimits(max_jaxpr_eqns=20))
-    assert out.status == "limit" and out.failed
+    assert out.status == "OVER LIMIT" and out.failed
     (b,) = out.breaches
     assert (b.metric, b.benchmark, b.reference, b.current, b.against) == (
         "jaxpr_eqns",
@@ -314,11 +314,23 @@ def test_max_jaxpr_eqns_dict_limits_one_label() -> None:
     assert out.breaches == [] and out.status == "new"
 
 
+@pytest.mark.parametrize("argument", ["max_jaxpr_eqns", "max_hlo_ops"])
+def test_dict_limit_naming_no_benchmark_fails_with_a_close_match(argument: str) -> None:
+    current = rec(step=bench(label="step", jaxpr_eqns=30), eval=bench(label="eval"))
+    out = run(current, None, MarkerLimits(**{argument: {"stpe": 10**6}}))
+    assert out.failed and out.status == "BAD LIMIT"
+    assert out.errors == [
+        f"@pytest.mark.jaxperf({argument}=...) names 'stpe', a benchmark this test did not run "
+        "(did you mean 'step'?); benchmarks: eval, step. Use the label of one of this test's "
+        "benchmarks"
+    ]
+
+
 def test_max_hlo_ops_limit_also_with_baseline() -> None:
     current = rec(mm=bench(hlo_ops=50))
     out = run(current, rec(mm=bench()), MarkerLimits(max_hlo_ops=49))
     assert [(b.metric, b.against) for b in out.breaches] == [("hlo_ops", "limit")]
-    assert out.status == "limit"
+    assert out.status == "OVER LIMIT"
 
 
 def test_limits_ignore_missing_metric() -> None:

@@ -124,6 +124,29 @@ def test_failure_text_shows_notes_and_leaves_out_ungated_breaches() -> None:
 # -- summary_lines ----------------------------------------------------------------------------
 
 
+def test_failure_text_for_a_limit_naming_no_function_is_one_line_per_key() -> None:
+    current = rec(fn("sgd_step", "pkg/opt.py:5", traces=5))
+    outcome = judge(current, None, MarkerLimits(max_traces={"sgd_stpe": 1}))
+    lines = failure_text("t.py::test_train", outcome, BASELINE).splitlines()
+    assert lines == [f"jaxperf: t.py::test_train: {outcome.errors[0]}"]
+    assert "names 'sgd_stpe'" in lines[0] and "(did you mean 'sgd_step'?)" in lines[0]
+    # With a breach too, the error comes first, then the usual header and breach.
+    outcome = judge(current, None, MarkerLimits(max_traces={"sgd_stpe": 1}, max_compiles=1))
+    lines = failure_text("t.py::test_train", outcome, BASELINE).splitlines()
+    assert lines[0].startswith("jaxperf: t.py::test_train: @pytest.mark.jaxperf(max_traces=")
+    assert lines[1] == "jaxperf: t.py::test_train: 1 metric(s) over the baseline or a limit"
+    assert lines[2] == "  compiles of all functions: 5 > limit 1"
+
+
+def test_failure_text_lists_a_gone_function() -> None:
+    base = rec(fn("step", "pkg/sim.py:12"), fn("norm", "pkg/sim.py:30"))
+    outcome = judge(rec(fn("step", "pkg/sim.py:12", traces=2)), base)
+    assert failure_text("t.py::test_step", outcome, BASELINE).splitlines()[-2] == (
+        "  function gone: norm at pkg/sim.py:30 no longer traced (baseline: traces 1, compiles "
+        "1); if the test still calls it, it is no longer jitted and runs op by op"
+    )
+
+
 def test_summary_table_columns_and_statuses() -> None:
     records = {
         "tests/test_m.py::test_regressed": rec(fn("f", "m.py:3", traces=2, compile_s=0.25)),
@@ -206,7 +229,7 @@ def test_summary_marks_ungated_outcomes_and_unjudged_tests() -> None:
     assert cells["t::improved"][-2:] == ["improved", "improved"]
     assert cells["t::timing"][-2:] == ["=", "ok (not gated)"]
     assert cells["t::failed"][-2:] == ["-", "failed"]
-    # Worded as in the markdown table and the tally ("1 reported only (saving)").
+    # Worded as in the markdown table and the tally ("1 reported only").
     assert cells["t::saving"][-2:] == ["traces +1; compiles +1", "reported only"]
 
 
@@ -234,7 +257,7 @@ def _breach(gated: bool = True) -> Breach:
         pytest.param([], "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated", id="none"),
         pytest.param(
             [
-                Outcome("regressed", [_breach()]),
+                Outcome("REGRESSED", [_breach()]),
                 Outcome("improved", improvements=["traces of f: 2 -> 1"]),
                 Outcome("new"),
                 Outcome("ok", notes=["compile time not gated: environment differs (x64)"]),
@@ -244,8 +267,8 @@ def _breach(gated: bool = True) -> Breach:
         ),
         pytest.param(
             [
-                Outcome("regressed", [_breach()]),
-                Outcome("limit", [Breach("traces", None, 1, 2, "limit")]),
+                Outcome("REGRESSED", [_breach()]),
+                Outcome("OVER LIMIT", [Breach("traces", None, 1, 2, "limit")]),
                 Outcome("improved", improvements=["a"]),
                 Outcome("improved", improvements=["b"]),
                 Outcome("new"),
@@ -258,8 +281,8 @@ def _breach(gated: bool = True) -> Breach:
             id="plural",
         ),
         pytest.param(
-            [Outcome("regressed", [_breach(gated=False)]), Outcome("ok")],
-            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only (saving)",
+            [Outcome("reported only", [_breach(gated=False)]), Outcome("ok")],
+            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only",
             id="saving",
         ),
     ],
@@ -269,5 +292,5 @@ def test_tally(outcomes: list[Outcome], expected: str) -> None:
 
 
 def test_tally_counts_a_test_with_a_compile_time_note_and_a_breach_once_each() -> None:
-    outcome = Outcome("regressed", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
+    outcome = Outcome("REGRESSED", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
     assert tally({"t::a": outcome}) == "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"

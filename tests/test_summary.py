@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import pytest
-from _records import rec
+import re
+import typing
+from html import escape as html_escape
 
-from pytest_jaxperf.compare import Breach, Outcome
+import pytest
+from _records import Record, fn, rec
+
+from pytest_jaxperf.compare import STATUSES, Breach, Outcome, Status, evaluate
+from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.html import render_html
 from pytest_jaxperf.markdown import render_markdown
 from pytest_jaxperf.model import Report
-from pytest_jaxperf.report import summary_lines
+from pytest_jaxperf.report import gone_line, junit_properties, summary_lines
 from pytest_jaxperf.summary import RunSummary, status_of
 
 
@@ -17,14 +23,15 @@ def _breach(gated: bool = True) -> Breach:
 
 
 OUTCOMES = {
-    "t::b_regressed": Outcome("regressed", [_breach()]),
-    "t::a_regressed": Outcome("regressed", [_breach()], notes=["env differs"]),
-    "t::saved": Outcome("regressed", [_breach(gated=False)]),
+    "t::b_regressed": Outcome("REGRESSED", [_breach()]),
+    "t::a_regressed": Outcome("REGRESSED", [_breach()], notes=["env differs"]),
+    "t::saved": Outcome("reported only", [_breach(gated=False)]),
     "t::faster": Outcome("improved", improvements=["runtime 2 s -> 1 s"]),
     "t::fresh": Outcome("new"),
     "t::quiet": Outcome("ok", notes=["env differs"]),
     "t::other": Outcome("ok", notes=["load"]),
     "t::plain": Outcome("ok"),
+    "t::unjitted": Outcome("function gone", gone=[fn("g", "m.py:9"), fn("h", "m.py:20")]),
 }
 
 
@@ -34,6 +41,8 @@ def test_run_summary_groups_every_verdict_once() -> None:
     assert summary.reported == ("t::saved",)
     assert summary.improved == ("t::faster",)
     assert summary.new == ("t::fresh",)
+    assert summary.gone == ("t::unjitted",)
+    assert summary.functions_gone == 2
     assert summary.not_gated == ("t::a_regressed", "t::other", "t::quiet")
     # Most common note first, each with its tests.
     assert summary.notes == (
@@ -41,7 +50,8 @@ def test_run_summary_groups_every_verdict_once() -> None:
         ("load", ("t::other",)),
     )
     assert summary.tally() == (
-        "jaxperf: 2 regressions, 1 improvement, 1 new, 3 not gated, 1 reported only (saving)"
+        "jaxperf: 2 regressions, 1 improvement, 1 new, 3 not gated, 1 reported only, "
+        "2 functions gone"
     )
 
 
@@ -53,6 +63,7 @@ def test_run_summary_groups_every_verdict_once() -> None:
         ("t::faster", "improved"),
         ("t::quiet", "ok (not gated)"),
         ("t::plain", "ok"),
+        ("t::unjitted", "function gone"),
     ],
 )
 def test_terminal_and_markdown_word_a_status_alike(nodeid: str, expected: str) -> None:
@@ -62,6 +73,64 @@ def test_terminal_and_markdown_word_a_status_alike(nodeid: str, expected: str) -
     assert terminal.rstrip().endswith(expected)
     markdown = render_markdown(Report({}, {nodeid: record}), {nodeid: OUTCOMES[nodeid]})
     assert f"| {expected} |" in markdown
+
+
+def test_status_words_are_one_literal() -> None:
+    assert typing.get_args(Status) == STATUSES
+
+
+def _judged() -> dict[str, tuple[Status, Outcome]]:
+    """One real verdict of each status, from compare.evaluate."""
+    f = fn("f", "m.py:3")
+    tol = Tolerances()
+
+    def judge(
+        now: Record, base: Record | None, limits: MarkerLimits | None = None, save: bool = False
+    ) -> Outcome:
+        return evaluate(now, base, limits or MarkerLimits(), tol, [], gate_baseline=not save)
+
+    bench = {"kind": "benchmark", "jaxpr_eqns": 5}
+    verdicts = {
+        "t::bad": judge(rec(f), None, MarkerLimits(max_traces={"g": 1})),
+        "t::limit": judge(rec(fn("f", "m.py:3", traces=2)), None, MarkerLimits(max_traces=1)),
+        "t::regressed": judge(rec(fn("f", "m.py:3", traces=2)), rec(f)),
+        "t::reported": judge(rec(fn("f", "m.py:3", traces=2)), rec(f), save=True),
+        "t::gone": judge(rec(), rec(f)),
+        "t::improved": judge(rec(f), rec(fn("f", "m.py:3", traces=2))),
+        "t::ok": judge(rec(f), rec(f)),
+        "t::new": judge(rec(f, benchmarks={"b": bench}), None, MarkerLimits(max_jaxpr_eqns=5)),
+    }
+    return {k: (o.status, o) for k, o in verdicts.items()}
+
+
+def test_every_status_reads_the_same_in_every_report() -> None:
+    judged = _judged()
+    assert sorted(s for s, _ in judged.values()) == sorted(STATUSES)  # each status once
+    outcomes = {k: o for k, (_, o) in judged.items()}
+    records = {k: rec() for k in judged}
+    terminal = {line.split()[0]: line for line in summary_lines(records, outcomes)[1:]}
+    markdown = render_markdown(Report({}, records), outcomes)
+    html = render_html(Report({}, records), None, outcomes)
+    for nodeid, (status, outcome) in judged.items():
+        assert terminal[nodeid].endswith(f"  {status}"), terminal[nodeid]
+        assert re.search(rf"\| `{nodeid}` \|.*\| {status} \|", markdown), nodeid
+        assert re.search(rf"<code>{nodeid}</code>.*<td[^>]*>{status}</td></tr>", html), nodeid
+        assert dict(junit_properties(records[nodeid], outcome))["jaxperf_status"] == status
+    # Each report's sections say why: the bad limit among the failures, the gone function.
+    error = judged["t::bad"][1].errors[0]
+    assert error in markdown and html_escape(error) in html
+    assert "### Functions gone (1)" in markdown and "<h2>Functions gone (1)</h2>" in html
+    gone = judged["t::gone"][1].gone[0]
+    assert gone_line(gone) in markdown and html_escape(gone_line(gone)) in html
+
+
+def test_timing_report_breaches_are_tallied_as_reported_only_not_as_saving() -> None:
+    # --jaxperf-timing=report: a runtime breach is shown, never gated; nothing was saved.
+    runtime = Breach("runtime", None, 1e-3, 3e-3, "baseline", (), gated=False, benchmark="b")
+    summary = RunSummary.of({"t::slow": Outcome("reported only", [runtime])})
+    assert summary.reported == ("t::slow",)
+    assert summary.tally().endswith(", 0 not gated, 1 reported only")
+    assert "saving" not in summary.tally()
 
 
 def test_status_of_an_uncompared_test_is_its_outcome() -> None:

@@ -46,7 +46,9 @@ def gc_enabled() -> Iterator[None]:
     try:
         yield
     finally:
-        if not was:
+        if was:
+            gc.enable()
+        else:
             gc.disable()
 
 
