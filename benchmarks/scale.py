@@ -38,7 +38,6 @@ from pytest_jaxperf import baseline as baseline_io
 from pytest_jaxperf import history, model, timing
 from pytest_jaxperf.cli import evaluate_all
 from pytest_jaxperf.config import Tolerances
-from pytest_jaxperf.environment import timing_differences
 from pytest_jaxperf.markdown import render_markdown
 from pytest_jaxperf.model import FunctionRecord, Report, TestRecord
 
@@ -214,8 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             repeat, lambda: (baseline_io.load(base_path), baseline_io.load(run_path))
         )
         assert b is not None and r is not None
-        differences = timing_differences(b.environment, r.environment)
-        t_cmp, outcomes = best_of(repeat, lambda: evaluate_all(b, r, Tolerances(), differences))
+        t_cmp, outcomes = best_of(repeat, lambda: evaluate_all(b, r, Tolerances()))
         merged = baseline_io.merge(b, r)
 
         def save_merged() -> bool:

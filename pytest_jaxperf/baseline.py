@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import json
 import math
@@ -53,6 +54,12 @@ def load(path: Path) -> Report | None:
                 f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
                 f"{hint}"
             ) from None
+        except ValueError:  # an integer past Python's digit limit (sys.get_int_max_str_digits)
+            raise BaselineError(
+                f"{path} holds an integer with more digits than Python reads; {hint}"
+            ) from None
+        except RecursionError:
+            raise BaselineError(f"{path} is nested too deeply to read; {hint}") from None
         try:
             return report_from_json(data)
         except FormatError as exc:
@@ -75,8 +82,13 @@ def _collector_paused() -> Iterator[None]:
 
 
 def merge(old: Report | None, run: Report) -> Report:
-    """`old` updated with the passed tests of `run`; every other entry of `old` is kept."""
-    tests: dict[str, TestRecord] = dict(old.tests) if old else {}
+    """`old` updated with the passed tests of `run`; every other entry of `old` is kept, with
+    the environment it was measured in (the file's environment becomes `run`'s)."""
+    tests: dict[str, TestRecord] = {}
+    for nodeid, rec in (old.tests if old else {}).items():
+        measured_in = old.environment_of(nodeid) if old else run.environment
+        own = None if measured_in == run.environment else dict(measured_in)
+        tests[nodeid] = rec if rec.environment == own else dataclasses.replace(rec, environment=own)
     for nodeid, rec in run.tests.items():
         if rec.outcome == "passed":
             tests[nodeid] = rec
@@ -227,6 +239,8 @@ def _test_text(rec: TestRecord) -> str:
 
 
 def _quick_test_text(rec: TestRecord) -> str | None:
+    if rec.environment is not None:  # an entry from another run: not in the template
+        return None
     own, eager = _numbers(rec), _numbers(rec.eager)
     if own is None or eager is None:
         return None

@@ -6,7 +6,6 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn, TextIO
 
@@ -165,10 +164,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         compile_clock=args.compile_clock,
         runtime_clock=args.runtime_clock,
     )
-    differences = timing_differences(base.environment, run.environment)
-    outcomes = evaluate_all(
-        base, run, tolerances, differences, static_differences(base.environment, run.environment)
-    )
+    outcomes = evaluate_all(base, run, tolerances)
     print(
         f"jaxperf: comparing {args.report} ({len(run.tests)} tests) "
         f"with {args.baseline} ({len(base.tests)} tests)",
@@ -196,29 +192,25 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_REGRESSED if summary.regressed else EXIT_OK
 
 
-def evaluate_all(
-    base: Report,
-    run: Report,
-    tolerances: Tolerances,
-    differences: Sequence[str],
-    static: Sequence[str] = (),
-) -> dict[str, compare.Outcome]:
+def evaluate_all(base: Report, run: Report, tolerances: Tolerances) -> dict[str, compare.Outcome]:
     """The plugin's verdict for every test of `run` that passed or that the plugin failed
-    ('regressed'), without marker limits (`differences` and `static`: how the environments
-    differ for timings and for program metrics). A test that failed by itself recorded only
-    part of its work, so it is not compared."""
-    return {
-        nodeid: compare.evaluate(
+    ('regressed'), without marker limits; each entry against the baseline entry's own
+    environment. A test that failed by itself recorded only part of its work, so it is not
+    compared."""
+    outcomes = {}
+    for nodeid, rec in run.tests.items():
+        if rec.outcome not in ("passed", "regressed"):
+            continue
+        before, now = base.environment_of(nodeid), run.environment_of(nodeid)
+        outcomes[nodeid] = compare.evaluate(
             rec,
             base.tests.get(nodeid),
             MarkerLimits(),
             tolerances,
-            list(differences),
-            static_differences=list(static),
+            timing_differences(before, now),
+            static_differences=static_differences(before, now),
         )
-        for nodeid, rec in run.tests.items()
-        if rec.outcome in ("passed", "regressed")
-    }
+    return outcomes
 
 
 # -- export ----------------------------------------------------------------------------------

@@ -10,10 +10,10 @@ from typing import Any
 # Timings are compared only when all of these match the baseline's.
 TIMING_KEYS = (
     "jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "cpu", "cpu_count",
-    "cpu_dispatch",
+    "cpu_dispatch", "xdist_workers",
 )  # fmt: skip
 # Compared only when both sides have them (older reports lack them).
-_OPTIONAL_KEYS = frozenset({"cpu_dispatch"})
+_OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers"})
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
 STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
 
@@ -38,6 +38,9 @@ def capture() -> dict[str, Any]:
         "platform": platform.platform(terse=True),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count() or 0,
+        # Processes measuring side by side: timings taken beside other pytest-xdist workers
+        # are slower than a serial run's, and never gated against one.
+        "xdist_workers": int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
     }
     if env["backend"] == "cpu":
         # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).

@@ -8,9 +8,11 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
-SCHEMA = "pytest-jaxperf/2"
-# Every schema the reader loads; /1 has no CPU seconds (they read as None: not measured).
-READABLE_SCHEMAS = ("pytest-jaxperf/1", SCHEMA)
+SCHEMA = "pytest-jaxperf/3"
+# Every schema the reader loads: /1 has no CPU seconds (they read as None: not measured);
+# /1 and /2 have no per-entry environments (every entry has the file's).
+READABLE_SCHEMAS = ("pytest-jaxperf/1", "pytest-jaxperf/2", SCHEMA)
+_WITHOUT_CPU_SECONDS = "pytest-jaxperf/1"
 
 # Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
 MAX_REASONS = 10
@@ -201,6 +203,10 @@ class TestRecord(Counts):
     # Compiles of JAX's own helpers during eager ops (jnp.ones -> broadcast_in_dim, ...).
     eager: Counts = field(default_factory=Counts)
     benchmarks: dict[str, Entry] = field(default_factory=dict)
+    # Where this entry was measured, when not where the report's other entries were: a
+    # baseline keeps the entries of earlier runs (a partial --jaxperf-save on another machine,
+    # say) with their own environment, and each is gated against its own.
+    environment: dict[str, Any] | None = None
 
     def recompute_totals(self) -> None:
         total = Counts()
@@ -221,6 +227,12 @@ class Report:
     environment: dict[str, Any] = field(default_factory=dict)
     tests: dict[str, TestRecord] = field(default_factory=dict)
     schema: str = SCHEMA
+
+    def environment_of(self, nodeid: str) -> dict[str, Any]:
+        """The environment the test's entry was measured in."""
+        rec = self.tests.get(nodeid)
+        own = rec.environment if rec is not None else None
+        return self.environment if own is None else own
 
 
 # -- writing -----------------------------------------------------------------------------------
@@ -297,6 +309,8 @@ def test_to_json(rec: TestRecord) -> dict[str, Any]:
     out["functions"] = {k: function_to_json(f) for k, f in sorted(rec.functions.items())}
     out["eager"] = _counts_to_json(rec.eager)
     out["benchmarks"] = {k: entry_to_json(e) for k, e in sorted(rec.benchmarks.items())}
+    if rec.environment is not None:
+        out["environment"] = dict(rec.environment)
     return out
 
 
@@ -360,22 +374,19 @@ def _cpu_seconds_of(value: Any, where: str, name: str) -> float | None:
     return float(value)
 
 
-# Read by tag, absent values as the dataclass default (files older than a field).
-_READ = {
-    _COUNT: (_count_of, 0),
-    _SECONDS: (_seconds_of, 0.0),
-    _CPU_SECONDS: (_cpu_seconds_of, None),
-}
-_NUMBER_READERS = tuple((f.name, *_READ[f.metadata["json"]]) for f in fields(Counts))
+_READ = {_COUNT: _count_of, _SECONDS: _seconds_of, _CPU_SECONDS: _cpu_seconds_of}
+_NUMBER_READERS = tuple((f.name, _READ[f.metadata["json"]]) for f in fields(Counts))
 # What a file as this version writes it holds: every field, counts ints, seconds floats.
 _PLAIN_TYPES = tuple(int if f.metadata["json"] == _COUNT else float for f in fields(Counts))
 _NUMBERS_OF = operator.itemgetter(*NUMBER_FIELDS)
 
 
-def _numbers_of(data: Any, where: str) -> tuple[Any, ...]:
+def _numbers_of(data: Any, where: str, schema: str) -> tuple[Any, ...]:
     """The Counts fields of `data` in NUMBER_FIELDS order, each checked. A file as this
-    version writes it passes one check of all values together; anything else (an older file
-    without some field, CPU seconds not measured, a wrong value) is read value by value."""
+    version writes it passes one check of all values together; anything else (CPU seconds
+    not measured, a wrong value, a field missing) is read value by value. Every field is
+    required (a missing one would read as 0 and then be gated as "baseline 0 -> now 1"),
+    but CPU seconds in a /1 file, which has none."""
     _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
     try:
         values = _NUMBERS_OF(data)
@@ -383,20 +394,26 @@ def _numbers_of(data: Any, where: str) -> tuple[Any, ...]:
             return values  # type: ignore[no-any-return]
     except (KeyError, OverflowError):  # a field missing; a count too big for a float
         pass
-    return tuple(
-        read(data.get(name, default), where, name) for name, read, default in _NUMBER_READERS
-    )
+    if schema == _WITHOUT_CPU_SECONDS:
+        data = {**dict.fromkeys(CPU_FIELDS), **data}
+    return tuple(read(_required(data, name, where), where, name) for name, read in _NUMBER_READERS)
 
 
-def _string_of(data: dict[str, Any], key: str, where: str, default: str = "") -> str:
-    value = data.get(key, default)
+def _required(data: dict[str, Any], key: str, where: str) -> Any:
+    if key not in data:
+        raise FormatError(f"{where}: missing field {key!r}")
+    return data[key]
+
+
+def _string_of(data: dict[str, Any], key: str, where: str) -> str:
+    value = _required(data, key, where)
     _expect(type(value) is str, f"{where}.{key}", "expected a string")
     return str(value)
 
 
-def function_from_json(data: Any, where: str) -> FunctionRecord:
-    numbers = _numbers_of(data, where)
-    reasons = data.get("retrace_reasons", [])
+def function_from_json(data: Any, where: str, schema: str = SCHEMA) -> FunctionRecord:
+    numbers = _numbers_of(data, where, schema)
+    reasons = _required(data, "retrace_reasons", where)
     _expect(
         type(reasons) is list and all(type(r) is str for r in reasons),
         f"{where}.retrace_reasons",
@@ -410,18 +427,25 @@ def function_from_json(data: Any, where: str) -> FunctionRecord:
     return fn
 
 
-def test_from_json(data: Any, where: str) -> TestRecord:
-    numbers = _numbers_of(data, where)
-    functions = data.get("functions", {})
+def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  # noqa: PT028
+    numbers = _numbers_of(data, where, schema)
+    functions = _required(data, "functions", where)
     _expect(type(functions) is dict, f"{where}.functions", "expected an object")
-    benchmarks = data.get("benchmarks", {})
+    benchmarks = _required(data, "benchmarks", where)
     _expect(type(benchmarks) is dict, f"{where}.benchmarks", "expected an object")
+    environment = data.get("environment")
+    _expect(
+        environment is None or type(environment) is dict,
+        f"{where}.environment",
+        "expected an object",
+    )
     rec = TestRecord(*numbers)
-    rec.outcome = _string_of(data, "outcome", where, "passed")
+    rec.outcome = _string_of(data, "outcome", where)
+    rec.environment = environment
     rec.functions = {
-        k: function_from_json(v, f"{where}.functions[{k!r}]") for k, v in functions.items()
+        k: function_from_json(v, f"{where}.functions[{k!r}]", schema) for k, v in functions.items()
     }
-    rec.eager = Counts(*_numbers_of(data.get("eager", {}), f"{where}.eager"))
+    rec.eager = Counts(*_numbers_of(_required(data, "eager", where), f"{where}.eager", schema))
     rec.benchmarks = {
         k: entry_from_json(v, f"{where}.benchmarks[{k!r}]") for k, v in benchmarks.items()
     }
@@ -560,5 +584,5 @@ def report_from_json(data: Any) -> Report:
     _expect(type(tests) is dict, "tests", "expected an object")
     return Report(
         environment=dict(env),
-        tests={k: test_from_json(v, f"tests[{k!r}]") for k, v in tests.items()},
+        tests={k: test_from_json(v, f"tests[{k!r}]", schema) for k, v in tests.items()},
     )

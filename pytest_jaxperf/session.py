@@ -176,7 +176,8 @@ class JaxPerfSession:
         base = self.baseline.tests.get(item.nodeid) if self.baseline else None
         from .environment import static_differences, timing_differences
 
-        env, base_env = self._env(), self.baseline.environment if self.baseline else {}
+        env = self._env()
+        base_env = self.baseline.environment_of(item.nodeid) if self.baseline else {}
         timing = timing_differences(base_env, env) if base is not None else []
         if base is not None and _xdist.is_worker(self.config):
             timing.append("measured under pytest-xdist, beside other workers")

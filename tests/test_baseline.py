@@ -224,7 +224,7 @@ def test_every_object_has_sorted_keys(make: Any) -> None:
 def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     lines = dumps(full_report()).splitlines()
     assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
-    assert '  "schema": "pytest-jaxperf/2",' in lines
+    assert '  "schema": "pytest-jaxperf/3",' in lines
     assert '    "tests/test_a.py::test_x": {' in lines
     assert '      "traces": 3' in lines
     assert '      "compile_s": 1.125,' in lines
@@ -271,23 +271,25 @@ def test_a_file_in_the_old_layout_loads_the_same(tmp_path: Path) -> None:
     assert load(old) == load(new) == report
 
 
-def test_a_file_with_fields_missing_loads_with_defaults(tmp_path: Path) -> None:
+def test_a_file_of_the_first_schema_loads_with_cpu_seconds_not_measured(tmp_path: Path) -> None:
     data = valid()
-    del function(data)["cache_hits"], entry(data)["eager"]["traces"], entry(data)["outcome"]
-    data["tests"]["tests/test_a.py::test_x"] = {"traces": 2, "compile_s": 1}
+    data["schema"] = "pytest-jaxperf/1"
+    for test in data["tests"].values():
+        for counts in (test, test["eager"], *test["functions"].values()):
+            for name in model.CPU_FIELDS:
+                del counts[name]
     path = tmp_path / "old.json"
     path.write_text(json.dumps(data), encoding="utf-8")
     loaded = load(path)
     assert loaded is not None
-    expected = full_report()
-    expected.tests["tests/test_b.py::test_y"].functions["integrate at pkg/ode.py:42"].cache_hits = 0
-    # Fields a file does not have read as their defaults; CPU seconds as not measured.
-    cpu_unknown = {"trace_cpu_s": None, "lower_cpu_s": None, "compile_cpu_s": None}
-    expected.tests["tests/test_a.py::test_x"] = Record(
-        traces=2, compile_s=1.0, eager=Counts(**cpu_unknown), **cpu_unknown
-    )
-    assert loaded == expected
-    assert type(loaded.tests["tests/test_a.py::test_x"].compile_s) is float
+    rec = loaded.tests["tests/test_b.py::test_y"]
+    assert (rec.total_cpu_s, rec.eager.total_cpu_s) == (None, None)
+    assert rec.functions["integrate at pkg/ode.py:42"].compile_cpu_s is None
+    assert rec.traces == 3 and rec.compile_s == 1.125
+    data["schema"] = "pytest-jaxperf/2"  # from /2 on they are required
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BaselineError, match="missing field 'trace_cpu_s'"):
+        load(path)
 
 
 def test_a_benchmark_entry_reads_back_as_written() -> None:
@@ -405,7 +407,11 @@ def test_merge_keeps_tests_that_did_not_run_and_takes_passed_ones() -> None:
     )
     merged = merge(old, run)
     assert sorted(merged.tests) == ["t::added", "t::kept", "t::updated"]
-    assert merged.tests["t::kept"] is old.tests["t::kept"]
+    # The kept entry was measured under jax 0.10.1, and keeps saying so; the file now says 0.10.2.
+    assert merged.tests["t::kept"].traces == 1
+    assert merged.environment_of("t::kept") == {"jax": "0.10.1"}
+    assert merged.environment_of("t::updated") == {"jax": "0.10.2"}
+    assert merged.tests["t::updated"].environment is None
     assert merged.tests["t::updated"].traces == 2
     assert merged.tests["t::added"].traces == 3
     assert merged.environment == {"jax": "0.10.2"}
@@ -474,12 +480,49 @@ BROKEN_FILES = [
     pytest.param("[1, 2]", "top level: expected an object, got list", id="json-list"),
     pytest.param(
         json.dumps({"schema": "pytest-benchmark/4", "tests": {}}),
-        "schema: expected one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', got 'pytest-benchmark/4'",
+        "schema: expected one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', "
+        "got 'pytest-benchmark/4'",
         id="wrong-schema",
     ),
     pytest.param(json.dumps({"tests": {}}), "got None", id="no-schema"),
     pytest.param(
         broken(lambda d: d.update(tests=[])), "tests: expected an object", id="tests-not-object"
+    ),
+    pytest.param(
+        broken(lambda d: entry(d).pop("compiles")),
+        "tests['tests/test_b.py::test_y']: missing field 'compiles'",
+        id="count-missing",
+    ),
+    pytest.param(
+        broken(lambda d: function(d).pop("site")),
+        "tests['tests/test_b.py::test_y'].functions['integrate at pkg/ode.py:42']: "
+        "missing field 'site'",
+        id="site-missing",
+    ),
+    pytest.param(
+        broken(lambda d: entry(d).pop("outcome")),
+        "tests['tests/test_b.py::test_y']: missing field 'outcome'",
+        id="outcome-missing",
+    ),
+    pytest.param(
+        broken(lambda d: entry(d)["eager"].pop("traces")),
+        "tests['tests/test_b.py::test_y'].eager: missing field 'traces'",
+        id="eager-count-missing",
+    ),
+    pytest.param(
+        dumps(full_report()).replace('"traces": 3', '"traces": ' + "9" * 5000),
+        "holds an integer with more digits than Python reads",
+        id="count-with-5000-digits",
+    ),
+    pytest.param(
+        '{"schema": "pytest-jaxperf/3", "environment": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        "nested too deeply to read",
+        id="deeply-nested",
+    ),
+    pytest.param(
+        broken(lambda d: entry(d).update(environment=[1])),
+        "tests['tests/test_b.py::test_y'].environment: expected an object",
+        id="entry-environment",
     ),
     pytest.param(
         broken(lambda d: entry(d).update(traces="3")),

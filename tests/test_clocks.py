@@ -16,7 +16,7 @@ from test_gates import TOL, bench, steady
 
 from pytest_jaxperf.compare import COMPILE_TIME, RUNTIME, evaluate
 from pytest_jaxperf.config import MarkerLimits
-from pytest_jaxperf.model import CPU_FIELDS, BenchmarkEntry, runtime_to_json
+from pytest_jaxperf.model import CPU_FIELDS, SCHEMA, BenchmarkEntry, runtime_to_json
 from pytest_jaxperf.model import TestRecord as Record  # "Test*" names would be collected
 from pytest_jaxperf.timing import TimingConfig, measure, summarize
 
@@ -151,7 +151,7 @@ def test_cpu_seconds_are_recorded_beside_wall_seconds(jp: pytest.Pytester) -> No
     result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json", "-rA")
     assert result.ret == 0, result.stdout.str()
     data = read_json(jp.path / "out.json")
-    assert data["schema"] == "pytest-jaxperf/2"
+    assert data["schema"] == SCHEMA
     test = data["tests"]["test_mod.py::test_f"]
     (f,) = [v for v in test["functions"].values() if v["name"] == "f"]
     cores = os.cpu_count() or 1
@@ -198,7 +198,7 @@ def test_old_baseline_without_cpu_seconds_is_read_and_gated_on_wall(jp: pytest.P
     )
     # Saving again writes the newest schema, with CPU seconds.
     jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
-    assert read_json(path)["schema"] == "pytest-jaxperf/2"
+    assert read_json(path)["schema"] == SCHEMA
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,14 @@ def test_xdist_matches_serial_and_controller_writes_once(jp: pytest.Pytester) ->
     again = jp.runpytest_subprocess("--jaxperf", "-n", "2", *FAST)
     again.assert_outcomes(passed=6)
     again.stdout.fnmatch_lines(lit("*6 not gated*"))
+    assert saved["environment"]["xdist_workers"] == 2
+    # Serially against timings taken beside another worker: counts gated, timings not.
+    serial_again = jp.runpytest_subprocess("--jaxperf", "--jaxperf-markdown=s.md", *FAST)
+    serial_again.assert_outcomes(passed=6)
+    serial_again.stdout.fnmatch_lines(
+        lit("jaxperf: 0 regressions, 0 improvements, 0 new, 6 not gated")
+    )
+    assert "environment differs (xdist_workers 2 -> 1)" in (jp.path / "s.md").read_text()
     jp.makepyfile(test_suite=SUITE.replace("n=3)", "n=4); g(jnp.ones(k + 2), n=5)"))
     broken = jp.runpytest_subprocess("--jaxperf", "-n", "2", *FAST)
     broken.assert_outcomes(failed=6)
