@@ -21,6 +21,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,32 @@ CLEARED = (
     "traced again after its cache was cleared (jax.clear_caches(), clear_cache(), or "
     "the function was evicted by another tool)"
 )
+
+
+@dataclass
+class BlockTally:
+    """What one user function did inside one watched block of a scope."""
+
+    function: FunctionRecord
+    traces: int = 0
+    compiles: int = 0
+    # The causes of this block's own traces: the scope's list is de-duplicated and capped
+    # over the whole test, so its tail may name an earlier trace's cause.
+    retrace_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    """The traces and compiles of each user function inside one block (`Scope.block()`,
+    for `jaxperf.no_recompile`), keyed by the function's record."""
+
+    tallies: dict[int, BlockTally] = field(default_factory=dict)
+
+    def tally(self, fn: FunctionRecord) -> BlockTally:
+        found = self.tallies.get(id(fn))
+        if found is None:
+            found = self.tallies[id(fn)] = BlockTally(fn)
+        return found
 
 
 class Scope:
@@ -61,6 +88,8 @@ class Scope:
         # Function objects traced in this scope, per function key: a trace of a new object
         # at a known key is a re-definition (jit inside a loop).
         self._objects: dict[str, list[weakref.ref[Any] | int]] = {}
+        # Open `block()`s: each also gets what happens while it is open.
+        self._blocks: list[Block] = []
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -113,12 +142,11 @@ class Scope:
                 objects.append(_ref(fun))
                 del objects[:-MAX_REASONS]
             fn.traces += 1
-            if (
-                reason
-                and reason not in fn.retrace_reasons
-                and len(fn.retrace_reasons) < MAX_REASONS
-            ):
-                fn.retrace_reasons.append(reason)
+            _add_reason(fn.retrace_reasons, reason)
+            for block in self._blocks:
+                tally = block.tally(fn)
+                tally.traces += 1
+                _add_reason(tally.retrace_reasons, reason)
 
     def on_trace_time(self, ident: Identity | None, seconds: float, cpu: float | None) -> None:
         with self._lock:
@@ -146,10 +174,26 @@ class Scope:
             else:
                 target.compile_s += seconds
                 target.compile_cpu_s = _plus(target.compile_cpu_s, cpu)
+            if isinstance(target, FunctionRecord):
+                for block in self._blocks:
+                    block.tally(target).compiles += 1
 
     def on_cache_hit(self) -> None:
         with self._lock:
             self._cache_hit.add(threading.get_ident())
+
+    @contextlib.contextmanager
+    def block(self) -> Iterator[Block]:
+        """Record, besides the scope's totals, what each user function does inside the block:
+        its own traces, compiles and their causes."""
+        block = Block()
+        with self._lock:
+            self._blocks.append(block)
+        try:
+            yield block
+        finally:
+            with self._lock:
+                self._blocks.remove(block)
 
     # -- result ---------------------------------------------------------------------------
     def totals(self) -> Counts:
@@ -512,6 +556,12 @@ class Recorder:
 
 
 RECORDER = Recorder()
+
+
+def _add_reason(reasons: list[str], reason: str | None) -> None:
+    """Each cause once, at most MAX_REASONS of them (a jit inside a loop of 10,000)."""
+    if reason and reason not in reasons and len(reasons) < MAX_REASONS:
+        reasons.append(reason)
 
 
 def _plus(total: float | None, cpu: float | None) -> float | None:
