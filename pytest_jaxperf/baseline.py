@@ -167,12 +167,14 @@ _TEST_TEXT = (
     '      "lower_cpu_s": %r,\n'
     '      "lower_s": %r,\n'
     '      "lowerings": %r,\n'
+    "%s"  # _MARKER_LINE, when the test's marker had keywords
     '      "outcome": %s,\n'
     '      "trace_cpu_s": %r,\n'
     '      "trace_s": %r,\n'
     '      "traces": %r\n'
     "    }"
 )
+_MARKER_LINE = '      "marker": %s,\n'
 _EAGER_LINE = (
     '{"cache_hits": %r, "compile_cpu_s": %r, "compile_s": %r, "compiles": %r, '
     '"lower_cpu_s": %r, "lower_s": %r, "lowerings": %r, "trace_cpu_s": %r, "trace_s": %r, '
@@ -241,6 +243,7 @@ def _quick_test_text(rec: TestRecord) -> str | None:
         _EAGER_LINE % eager,
         "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
         *own[4:7],
+        _MARKER_LINE % _value(rec.marker) if rec.marker else "",
         _value(rec.outcome),
         *own[7:],
     )

@@ -16,6 +16,10 @@ TIMING_KEYS = (
 _OPTIONAL_KEYS = frozenset({"cpu_dispatch"})
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
 STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
+# True in a report whose tests ran on pytest-xdist workers: timings measured beside other
+# workers are not gated, by the plugin nor by `jaxperf compare` reading the report.
+XDIST_KEY = "xdist"
+UNDER_XDIST = "measured under pytest-xdist, beside other workers"
 
 
 def capture() -> dict[str, Any]:
@@ -75,3 +79,9 @@ def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) 
 def static_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Differences that change program metrics; empty when they are comparable."""
     return _differences(STATIC_KEYS, baseline, current)
+
+
+def unmeasured(env: Mapping[str, Any]) -> dict[str, str]:
+    """{metric: why} for the metrics the run's self-check could not vouch for (never gated)."""
+    value = env.get("not_measured")
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}

@@ -83,6 +83,9 @@ class TestRecord(Counts):
     # Compiles of JAX's own helpers during eager ops (jnp.ones -> broadcast_in_dim, ...).
     eager: Counts = field(default_factory=Counts)
     benchmarks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The keywords of the test's @pytest.mark.jaxperf (limits, tolerances), as JSON values:
+    # `jaxperf compare` gates the test with them, as the plugin did. Written when not empty.
+    marker: dict[str, Any] = field(default_factory=dict)
 
     def recompute_totals(self) -> None:
         total = Counts()
@@ -129,6 +132,8 @@ def test_to_json(rec: TestRecord) -> dict[str, Any]:
     out["functions"] = {k: function_to_json(f) for k, f in sorted(rec.functions.items())}
     out["eager"] = _counts_to_json(rec.eager)
     out["benchmarks"] = rec.benchmarks
+    if rec.marker:
+        out["marker"] = rec.marker
     return out
 
 
@@ -226,6 +231,13 @@ def _test_from_json(data: Any, where: str) -> TestRecord:
         "expected an object of objects",
     )
     rec.benchmarks = benchmarks
+    marker = data.get("marker", {})
+    _expect(
+        isinstance(marker, dict) and all(isinstance(k, str) for k in marker),
+        f"{where}.marker",
+        "expected an object",
+    )
+    rec.marker = marker
     return rec
 
 
@@ -287,7 +299,11 @@ def _quick_function(data: Any) -> FunctionRecord | None:
 
 
 def _quick_test(data: Any) -> TestRecord | None:
-    if type(data) is not dict or len(data) != _N + 4:
+    if type(data) is not dict:
+        return None
+    # "marker" is written only when the test's marker had keywords.
+    marker = data.get("marker") if len(data) == _N + 5 else None
+    if len(data) != _N + 4 and type(marker) is not dict:
         return None
     try:
         values = _TEST_OF(data)
@@ -319,7 +335,11 @@ def _quick_test(data: Any) -> TestRecord | None:
     for bench in benchmarks.values():
         if type(bench) is not dict:
             return None
-    return TestRecord(*counts, outcome, records, Counts(*eager_values), benchmarks)  # type: ignore[call-arg]
+    if marker and not all(type(k) is str for k in marker):
+        return None
+    return TestRecord(  # type: ignore[call-arg]
+        *counts, outcome, records, Counts(*eager_values), benchmarks, marker or {}
+    )
 
 
 def report_from_json(data: Any) -> Report:

@@ -54,6 +54,7 @@ def full_report() -> Report:
                 "break_even_calls": None,
             }
         },
+        marker={"compile_rtol": 3.0, "max_traces": {"integrate": 1}},
     )
     other = Record(outcome="passed")
     return Report(
@@ -318,6 +319,7 @@ def test_quick_reader_builds_records_in_field_order() -> None:
         "functions",
         "eager",
         "benchmarks",
+        "marker",
     )
 
 

@@ -47,6 +47,9 @@ def test_xdist_matches_serial_and_controller_writes_once(jp: pytest.Pytester) ->
     result.stdout.fnmatch_lines(lit("jaxperf: 0 regressions, 0 improvements, 6 new, 0 not gated"))
     saved = read_json(jp.path / ".jaxperf" / "baseline.json")
     assert len(saved["tests"]) == 6 and saved["environment"]["backend"] == "cpu"
+    # Said in the report, so that `jaxperf compare` does not gate its timings either.
+    assert saved["environment"]["xdist"] is True
+    assert "xdist" not in read_json(jp.path / "serial.json")["environment"]
     # Against that baseline, under xdist: counts gated, timings reported as not gated.
     again = jp.runpytest_subprocess("--jaxperf", "-n", "2", *FAST)
     again.assert_outcomes(passed=6)
