@@ -10,7 +10,15 @@ from . import causes
 from ._metrics import number, runtime, samples_s
 from .analysis import STATIC_METRICS
 from .config import Limit, MarkerLimits, Tolerances
-from .model import Counts, FunctionRecord, TestRecord, function_from_json, function_to_json
+from .matching import match_functions
+from .model import (
+    Counts,
+    FunctionRecord,
+    TestRecord,
+    function_from_json,
+    function_to_json,
+    short_name,
+)
 
 COMPILE_TIME = "compile time"
 
@@ -92,25 +100,6 @@ def _status(value: Any) -> Status:
     raise ValueError(f"unknown verdict status {value!r}; expected one of {', '.join(STATUSES)}")
 
 
-def match_functions(
-    current: Mapping[str, FunctionRecord], base: Mapping[str, FunctionRecord]
-) -> dict[str, FunctionRecord]:
-    """Current key -> baseline function. Exact key first, then the same name in the same file,
-    then the same name alone, each only where unambiguous (a line moved by an edit above a
-    function must not turn it into a new function)."""
-    matched = {k: base[k] for k in current if k in base}
-    for same in (lambda f: (f.name, f.site.rsplit(":", 1)[0]), lambda f: (f.name,)):
-        left_cur = {k: f for k, f in current.items() if k not in matched}
-        used = {id(f) for f in matched.values()}
-        left_base = [f for f in base.values() if id(f) not in used]
-        for key, fn in left_cur.items():
-            cands_base = [b for b in left_base if same(b) == same(fn)]
-            cands_cur = [c for c in left_cur.values() if same(c) == same(fn)]
-            if len(cands_base) == 1 and len(cands_cur) == 1:
-                matched[key] = cands_base[0]
-    return matched
-
-
 def _limit_for(
     limit: Limit | None, functions: Mapping[str, FunctionRecord]
 ) -> list[tuple[list[FunctionRecord], float]]:
@@ -119,10 +108,12 @@ def _limit_for(
         return []
     if not isinstance(limit, Mapping):
         return [(list(functions.values()), float(limit))]
+    # By qualified name, key, or the name alone: {"__call__": 1} covers every __call__.
     return [
-        ([f for f in functions.values() if name in (f.name, f.key)], float(value))
+        ([f for f in functions.values() if name in (f.name, f.key, short_name(f.name))],
+         float(value))
         for name, value in limit.items()
-    ]
+    ]  # fmt: skip
 
 
 def _metric(rec: FunctionRecord | TestRecord, metric: str, clock: str = "wall") -> float:

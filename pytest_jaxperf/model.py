@@ -74,6 +74,12 @@ def function_key(name: str, site: str) -> str:
     return f"{name} at {site}" if site else name
 
 
+def short_name(name: str) -> str:
+    """The last part of a qualified name: 'Model.__call__' -> '__call__' (the name files
+    written before qualified names hold, and that a marker limit may use)."""
+    return name.rsplit(".", 1)[-1]
+
+
 @dataclass
 class TestRecord(Counts):
     """Everything recorded for one test; the totals cover user functions only."""

@@ -28,7 +28,7 @@ from typing import Any
 from . import _jaxhooks as hooks
 from . import causes, identity
 from .identity import Identity
-from .model import MAX_REASONS, Counts, FunctionRecord, TestRecord, function_key
+from .model import MAX_REASONS, Counts, FunctionRecord, TestRecord, short_name
 
 _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
@@ -85,9 +85,11 @@ class Scope:
         self._pending: dict[int, Identity | None] = {}
         self._cache_hit: set[int] = set()
         self._sites: dict[str, str] = {}
-        # Function objects traced in this scope, per function key: a trace of a new object
-        # at a known key is a re-definition (jit inside a loop).
-        self._objects: dict[str, list[weakref.ref[Any] | int]] = {}
+        # Each function's record by (__name__, site): what JAX's DebugInfo names it by, too.
+        self._records: dict[tuple[str, str], FunctionRecord] = {}
+        # Function objects traced in this scope, per function record: a trace of a new object
+        # of a known function is a re-definition (jit inside a loop).
+        self._objects: dict[int, list[weakref.ref[Any] | int]] = {}
         # Open `block()`s: each also gets what happens while it is open.
         self._blocks: list[Block] = []
 
@@ -108,12 +110,17 @@ class Scope:
         return f"{rel}:{lineno}" if lineno else rel
 
     def function(self, ident: Identity) -> FunctionRecord:
-        key = function_key(ident.name, self._site(ident.filename, ident.lineno))
-        fn = self.functions.get(key)
+        """The record of `ident`'s function, named by its qualified name where known."""
+        site = self._site(ident.filename, ident.lineno)
+        fn = self._records.get((ident.name, site))
         if fn is None:
-            fn = self.functions[key] = FunctionRecord(
-                name=ident.name, site=self._site(ident.filename, ident.lineno)
-            )
+            fn = FunctionRecord(name=ident.qualname or ident.name, site=site)
+            self._records[(ident.name, site)] = self.functions[fn.key] = fn
+        elif ident.qualname and fn.name != ident.qualname:
+            # First met through a lowering's DebugInfo, which has no qualified name.
+            del self.functions[fn.key]
+            fn.name = ident.qualname
+            self.functions[fn.key] = fn
         return fn
 
     def _target(self, ident: Identity | None) -> Counts:
@@ -125,7 +132,7 @@ class Scope:
     ) -> None:
         with self._lock:
             fn = self.function(ident)
-            objects = self._objects.setdefault(fn.key, [])
+            objects = self._objects.setdefault(id(fn), [])
             if seen_before:
                 reason: str | None = (
                     causes.cause(explanation, _positional_names(fun), _positional_names(user))
@@ -534,7 +541,9 @@ class Recorder:
                 self.isolate()
             with self.scope(rootdir) as scope:
                 jax.block_until_ready(probe(x))
-            counted.append([f for f in scope.functions.values() if f.name == "_jaxperf_probe"])
+            counted.append(
+                [f for f in scope.functions.values() if short_name(f.name) == "_jaxperf_probe"]
+            )
         first, second, third = (fns[0] if len(fns) == 1 else None for fns in counted)
         here = os.path.basename(__file__)
         if "traces" not in problems and not (
