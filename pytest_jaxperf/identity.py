@@ -146,8 +146,8 @@ def of_callable(fun: Any) -> Identity | None:
 def _qualname(fun: Any, name: str) -> str | None:
     """`fun`'s __qualname__ (its class's for a callable instance), when it names the same
     function as `name` (a function renamed by hand keeps its old __qualname__)."""
-    owner = fun if hasattr(fun, "__code__") else type(fun)
     try:
+        owner = fun if getattr(fun, "__code__", None) is not None else type(fun)
         qualname = getattr(owner, "__qualname__", None)
     except Exception:  # an object whose __getattr__ misbehaves
         return None

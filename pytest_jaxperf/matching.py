@@ -15,7 +15,7 @@ same-named helpers nested in one function). Rules, each applied to what earlier 
 5. the same name, then the same last part, in any file, where each side has exactly one.
 
 A function matched by none is "new" and a baseline entry matched by none "no longer compiled".
-When the number of same-named functions in a file changed, only rules 2 and 5 apply there:
+Where the number of same-named functions in a file changed, only an unchanged key pairs them:
 an added or removed function leaves no way to tell which of the others moved where.
 """
 
