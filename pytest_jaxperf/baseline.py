@@ -239,7 +239,7 @@ def _test_text(rec: TestRecord) -> str:
 
 
 def _quick_test_text(rec: TestRecord) -> str | None:
-    if rec.environment is not None:  # an entry from another run: not in the template
+    if rec.environment is not None or rec.marker:  # not in the template: the general way
         return None
     own, eager = _numbers(rec), _numbers(rec.eager)
     if own is None or eager is None:

@@ -9,16 +9,26 @@ import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
 
+import pytest
+
 from . import compare, export, report
 from .baseline import BaselineError, load
 from .config import (
     CLOCKS,
-    DEFAULT_COMPILE_FLOOR,
-    DEFAULT_COMPILE_RTOL,
+    OPTIONS,
+    TIMING_MODES,
     MarkerLimits,
+    Settings,
     Tolerances,
+    settings_from_args,
 )
-from .environment import static_differences, timing_differences
+from .environment import (
+    UNDER_XDIST,
+    static_differences,
+    timing_differences,
+    under_xdist,
+    unmeasured,
+)
 from .model import Report, TestRecord
 from .summary import RunSummary
 
@@ -53,6 +63,33 @@ def _seconds_or_ratio(text: str) -> float:
     return value
 
 
+# The plugin's options that decide a verdict; `jaxperf compare` takes each as --NAME (the
+# plugin's --jaxperf-NAME) and resolves them as a run does: flag > ini file > default.
+GATING_OPTIONS = (
+    "jaxperf_compile_rtol",
+    "jaxperf_compile_floor",
+    "jaxperf_runtime_rtol",
+    "jaxperf_static_rtol",
+    "jaxperf_timing",
+    "jaxperf_compile_clock",
+    "jaxperf_runtime_clock",
+)
+
+
+def _add_gating_option(
+    parser: argparse.ArgumentParser, dest: str, flag: str, kind: str, text: str
+) -> None:
+    name = flag.replace("--jaxperf-", "--")
+    if kind == "float":
+        metavar = "S" if dest.endswith("floor") else "X"
+        parser.add_argument(
+            name, dest=dest, type=_seconds_or_ratio, metavar=metavar, help=f"as {flag}: {text}"
+        )
+    else:
+        choices = TIMING_MODES if kind == "mode" else CLOCKS
+        parser.add_argument(name, dest=dest, choices=choices, help=f"as {flag}: {text}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="jaxperf",
@@ -67,34 +104,29 @@ def build_parser() -> argparse.ArgumentParser:
     cmp = commands.add_parser(
         "compare",
         help="gate REPORT against BASELINE (exit 1 on a regression, 2 on bad input)",
-        description="Apply the plugin's gating rules (without marker limits, which a report "
-        "does not hold) to every test of REPORT that BASELINE knows.",
+        description="Give every test of REPORT the verdict the plugin gives it against "
+        "BASELINE: the same rules, the same settings (these flags over the ini file's "
+        "jaxperf_* options over the defaults, as pytest --jaxperf resolves them), and each "
+        "test's @pytest.mark.jaxperf keywords as saved in REPORT.",
     )
     cmp.add_argument("baseline", type=Path, metavar="BASELINE")
     cmp.add_argument("report", type=Path, metavar="REPORT")
+    for opt in OPTIONS:
+        if opt.dest in GATING_OPTIONS:
+            _add_gating_option(cmp, opt.dest, opt.flag, opt.kind, opt.help)
     cmp.add_argument(
-        "--compile-rtol",
-        type=_seconds_or_ratio,
-        default=DEFAULT_COMPILE_RTOL,
-        metavar="X",
-        help=f"relative compile-time increase tolerated (default {DEFAULT_COMPILE_RTOL:g})",
+        "--rootdir",
+        metavar="DIR",
+        help="read the jaxperf_* options of the ini file that pytest --rootdir=DIR DIR would "
+        "read (found from DIR)",
     )
     cmp.add_argument(
-        "--compile-floor",
-        type=_seconds_or_ratio,
-        default=DEFAULT_COMPILE_FLOOR,
-        metavar="S",
-        help=f"compile-time increases below S seconds never fail "
-        f"(default {DEFAULT_COMPILE_FLOOR:g})",
+        "-c",
+        "--config-file",
+        metavar="FILE",
+        help="read the jaxperf_* options of this ini file, as pytest -c FILE would "
+        "(default: the ini file pytest finds from the current directory)",
     )
-    for kind in ("compile", "runtime"):
-        cmp.add_argument(
-            f"--{kind}-clock",
-            choices=CLOCKS,
-            default="cpu",
-            help=f"{kind} time gated on process CPU seconds (default) or wall seconds, as "
-            f"--jaxperf-{kind}-clock",
-        )
     cmp.set_defaults(run=_compare)
 
     exp = commands.add_parser("export", help="write a report's metrics for a benchmark service")
@@ -156,20 +188,38 @@ def _details(rec: TestRecord) -> str:
 # -- compare ---------------------------------------------------------------------------------
 
 
+def _settings(args: argparse.Namespace) -> tuple[Settings, Path | None]:
+    """The settings a `pytest --jaxperf` run would resolve with these flags, and the ini file
+    they were read from (None without one)."""
+    pytest_args = []
+    if args.rootdir is not None:
+        # And DIR as the run's path: pytest finds the ini file from its paths' directories.
+        pytest_args += [f"--rootdir={args.rootdir}", str(args.rootdir)]
+    if args.config_file is not None:
+        pytest_args.append(f"--config-file={args.config_file}")
+    for opt in OPTIONS:
+        value = getattr(args, opt.dest, None) if opt.dest in GATING_OPTIONS else None
+        if value is not None:
+            pytest_args.append(f"{opt.flag}={value}")
+    try:
+        return settings_from_args(pytest_args)
+    except pytest.UsageError as exc:
+        raise _UsageError(str(exc)) from None
+
+
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     base, run = _load(args.baseline), _load(args.report)
-    tolerances = Tolerances(
-        compile_rtol=args.compile_rtol,
-        compile_floor=args.compile_floor,
-        compile_clock=args.compile_clock,
-        runtime_clock=args.runtime_clock,
-    )
-    outcomes = evaluate_all(base, run, tolerances)
+    settings, inifile = _settings(args)
+    try:
+        outcomes = evaluate_all(base, run, settings.tolerances, settings.timing_mode)
+    except pytest.UsageError as exc:  # a marker keyword saved in the report
+        raise _UsageError(f"{args.report}: {exc}") from None
     print(
         f"jaxperf: comparing {args.report} ({len(run.tests)} tests) "
         f"with {args.baseline} ({len(base.tests)} tests)",
         file=out,
     )
+    print(f"jaxperf: {_settings_line(settings, inifile)}", file=out)
     summary = RunSummary.of(outcomes)
     for nodeid in summary.regressed:
         print(report.failure_text(nodeid, outcomes[nodeid], str(args.baseline)), file=out)
@@ -192,23 +242,41 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_REGRESSED if summary.regressed else EXIT_OK
 
 
-def evaluate_all(base: Report, run: Report, tolerances: Tolerances) -> dict[str, compare.Outcome]:
+def _settings_line(settings: Settings, inifile: Path | None) -> str:
+    tol = settings.tolerances
+    return (
+        f"compile rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s "
+        f"({tol.compile_clock} seconds); runtime rtol {tol.runtime_rtol:g} "
+        f"({tol.runtime_clock} clock, timing {settings.timing_mode}); static rtol "
+        f"{tol.static_rtol:g}; ini file {inifile if inifile is not None else 'none'}"
+    )
+
+
+def evaluate_all(
+    base: Report, run: Report, tolerances: Tolerances, timing_mode: str = "gate"
+) -> dict[str, compare.Outcome]:
     """The plugin's verdict for every test of `run` that passed or that the plugin failed
-    ('regressed'), without marker limits; each entry against the baseline entry's own
-    environment. A test that failed by itself recorded only part of its work, so it is not
-    compared."""
+    ('regressed'), with the marker keywords saved in its record, each entry against the
+    baseline entry's own environment (`timing_mode` as the run's). A test that failed by
+    itself recorded only part of its work, so it is not compared. A bad saved keyword raises
+    pytest.UsageError."""
     outcomes = {}
     for nodeid, rec in run.tests.items():
         if rec.outcome not in ("passed", "regressed"):
             continue
         before, now = base.environment_of(nodeid), run.environment_of(nodeid)
+        timing = timing_differences(before, now)
+        if under_xdist(now):
+            timing.append(UNDER_XDIST)
         outcomes[nodeid] = compare.evaluate(
             rec,
             base.tests.get(nodeid),
-            MarkerLimits(),
+            MarkerLimits.from_json(rec.marker, f"test {nodeid}"),
             tolerances,
-            timing_differences(before, now),
+            timing,
             static_differences=static_differences(before, now),
+            timing_mode=timing_mode,
+            not_measured={**unmeasured(now), **unmeasured(before)},
         )
     return outcomes
 

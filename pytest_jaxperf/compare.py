@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from . import causes
 from .config import Limit, MarkerLimits, Tolerances
+from .matching import match_functions
 from .model import (
     STATIC_METRICS,
     BenchmarkEntry,
@@ -17,6 +18,7 @@ from .model import (
     TestRecord,
     function_from_json,
     function_to_json,
+    short_name,
 )
 
 COMPILE_TIME = "compile time"
@@ -118,39 +120,22 @@ def _status(value: Any) -> Status:
     raise ValueError(f"unknown verdict status {value!r}; expected one of {', '.join(STATUSES)}")
 
 
-def match_functions(
-    current: Mapping[str, FunctionRecord], base: Mapping[str, FunctionRecord]
-) -> dict[str, FunctionRecord]:
-    """Current key -> baseline function. Exact key first, then the same name in the same file,
-    then the same name alone, each only where unambiguous (a line moved by an edit above a
-    function must not turn it into a new function)."""
-    matched = {k: base[k] for k in current if k in base}
-    for same in (lambda f: (f.name, f.site.rsplit(":", 1)[0]), lambda f: (f.name,)):
-        left_cur = {k: f for k, f in current.items() if k not in matched}
-        used = {id(f) for f in matched.values()}
-        left_base = [f for f in base.values() if id(f) not in used]
-        for key, fn in left_cur.items():
-            cands_base = [b for b in left_base if same(b) == same(fn)]
-            cands_cur = [c for c in left_cur.values() if same(c) == same(fn)]
-            if len(cands_base) == 1 and len(cands_cur) == 1:
-                matched[key] = cands_base[0]
-    return matched
-
-
 def _limit_for(
     limit: Limit | None, functions: Mapping[str, FunctionRecord]
 ) -> list[tuple[str | None, list[FunctionRecord], float]]:
     """(the dict key or None for a whole-test limit, the functions it covers, the limit) for
-    each limit that applies. A key names a function by its name or by its full key
-    ("name at path:line"); a key naming no function covers none."""
+    each limit that applies. A key names a function by its qualified name, its last part or
+    its full key ("name at path:line"); a key naming no function covers none."""
     if limit is None:
         return []
     if not isinstance(limit, Mapping):
         return [(None, list(functions.values()), float(limit))]
+    # By qualified name, key, or the name alone: {"__call__": 1} covers every __call__.
     return [
-        (name, [f for f in functions.values() if name in (f.name, f.key)], float(value))
+        (name, [f for f in functions.values() if name in (f.name, f.key, short_name(f.name))],
+         float(value))
         for name, value in limit.items()
-    ]
+    ]  # fmt: skip
 
 
 # Names listed when a marker limit names something the test did not have.

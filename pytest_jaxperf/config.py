@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -167,6 +167,30 @@ class Settings:
         )
 
 
+def settings_from_args(args: Sequence[str]) -> tuple[Settings, Path | None]:
+    """The settings `pytest --jaxperf ARGS` would resolve, without running pytest: the ini
+    file found by pytest's own rules (`-c FILE`, `--rootdir DIR`, else from the current
+    directory), its `jaxperf_*` options read as the plugin reads them, and `--jaxperf-*` flags
+    in `args` over them. Imports no conftest.py and applies no addopts (a conftest's own
+    options there would not parse). Returns the settings and the ini file (None without one);
+    a bad value raises pytest.UsageError naming it."""
+    # pytest's own config object (private entry point: the public ones run a whole session),
+    # so that finding and reading the ini file cannot drift from what a run does.
+    from _pytest.config import get_config
+
+    from . import plugin
+
+    argv = ["-s", "--assert=plain", "--noconftest", *args]
+    config = get_config(argv)
+    try:
+        if config.pluginmanager.get_plugin("jaxperf") is None:
+            config.pluginmanager.register(plugin, "jaxperf")
+        config.parse(argv, addopts=False)
+        return Settings.from_pytest_config(config), config.inipath
+    finally:
+        config._ensure_unconfigure()  # runs the clean-ups parsing registered
+
+
 def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
     if kind == "bool":
         if isinstance(value, bool):
@@ -252,6 +276,31 @@ class MarkerLimits:
                         f"expected one of {', '.join(allowed)}"
                     )
                 kwargs[key] = _check_marker_value(item.nodeid, key, value)
+        return cls(**kwargs)
+
+    def to_json(self) -> dict[str, Any]:
+        """The keywords the marker set, as JSON values: saved with the test's record, so that
+        `jaxperf compare` gates the test as the plugin did."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is not None:
+                out[f.name] = dict(value) if isinstance(value, Mapping) else value
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], where: str) -> MarkerLimits:
+        """Keywords saved by `to_json`, checked as the marker's are (pytest.UsageError naming
+        `where` and the keyword)."""
+        allowed = [f.name for f in dataclasses.fields(cls)]
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in allowed:
+                raise pytest.UsageError(
+                    f"{where}: unknown @pytest.mark.jaxperf argument {key!r} (saved by a newer "
+                    f"pytest-jaxperf?); expected one of {', '.join(allowed)}"
+                )
+            kwargs[key] = _check_marker_value(where, key, value)
         return cls(**kwargs)
 
     def tolerances(self, defaults: Tolerances) -> Tolerances:

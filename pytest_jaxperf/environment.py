@@ -16,6 +16,9 @@ TIMING_KEYS = (
 _OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers"})
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
 STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
+# Why a run on pytest-xdist workers gates no timings (by the plugin, nor by `jaxperf compare`
+# reading its report): they were measured beside other workers.
+UNDER_XDIST = "measured under pytest-xdist, beside other workers"
 
 
 def capture() -> dict[str, Any]:
@@ -38,9 +41,9 @@ def capture() -> dict[str, Any]:
         "platform": platform.platform(terse=True),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count() or 0,
-        # Processes measuring side by side: timings taken beside other pytest-xdist workers
-        # are slower than a serial run's, and never gated against one.
-        "xdist_workers": int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")),
+        # pytest-xdist workers measuring side by side (0: not under xdist); their timings are
+        # slower than a serial run's, and never gated against one.
+        "xdist_workers": int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")),
     }
     if env["backend"] == "cpu":
         # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).
@@ -78,3 +81,14 @@ def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) 
 def static_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Differences that change program metrics; empty when they are comparable."""
     return _differences(STATIC_KEYS, baseline, current)
+
+
+def under_xdist(env: Mapping[str, Any]) -> bool:
+    """Whether the report's tests ran on pytest-xdist workers."""
+    return bool(env.get("xdist_workers"))
+
+
+def unmeasured(env: Mapping[str, Any]) -> dict[str, str]:
+    """{metric: why} for the metrics the run's self-check could not vouch for (never gated)."""
+    value = env.get("not_measured")
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}

@@ -262,17 +262,16 @@ class JaxPerf:
         with contextlib.ExitStack() as stack:
             if scope is None:  # --jaxperf off: record just this block
                 scope = stack.enter_context(RECORDER.scope(self._rootdir))
-            before = {k: (f.traces, f.compiles) for k, f in scope.functions.items()}
+            # The block's own tallies: the causes of its traces, not the tail of the test's
+            # de-duplicated, capped list (which may name an earlier trace's cause).
+            block = stack.enter_context(scope.block())
             yield
         changed = []
-        for key, fn in sorted(scope.functions.items()):
-            traces, compiles = before.get(key, (0, 0))
-            if fn.traces > traces or fn.compiles > compiles:
-                reasons = (
-                    fn.retrace_reasons[-max(1, fn.traces - traces) :] if fn.traces > traces else []
-                )
-                line = f"{key}: {fn.traces - traces} trace(s), {fn.compiles - compiles} compile(s)"
-                changed.append("\n".join([line] + [f"    cause: {r}" for r in reasons]))
+        for tally in sorted(block.tallies.values(), key=lambda t: t.function.key):
+            if tally.traces or tally.compiles:
+                line = f"{tally.function.key}: {tally.traces} trace(s), {tally.compiles} compile(s)"
+                causes = [f"    cause: {r}" for r in tally.retrace_reasons]
+                changed.append("\n".join([line, *causes]))
         if changed:
             pytest.fail(
                 "jaxperf.no_recompile: compiled inside the block:\n" + "\n".join(changed),

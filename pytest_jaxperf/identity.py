@@ -5,7 +5,9 @@ JAX traces whatever it was handed: a `functools.partial`, a bound method, the wr
 user's function, or a library's generic wrapper that only borrows the user's name
 (equinox's `filter_jit` jits its own `fun_wrapped`, renamed after the user's function).
 Each is resolved to the function the user wrote, so that two different functions never
-merge under one key and one function never splits under its wrappers' keys."""
+merge under one key and one function never splits under its wrappers' keys. Its qualified
+name (`Model.__call__`, `step.<locals>.body`) comes from the function object itself: JAX's
+own DebugInfo carries only `__name__` on every supported release."""
 
 from __future__ import annotations
 
@@ -26,10 +28,12 @@ _MAX_FRAMES = 40
 
 @dataclass(frozen=True)
 class Identity:
-    name: str
+    name: str  # __name__ (JAX's DebugInfo names a function by it, too)
     filename: str | None
     lineno: int | None
     wrapper: str | None = None  # "fun_wrapped at equinox/_jit.py:43" when resolved through it
+    # __qualname__ ("Model.__call__"), where the function object was at hand; None otherwise.
+    qualname: str | None = None
 
 
 def unwrap(fun: Any) -> Any:
@@ -135,8 +139,21 @@ def of_callable(fun: Any) -> Identity | None:
     code = _code(inner)
     if code is None:
         return None
-    name = getattr(inner, "__name__", None) or type(inner).__name__
-    return Identity(str(name), code.co_filename, code.co_firstlineno)
+    name = str(getattr(inner, "__name__", None) or type(inner).__name__)
+    return Identity(name, code.co_filename, code.co_firstlineno, qualname=_qualname(inner, name))
+
+
+def _qualname(fun: Any, name: str) -> str | None:
+    """`fun`'s __qualname__ (its class's for a callable instance), when it names the same
+    function as `name` (a function renamed by hand keeps its old __qualname__)."""
+    try:
+        owner = fun if getattr(fun, "__code__", None) is not None else type(fun)
+        qualname = getattr(owner, "__qualname__", None)
+    except Exception:  # an object whose __getattr__ misbehaves
+        return None
+    if isinstance(qualname, str) and (qualname == name or qualname.endswith("." + name)):
+        return qualname
+    return None
 
 
 def outer_name(fun: Any) -> str | None:
@@ -213,7 +230,9 @@ def resolve(fun: Any, jax_dirs: tuple[str, ...], static: tuple[Any, ...] = ()) -
         found_ident = from_stack(name, ident.filename, sys._getframe(1), jax_dirs)
     if found_ident is None:
         return Identity(name, ident.filename, ident.lineno)
-    return Identity(found_ident.name, found_ident.filename, found_ident.lineno, wrapper)
+    return Identity(
+        found_ident.name, found_ident.filename, found_ident.lineno, wrapper, found_ident.qualname
+    )
 
 
 def from_debug_info(dbg: Any) -> Identity | None:

@@ -194,6 +194,12 @@ class ScalingEntry:
 Entry = BenchmarkEntry | ScalingEntry
 
 
+def short_name(name: str) -> str:
+    """The last part of a qualified name: 'Model.__call__' -> '__call__' (the name files
+    written before qualified names hold, and that a marker limit may use)."""
+    return name.rsplit(".", 1)[-1]
+
+
 @dataclass
 class TestRecord(Counts):
     """Everything recorded for one test; the totals cover user functions only."""
@@ -207,6 +213,9 @@ class TestRecord(Counts):
     # baseline keeps the entries of earlier runs (a partial --jaxperf-save on another machine,
     # say) with their own environment, and each is gated against its own.
     environment: dict[str, Any] | None = None
+    # The keywords of the test's @pytest.mark.jaxperf (limits, tolerances), as JSON values:
+    # `jaxperf compare` gates the test with them, as the plugin did. Written when not empty.
+    marker: dict[str, Any] = field(default_factory=dict)
 
     def recompute_totals(self) -> None:
         total = Counts()
@@ -311,6 +320,8 @@ def test_to_json(rec: TestRecord) -> dict[str, Any]:
     out["benchmarks"] = {k: entry_to_json(e) for k, e in sorted(rec.benchmarks.items())}
     if rec.environment is not None:
         out["environment"] = dict(rec.environment)
+    if rec.marker:
+        out["marker"] = rec.marker
     return out
 
 
@@ -449,6 +460,13 @@ def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  
     rec.benchmarks = {
         k: entry_from_json(v, f"{where}.benchmarks[{k!r}]") for k, v in benchmarks.items()
     }
+    marker = data.get("marker", {})
+    _expect(
+        type(marker) is dict and all(type(k) is str for k in marker),
+        f"{where}.marker",
+        "expected an object",
+    )
+    rec.marker = marker
     return rec
 
 

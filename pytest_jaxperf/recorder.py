@@ -21,13 +21,14 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from . import _jaxhooks as hooks
 from . import causes, identity
 from .identity import Identity
-from .model import MAX_REASONS, Counts, Entry, FunctionRecord, TestRecord, function_key
+from .model import MAX_REASONS, Counts, Entry, FunctionRecord, TestRecord, short_name
 
 _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
@@ -36,6 +37,32 @@ CLEARED = (
     "traced again after its cache was cleared (jax.clear_caches(), clear_cache(), or "
     "the function was evicted by another tool)"
 )
+
+
+@dataclass
+class BlockTally:
+    """What one user function did inside one watched block of a scope."""
+
+    function: FunctionRecord
+    traces: int = 0
+    compiles: int = 0
+    # The causes of this block's own traces: the scope's list is de-duplicated and capped
+    # over the whole test, so its tail may name an earlier trace's cause.
+    retrace_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Block:
+    """The traces and compiles of each user function inside one block (`Scope.block()`,
+    for `jaxperf.no_recompile`), keyed by the function's record."""
+
+    tallies: dict[int, BlockTally] = field(default_factory=dict)
+
+    def tally(self, fn: FunctionRecord) -> BlockTally:
+        found = self.tallies.get(id(fn))
+        if found is None:
+            found = self.tallies[id(fn)] = BlockTally(fn)
+        return found
 
 
 class Scope:
@@ -58,9 +85,13 @@ class Scope:
         self._pending: dict[int, Identity | None] = {}
         self._cache_hit: set[int] = set()
         self._sites: dict[str, str] = {}
-        # Function objects traced in this scope, per function key: a trace of a new object
-        # at a known key is a re-definition (jit inside a loop).
-        self._objects: dict[str, list[weakref.ref[Any] | int]] = {}
+        # Each function's record by (__name__, site): what JAX's DebugInfo names it by, too.
+        self._records: dict[tuple[str, str], FunctionRecord] = {}
+        # Function objects traced in this scope, per function record: a trace of a new object
+        # of a known function is a re-definition (jit inside a loop).
+        self._objects: dict[int, list[weakref.ref[Any] | int]] = {}
+        # Open `block()`s: each also gets what happens while it is open.
+        self._blocks: list[Block] = []
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -79,12 +110,17 @@ class Scope:
         return f"{rel}:{lineno}" if lineno else rel
 
     def function(self, ident: Identity) -> FunctionRecord:
-        key = function_key(ident.name, self._site(ident.filename, ident.lineno))
-        fn = self.functions.get(key)
+        """The record of `ident`'s function, named by its qualified name where known."""
+        site = self._site(ident.filename, ident.lineno)
+        fn = self._records.get((ident.name, site))
         if fn is None:
-            fn = self.functions[key] = FunctionRecord(
-                name=ident.name, site=self._site(ident.filename, ident.lineno)
-            )
+            fn = FunctionRecord(name=ident.qualname or ident.name, site=site)
+            self._records[(ident.name, site)] = self.functions[fn.key] = fn
+        elif ident.qualname and fn.name != ident.qualname:
+            # First met through a lowering's DebugInfo, which has no qualified name.
+            del self.functions[fn.key]
+            fn.name = ident.qualname
+            self.functions[fn.key] = fn
         return fn
 
     def _target(self, ident: Identity | None) -> Counts:
@@ -96,7 +132,7 @@ class Scope:
     ) -> None:
         with self._lock:
             fn = self.function(ident)
-            objects = self._objects.setdefault(fn.key, [])
+            objects = self._objects.setdefault(id(fn), [])
             if seen_before:
                 reason: str | None = (
                     causes.cause(explanation, _positional_names(fun), _positional_names(user))
@@ -113,12 +149,11 @@ class Scope:
                 objects.append(_ref(fun))
                 del objects[:-MAX_REASONS]
             fn.traces += 1
-            if (
-                reason
-                and reason not in fn.retrace_reasons
-                and len(fn.retrace_reasons) < MAX_REASONS
-            ):
-                fn.retrace_reasons.append(reason)
+            _add_reason(fn.retrace_reasons, reason)
+            for block in self._blocks:
+                tally = block.tally(fn)
+                tally.traces += 1
+                _add_reason(tally.retrace_reasons, reason)
 
     def on_trace_time(self, ident: Identity | None, seconds: float, cpu: float | None) -> None:
         with self._lock:
@@ -146,10 +181,26 @@ class Scope:
             else:
                 target.compile_s += seconds
                 target.compile_cpu_s = _plus(target.compile_cpu_s, cpu)
+            if isinstance(target, FunctionRecord):
+                for block in self._blocks:
+                    block.tally(target).compiles += 1
 
     def on_cache_hit(self) -> None:
         with self._lock:
             self._cache_hit.add(threading.get_ident())
+
+    @contextlib.contextmanager
+    def block(self) -> Iterator[Block]:
+        """Record, besides the scope's totals, what each user function does inside the block:
+        its own traces, compiles and their causes."""
+        block = Block()
+        with self._lock:
+            self._blocks.append(block)
+        try:
+            yield block
+        finally:
+            with self._lock:
+                self._blocks.remove(block)
 
     # -- result ---------------------------------------------------------------------------
     def totals(self) -> Counts:
@@ -490,7 +541,9 @@ class Recorder:
                 self.isolate()
             with self.scope(rootdir) as scope:
                 jax.block_until_ready(probe(x))
-            counted.append([f for f in scope.functions.values() if f.name == "_jaxperf_probe"])
+            counted.append(
+                [f for f in scope.functions.values() if short_name(f.name) == "_jaxperf_probe"]
+            )
         first, second, third = (fns[0] if len(fns) == 1 else None for fns in counted)
         here = os.path.basename(__file__)
         if "traces" not in problems and not (
@@ -512,6 +565,12 @@ class Recorder:
 
 
 RECORDER = Recorder()
+
+
+def _add_reason(reasons: list[str], reason: str | None) -> None:
+    """Each cause once, at most MAX_REASONS of them (a jit inside a loop of 10,000)."""
+    if reason and reason not in reasons and len(reasons) < MAX_REASONS:
+        reasons.append(reason)
 
 
 def _plus(total: float | None, cpu: float | None) -> float | None:

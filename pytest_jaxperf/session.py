@@ -157,6 +157,8 @@ class JaxPerfSession:
             finally:
                 del self.scopes[item.nodeid]
                 self.records[item.nodeid] = scope.snapshot()
+                # Saved in the report: `jaxperf compare` gates the test with them too.
+                self.records[item.nodeid].marker = item.stash[LIMITS_KEY].to_json()
                 if scope.listener_errors:
                     self.listener_errors[item.nodeid] = scope.listener_errors
                 if scope.foreign_events:
@@ -174,13 +176,18 @@ class JaxPerfSession:
         if not rep.passed:
             return rep
         base = self.baseline.tests.get(item.nodeid) if self.baseline else None
-        from .environment import static_differences, timing_differences
+        from .environment import (
+            UNDER_XDIST,
+            static_differences,
+            timing_differences,
+            unmeasured,
+        )
 
         env = self._env()
         base_env = self.baseline.environment_of(item.nodeid) if self.baseline else {}
         timing = timing_differences(base_env, env) if base is not None else []
         if base is not None and _xdist.is_worker(self.config):
-            timing.append("measured under pytest-xdist, beside other workers")
+            timing.append(UNDER_XDIST)
         outcome = compare.evaluate(
             record,
             base,
@@ -190,7 +197,7 @@ class JaxPerfSession:
             gate_baseline=not self.settings.save,
             static_differences=static_differences(base_env, env) if base is not None else [],
             timing_mode=self.settings.timing_mode,
-            not_measured={**(self.not_measured or {}), **_not_measured(base_env)},
+            not_measured={**(self.not_measured or {}), **unmeasured(base_env)},
         )
         self.outcomes[item.nodeid] = outcome
         section = report.detail_section(record, outcome)
@@ -315,8 +322,3 @@ class JaxPerfSession:
 
 # Runs of history plotted in the HTML report; loading all of a long history costs seconds.
 HISTORY_IN_HTML = 50
-
-
-def _not_measured(env: dict[str, Any]) -> dict[str, str]:
-    value = env.get("not_measured")
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}

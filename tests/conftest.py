@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -60,7 +61,11 @@ def example(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
         EXAMPLE, dest, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", ".pytest_cache")
     )
     monkeypatch.chdir(dest)
-    monkeypatch.setenv("PYTHONPATH", str(dest))
+    # The copy first; then whatever this suite was given, so that its subprocesses import the
+    # same pytest_jaxperf as the suite (a checkout on PYTHONPATH, not an installed one).
+    monkeypatch.setenv(
+        "PYTHONPATH", os.pathsep.join(filter(None, [str(dest), os.environ.get("PYTHONPATH")]))
+    )
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     monkeypatch.delenv(REGRESSION_VARIABLE, raising=False)
     return dest

@@ -85,6 +85,7 @@ def full_report() -> Report:
                 metric="jaxpr_eqns", sizes=(10, 20), values=(5.0, 5.0), exponent=0.0
             ),
         },
+        marker={"compile_rtol": 3.0, "max_traces": {"integrate": 1}},
     )
     other = Record(outcome="passed")
     return Report(
@@ -305,6 +306,9 @@ def test_a_new_counts_field_needs_only_its_declaration() -> None:
     names = tuple(f.name for f in dataclasses.fields(Counts))
     assert names == model.NUMBER_FIELDS
     assert set(model.COUNT_FIELDS + model.TIME_FIELDS + model.CPU_FIELDS) == set(names)
+    # The reader passes the numbers by position: they are the first fields of each record.
+    assert tuple(f.name for f in dataclasses.fields(FunctionRecord))[: len(names)] == names
+    assert tuple(f.name for f in dataclasses.fields(Record))[: len(names)] == names
     line = dumps(full_report()).splitlines()
     eager = next(x for x in line if x.startswith('      "eager": '))
     assert [k for k in json.loads(eager.split(": ", 1)[1].rstrip(","))] == sorted(names)

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from _jaxperf_data import (
+    ENV,
     IMPROVED,
     NEW,
     OK,
     REGRESSED,
     baseline_and_run,
+    bench,
     fn,
     outcomes_for,
     rec,
@@ -338,3 +342,193 @@ def test_report_modules_import_neither_jax_nor_matplotlib() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+# -- the same verdict as the plugin ---------------------------------------------------------
+
+SAME_VERDICT = """
+import os
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+# 10 equations; 12 (+20%) with GROW=2.
+STEPS = 10 + int(os.environ.get("GROW", "0"))
+
+@jax.jit
+def poly(x):
+    for _ in range(STEPS):
+        x = x * 1.5
+    return x
+
+def test_ini_tolerance(jaxperf):  # +20% within the ini's static_rtol 0.3
+    jaxperf.benchmark(poly, jnp.ones(4))
+
+@pytest.mark.jaxperf(static_rtol=0.05)
+def test_marker_tolerance(jaxperf):  # +20% over the marker's own 0.05
+    jaxperf.benchmark(poly, jnp.ones(4))
+
+@pytest.mark.jaxperf(max_traces=1)
+def test_marker_limit():  # never saved: over its limit, so 'new' but failing
+    poly(jnp.ones(2)), poly(jnp.ones(3))
+"""
+
+
+def _verdicts(
+    jp: pytest.Pytester, capsys: pytest.CaptureFixture[str], *flags: str
+) -> tuple[set[str], str, str]:
+    """The plugin's tests that regressed and its tally line, and the CLI's output for the
+    same pair of files."""
+    baseline = jp.path / ".jaxperf" / "baseline.json"
+    run = jp.runpytest("--jaxperf", "--jaxperf-json=run.json", *flags)
+    report = json.loads((jp.path / "run.json").read_text(encoding="utf-8"))
+    regressed = {k for k, t in report["tests"].items() if t["outcome"] == "regressed"}
+    (plugin_tally,) = (line for line in run.stdout.lines if re.match(r"jaxperf: \d+ regr", line))
+    capsys.readouterr()
+    cli_flags = [f.replace("--jaxperf-", "--") for f in flags]
+    assert main(["compare", str(baseline), str(jp.path / "run.json"), *cli_flags]) == (
+        1 if regressed else 0
+    )
+    cli_out = capsys.readouterr().out
+    assert cli_out.splitlines()[-1] == plugin_tally
+    for nodeid in regressed:
+        # The whole failure text, as the plugin printed it (same baseline path).
+        lines = cli_out.split(f"\njaxperf: {nodeid}: ", 1)[1].splitlines()
+        body = itertools.takewhile(lambda line: line.startswith("  "), lines[1:])
+        text = "\n".join([f"jaxperf: {nodeid}: {lines[0]}", *body])
+        text = text.split("\n  note: the test's outcome in the report")[0]
+        assert text in run.stdout.str()
+    return regressed, plugin_tally, cli_out
+
+
+def test_compare_gives_the_plugins_verdict_for_the_same_files(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Timings out of the way (not deterministic): program metrics, counts and limits decide.
+    jp.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider\njaxperf_static_rtol = 0.3\n"
+        "jaxperf_compile_floor = 1000\njaxperf_timing = off\n"
+    )
+    jp.makepyfile(test_same=SAME_VERDICT)
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2, failed=1)
+    monkeypatch.setenv("GROW", "2")
+    marker_only = {"test_same.py::test_marker_tolerance", "test_same.py::test_marker_limit"}
+
+    regressed, tally, out = _verdicts(jp, capsys)
+    assert regressed == marker_only
+    assert tally == "jaxperf: 2 regressions, 0 improvements, 0 new, 0 not gated"
+    assert "static rtol 0.3; ini file " + str(jp.path / "tox.ini") in out
+    assert "test_same.py::test_marker_limit: 1 metric(s) over the baseline or a limit" in out
+
+    # A flag over the ini file, the marker's own tolerance over both.
+    regressed, _, out = _verdicts(jp, capsys, "--jaxperf-static-rtol=0.1")
+    assert regressed == {"test_same.py::test_ini_tolerance", *marker_only}
+    assert "jaxpr_eqns of benchmark 'poly': baseline 10 -> now 12" in out
+
+
+def _save_pair(tmp_path: Path, base: Report, run: Report) -> list[str]:
+    base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
+    baseline_io.save(base_path, base)
+    baseline_io.save(run_path, run)
+    return ["compare", str(base_path), str(run_path)]
+
+
+def test_compare_runtime_static_and_timing_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no ini file: the defaults
+    base = Report(
+        environment=dict(ENV), tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": bench(1e-3)})}
+    )
+    run = Report(
+        environment=dict(ENV),
+        tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": bench(2e-3, eqns=14)})},
+    )
+    args = _save_pair(tmp_path, base, run)
+    assert main(args) == 1  # twice the runtime; 12 -> 14 equations (+17%)
+    out = capsys.readouterr().out
+    assert "runtime of benchmark 'b': baseline 1.000 ms -> now 2.000 ms" in out
+    assert "jaxpr_eqns of benchmark 'b': baseline 12 -> now 14" in out
+    assert main([*args, "--static-rtol=0.2"]) == 1  # the runtime still
+    assert "jaxpr_eqns" not in capsys.readouterr().out.split("jaxperf: t::a")[1]
+    assert main([*args, "--static-rtol=0.2", "--runtime-rtol=1.5"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--static-rtol=0.2", "--timing=report"]) == 0
+    assert "0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only" in (
+        capsys.readouterr().out  # measured and reported, not failing
+    )
+    assert main([*args, "--static-rtol=0.2", "--timing=off"]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated"
+    )
+
+
+def test_compare_reads_the_ini_file_as_a_run_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    (project / "tests").mkdir(parents=True)
+    elsewhere.mkdir()
+    ini = project / "pyproject.toml"
+    ini.write_text('[tool.pytest.ini_options]\njaxperf_static_rtol = "0.2"\n', encoding="utf-8")
+    base = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": {"jaxpr_eqns": 12}})})
+    run = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": {"jaxpr_eqns": 14}})})
+    args = _save_pair(tmp_path, base, run)
+
+    monkeypatch.chdir(project / "tests")  # found from the current directory up, as pytest does
+    assert main(args) == 0
+    assert f"static rtol 0.2; ini file {ini}" in capsys.readouterr().out
+    assert main([*args, "--static-rtol=0.1"]) == 1  # a flag over the ini file
+    monkeypatch.chdir(elsewhere)
+    assert main(args) == 1  # no ini file here: the default 0.1
+    assert "static rtol 0.1; ini file none" in capsys.readouterr().out
+    assert main([*args, "-c", str(ini)]) == 0
+    assert main([*args, f"--rootdir={project}"]) == 0
+    assert main([*args, "--config-file", str(elsewhere / "missing.ini")]) == 2
+    assert "missing.ini' not found" in capsys.readouterr().err
+
+    ini.write_text('[tool.pytest.ini_options]\njaxperf_timing = "fast"\n', encoding="utf-8")
+    assert main([*args, "-c", str(ini)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == (
+        "jaxperf: ini option jaxperf_timing: expected one of gate, report, off, got 'fast'\n"
+    )
+
+
+def test_compare_applies_the_marker_keywords_saved_in_the_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = Report(tests={"t::a": rec(fn("f", "m.py:1", traces=2), benchmarks={"b": bench(1e-3)})})
+    run = Report(
+        tests={"t::a": rec(fn("f", "m.py:1", traces=2), benchmarks={"b": bench(1e-3, eqns=14)})}
+    )
+    run.tests["t::a"].marker = {"max_traces": 1, "static_rtol": 0.5}
+    args = _save_pair(tmp_path, base, run)
+    assert main(args) == 1
+    out = capsys.readouterr().out
+    assert "traces of all functions: 2 > limit 1" in out
+    assert "jaxpr_eqns" not in out  # +17% is within the marker's static_rtol
+    run.tests["t::a"].marker = {"max_traces": -1}
+    args = _save_pair(tmp_path, base, run)
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith(f"jaxperf: {tmp_path / 'r.json'}: test t::a: @pytest.mark.jaxperf(")
+    assert "expects a whole number >= 0 or a dict {function_name: limit}, got -1" in err
+
+
+def test_compare_does_not_gate_timings_measured_under_xdist(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = Report(environment=dict(ENV), tests={"t::a": rec(fn("f", "m.py:1"))})
+    run = Report(
+        environment={**ENV, "xdist_workers": 2},
+        tests={"t::a": rec(fn("f", "m.py:1", compile_s=2.0))},
+    )
+    assert main(_save_pair(tmp_path, base, run)) == 0
+    assert (
+        "compile time not gated: environment differs (measured under pytest-xdist, beside "
+        "other workers)" in capsys.readouterr().out
+    )

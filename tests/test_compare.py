@@ -6,8 +6,10 @@ import pytest
 from _records import Record, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
-from pytest_jaxperf.compare import COMPILE_TIME, Outcome, evaluate, match_functions
+from pytest_jaxperf.compare import COMPILE_TIME, Outcome, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.matching import match_functions
+from pytest_jaxperf.model import FunctionRecord
 
 NO_LIMITS = MarkerLimits()
 DEFAULTS = Tolerances(compile_rtol=1.0, compile_floor=0.1)
@@ -58,10 +60,63 @@ def test_a_second_same_named_function_in_another_file_is_not_matched() -> None:
     assert matched == {a_now.key: a_then}
 
 
-def test_ambiguous_moves_are_not_guessed() -> None:
-    now = {f.key: f for f in (fn("<lambda>", "m.py:11"), fn("<lambda>", "m.py:21"))}
-    then = {f.key: f for f in (fn("<lambda>", "m.py:10"), fn("<lambda>", "m.py:20"))}
+def _keys(matched: dict[str, FunctionRecord]) -> dict[str, str]:
+    return {key: old.key for key, old in matched.items()}
+
+
+def _by_key(*functions: FunctionRecord) -> dict[str, FunctionRecord]:
+    return {f.key: f for f in functions}
+
+
+def test_same_named_functions_of_one_file_match_in_order_of_definition() -> None:
+    # Ten lines added above both lambdas: the first now sits at the second's old line.
+    now = _by_key(fn("<lambda>", "m.py:20"), fn("<lambda>", "m.py:30"), fn("g", "m.py:40"))
+    then = _by_key(fn("<lambda>", "m.py:10"), fn("<lambda>", "m.py:20"), fn("g", "m.py:30"))
+    assert _keys(match_functions(now, then)) == {
+        "<lambda> at m.py:20": "<lambda> at m.py:10",
+        "<lambda> at m.py:30": "<lambda> at m.py:20",
+        "g at m.py:40": "g at m.py:30",
+    }
+
+
+def test_an_added_same_named_function_is_not_guessed() -> None:
+    then = _by_key(fn("<lambda>", "m.py:10"), fn("<lambda>", "m.py:20"))
+    # Where lines did not move, the same key still matches; the added one is new.
+    now = _by_key(*then.values(), fn("<lambda>", "m.py:30"))
+    assert _keys(match_functions(now, then)) == {
+        "<lambda> at m.py:10": "<lambda> at m.py:10",
+        "<lambda> at m.py:20": "<lambda> at m.py:20",
+    }
+    # Where they moved, which old one each is cannot be told.
+    now = _by_key(fn("<lambda>", "m.py:5"), fn("<lambda>", "m.py:15"), fn("<lambda>", "m.py:25"))
     assert match_functions(now, then) == {}
+
+
+def test_qualified_names_match_a_baseline_saved_with_plain_names() -> None:
+    # Before qualified names, every __call__ was "__call__" and every nested body "body".
+    then = _by_key(
+        fn("__call__", "m.py:10"), fn("__call__", "m.py:20"),
+        fn("body", "m.py:31"), fn("body", "m.py:41"), fn("solve", "m.py:50"),
+    )  # fmt: skip
+    now = _by_key(
+        fn("A.__call__", "m.py:12"), fn("B.__call__", "m.py:22"),
+        fn("f.<locals>.body", "m.py:33"), fn("g.<locals>.body", "m.py:43"),
+        fn("solve", "m.py:50"),
+    )  # fmt: skip
+    assert _keys(match_functions(now, then)) == {
+        "A.__call__ at m.py:12": "__call__ at m.py:10",
+        "B.__call__ at m.py:22": "__call__ at m.py:20",
+        "f.<locals>.body at m.py:33": "body at m.py:31",
+        "g.<locals>.body at m.py:43": "body at m.py:41",
+        "solve at m.py:50": "solve at m.py:50",
+    }
+
+
+def test_qualified_names_tell_same_named_methods_apart() -> None:
+    then = _by_key(fn("A.__call__", "m.py:10"), fn("B.__call__", "m.py:20"))
+    # Only B's is called now, and an edit moved it: it is still B's.
+    now = _by_key(fn("B.__call__", "m.py:25"))
+    assert _keys(match_functions(now, then)) == {"B.__call__ at m.py:25": "B.__call__ at m.py:20"}
 
 
 # -- against the baseline: counts ------------------------------------------------------------
@@ -361,6 +416,14 @@ def test_a_metric_not_measured_checks_no_names() -> None:
         not_measured={"traces": "hook missing"},
     )  # fmt: skip
     assert out.errors == [] and not out.failed
+
+
+def test_dict_limit_by_qualified_or_plain_name() -> None:
+    current = rec(fn("A.__call__", "m.py:3", traces=2), fn("B.__call__", "m.py:9", traces=1))
+    (b,) = run(current, None, MarkerLimits(max_traces={"A.__call__": 1})).breaches
+    assert (b.current, b.function) == (2, current.functions["A.__call__ at m.py:3"])
+    (b,) = run(current, None, MarkerLimits(max_traces={"__call__": 2})).breaches
+    assert (b.current, b.function) == (3, None)  # both methods named __call__
 
 
 def test_dict_limit_over_same_named_functions_shows_only_their_reasons() -> None:

@@ -92,9 +92,9 @@ def test_an_entry_measured_here_again_drops_its_own_environment() -> None:
 @pytest.mark.parametrize(
     ("before", "now", "differences"),
     [
-        ({"xdist_workers": 2}, {"xdist_workers": 1}, ["xdist_workers 2 -> 1"]),
-        ({"xdist_workers": 1}, {"xdist_workers": 1}, []),
-        ({}, {"xdist_workers": 1}, []),  # a file from before the field: unknown, not a difference
+        ({"xdist_workers": 2}, {"xdist_workers": 0}, ["xdist_workers 2 -> 0"]),
+        ({"xdist_workers": 0}, {"xdist_workers": 0}, []),
+        ({}, {"xdist_workers": 0}, []),  # a file from before the field: unknown, not a difference
     ],
 )
 def test_timings_from_side_by_side_workers_are_not_compared_with_a_serial_run(

@@ -95,9 +95,11 @@ CASES = {
         failed=("test_sampler.py::test_tuning_reuses_one_compiled_sampler",),
         lines=(
             "*traces of all functions: 3 > limit 1",
-            "*cause: run_block: function re-defined on every call (jit inside a loop?): "
-            "a new run_block object was traced; create and jit it once, outside the loop",
-            "*traces of run_block (defined at jaxperf_example/sampler.py:*): "
+            "*cause: tune_and_sample.<locals>.run_block: function re-defined on every call "
+            "(jit inside a loop?): a new run_block object was traced; create and jit it once, "
+            "outside the loop",
+            "*traces of tune_and_sample.<locals>.run_block (defined at "
+            "jaxperf_example/sampler.py:*): "
             "baseline 0 -> now 3 (+3)",
         ),
     ),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from conftest import lit, read_json
 
@@ -132,6 +134,51 @@ def test_no_recompile(jp: pytest.Pytester, on: bool) -> None:
             "    cause: x: f32[8] -> f32[9]",
         )
     )
+
+
+NO_RECOMPILE_CAUSES = """
+@jax.jit
+def grow(x):
+    return x * 2.0
+
+@jax.jit
+def scaled(x, k):
+    return x * k
+
+scaled = jax.jit(scaled.__wrapped__, static_argnums=1)
+
+def test_cause_past_the_cap(jaxperf):
+    for n in range(1, 13):  # eleven retraces: the test's list of causes is full
+        grow(jnp.ones(n))
+    with jaxperf.no_recompile():
+        grow(jnp.ones(30))
+
+def test_cause_seen_before_the_block(jaxperf):
+    scaled(jnp.ones(3), 1)
+    scaled(jnp.ones(3), 2)  # static argument k: 1 -> 2
+    scaled(jnp.ones(4), 1)  # another cause, the test's latest
+    with jaxperf.no_recompile():
+        scaled(jnp.ones(4), 2)  # static argument k: 1 -> 2 again
+"""
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_no_recompile_names_the_causes_of_the_block(jp: pytest.Pytester, on: bool) -> None:
+    jp.makepyfile(HEADER + NO_RECOMPILE_CAUSES)
+    result = _run(jp) if on else jp.runpytest()
+    result.assert_outcomes(failed=2)
+    out = result.stdout.str()
+    past_cap, seen_before = (
+        out.split("_ test_cause_past_the_cap _")[1].split("_ test_cause_seen_before_the_block _")
+    )
+    # The block's own cause (the previous shape: f32[12] with --jaxperf, whichever cached
+    # one JAX names without), not the last the test remembered (x: f32[10] -> f32[11]).
+    assert "grow at test_no_recompile_names_the_causes_of_the_block.py:" in past_cap
+    block_cause = r"1 trace\(s\), 1 compile\(s\)\n    cause: x: f32\[1[02]\] -> f32\[30\]\n"
+    assert re.search(block_cause, past_cap)
+    assert past_cap.count("cause:") == 1
+    assert "1 trace(s), 1 compile(s)\n    cause: static argument k: 1 -> 2\n" in seen_before
+    assert seen_before.count("cause:") == 1
 
 
 def test_scaling_tells_builtin_sum_from_jnp_sum(jp: pytest.Pytester) -> None:

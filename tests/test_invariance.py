@@ -435,14 +435,14 @@ def _run(pytester: pytest.Pytester, name: str, *args: str) -> tuple[Counts, pyte
     return _counts(pytester.path / f"{name}.json"), result
 
 
-def _key(path: Path, name: str) -> str:
-    """The recorder's key of the function `name` defined in `path`: its first line is its
-    first decorator's."""
+def _key(path: Path, name: str, owner: str = "") -> str:
+    """The recorder's key of the function `name` defined in `path` (in class `owner`): its
+    first line is its first decorator's."""
     lines = path.read_text().splitlines()
     line = next(i for i, text in enumerate(lines) if text.strip().startswith(f"def {name}("))
     while line > 0 and lines[line - 1].strip().startswith("@"):
         line -= 1
-    return f"{name} at {path.name}:{line + 1}"
+    return f"{owner}{'.' if owner else ''}{name} at {path.name}:{line + 1}"
 
 
 def _mismatches(forward: Counts, other: Counts) -> list[str]:
@@ -503,8 +503,8 @@ def test_counts_independent_of_order_selection_xdist_and_markers(
         "test_checkpoint_a": {_key(models, "deep"): one},
         "test_partial_a": {_key(models, "scaled"): one},
         "test_partial_b": {_key(models, "scaled"): two},
-        "test_method_a": {_key(models, "apply"): one},
-        "test_method_b": {_key(models, "apply"): two},
+        "test_method_a": {_key(models, "apply", "Layer"): one},
+        "test_method_b": {_key(models, "apply", "Layer"): two},
         "test_wraps_a": {_key(models, "normalise"): one},
         "test_wraps_b": {_key(models, "normalise"): two},
         "test_jacfwd_a": {_key(models, "norm"): one},

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import lit, read_json
 
@@ -95,7 +97,7 @@ def test_loop():
     (loop,) = tests["test_static_argument_and_jit_in_loop_causes.py::test_loop"][
         "functions"
     ].values()
-    assert loop["name"] == "<lambda>" and loop["traces"] == 3
+    assert loop["name"] == "test_loop.<locals>.<lambda>" and loop["traces"] == 3
     assert len(loop["retrace_reasons"]) == 1
     assert loop["retrace_reasons"][0].startswith("function re-defined on every call")
 
@@ -176,6 +178,91 @@ def test_two_fs():
         f"f at other.py:{other_line}": 2,
     }
 
+
+SAME_NAMES = """
+double = jax.jit(lambda x: x * 2.0)
+halve = jax.jit(lambda x: x / 2.0)
+
+class Scale:
+    @functools.partial(jax.jit, static_argnums=0)
+    def __call__(self, x):
+        return x * 3.0
+
+class Shift:
+    @functools.partial(jax.jit, static_argnums=0)
+    def __call__(self, x):
+        return x + 1.0
+
+def outer_a(x):
+    @jax.jit
+    def body(y):
+        return y - 1.0
+    return body(x)
+
+def outer_b(x):
+    @jax.jit
+    def body(y):
+        return y * y
+    return body(x)
+
+scale, shift = Scale(), Shift()
+
+@pytest.mark.jaxperf
+def test_all():
+    x = jnp.ones(3)
+    double(x); halve(x); scale(x); outer_a(x); outer_b(x)
+    for n in SHAPES:
+        shift(jnp.ones(n))
+"""
+
+
+def test_same_named_functions_of_one_file_survive_an_edit_above_them(jp: pytest.Pytester) -> None:
+    def write(lines_above: int, shapes: tuple[int, ...]) -> None:
+        jp.makepyfile(
+            test_names=HEADER + "#\n" * lines_above + f"SHAPES = {shapes}\n" + SAME_NAMES
+        )
+
+    # Compile time is not this test's subject (the suite's own load moves it).
+    args = ("--jaxperf", "--jaxperf-compile-floor=1000")
+    write(0, (3,))
+    jp.runpytest(*args, "--jaxperf-save").assert_outcomes(passed=1)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    saved = read_json(path)
+    functions = saved["tests"]["test_names.py::test_all"]["functions"]
+    assert sorted(f["name"] for f in functions.values()) == [
+        "<lambda>", "<lambda>", "Scale.__call__", "Shift.__call__",
+        "outer_a.<locals>.body", "outer_b.<locals>.body",
+    ]  # fmt: skip
+
+    write(5, (3,))  # every function five lines further down
+    result = jp.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated"])
+
+    # A baseline saved before qualified names: "__call__" and "body", each twice in the file.
+    for key in list(functions):
+        fn = functions.pop(key)
+        fn["name"] = fn["name"].rsplit(".", 1)[-1]
+        functions[f"{fn['name']} at {fn['site']}"] = fn
+    path.write_text(json.dumps(saved), encoding="utf-8")
+    result = jp.runpytest(*args)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated"])
+
+    write(8, (3, 4))  # and a real regression of one of them
+    result = jp.runpytest(*args)
+    result.assert_outcomes(failed=1)
+    shift_line = (jp.path / "test_names.py").read_text().splitlines().index("class Shift:") + 2
+    result.stdout.fnmatch_lines(
+        lit(
+            "jaxperf: test_names.py::test_all: 2 metric(s) over the baseline or a limit",
+            f"  traces of Shift.__call__ (defined at test_names.py:{shift_line}): "
+            "baseline 1 -> now 2 (+1, +100%)",
+            "      cause: x: f32[3] -> f32[4]",
+        )
+    )
+    assert "new function" not in result.stdout.str()
+    assert "no longer compiled" not in result.stdout.str()
 
 def test_eager_helpers_in_their_own_bucket(jp: pytest.Pytester) -> None:
     jp.makepyfile(
