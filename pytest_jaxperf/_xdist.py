@@ -18,6 +18,13 @@ def is_worker(config: Any) -> bool:
     return hasattr(config, "workerinput")
 
 
+def worker_count(config: Any) -> int:
+    """How many pytest-xdist workers run this session's tests side by side; 0 when this is
+    no worker (read from the session, not from the environment variable that xdist sets:
+    a pytest run started by a test inherits that)."""
+    return int(config.workerinput.get("workercount", 1)) if is_worker(config) else 0
+
+
 class XdistHooks:
     """Controller side: merge what each worker recorded as it goes down."""
 

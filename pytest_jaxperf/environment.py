@@ -41,9 +41,9 @@ def capture() -> dict[str, Any]:
         "platform": platform.platform(terse=True),
         "cpu": _cpu_model(),
         "cpu_count": os.cpu_count() or 0,
-        # pytest-xdist workers measuring side by side (0: not under xdist); their timings are
-        # slower than a serial run's, and never gated against one.
-        "xdist_workers": int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0")),
+        # pytest-xdist workers measuring side by side (0: not under xdist; the session sets
+        # it); their timings are slower than a serial run's, and never gated against one.
+        "xdist_workers": 0,
     }
     if env["backend"] == "cpu":
         # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).

@@ -59,6 +59,7 @@ class JaxPerfSession:
             from . import environment
 
             self.environment = environment.capture()
+            self.environment["xdist_workers"] = _xdist.worker_count(self.config)
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
         return self.environment
