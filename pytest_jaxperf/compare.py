@@ -404,6 +404,7 @@ def _compile_time_growth(
 # per-round times) before it fails a test; a larger median alone is not enough.
 RUNTIME_ALPHA = 0.01
 RUNTIME = "runtime"
+JIT = "jit"
 
 
 def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) -> None:
@@ -439,6 +440,13 @@ def _benchmarks_vs_baseline(
         if old is None:
             continue
         _program_metrics(out, label, bench, old, gating)
+        if bench.jitted_by_benchmark and not old.jitted_by_benchmark:
+            # The code lost its jax.jit, yet the benchmark jits the function itself: its
+            # runtime cannot show the op-by-op cost that the code's other callers now pay.
+            out.breaches.append(Breach(
+                metric=JIT, function=None, reference=1.0, current=0.0, against="baseline",
+                gated=gating.gate_baseline, benchmark=label,
+            ))  # fmt: skip
         if gating.timing_mode != "off":
             _runtime(out, label, bench, old, gating)
 

@@ -52,6 +52,7 @@ class BenchmarkResult:
     eager: RuntimeStats | None = None
     break_even_calls: float | None = None
     device_peak_bytes: int | None = None
+    jitted_by_benchmark: bool = False
 
     def entry(self) -> BenchmarkEntry:
         """The record of this result that reports and the baseline keep. Microseconds for
@@ -70,6 +71,7 @@ class BenchmarkResult:
                 None if self.break_even_calls is None else round(self.break_even_calls, 1)
             ),
             device_peak_bytes=self.device_peak_bytes,
+            jitted_by_benchmark=self.jitted_by_benchmark,
         )
 
 
@@ -180,6 +182,7 @@ class JaxPerf:
         output = jax.block_until_ready(jitted(*args, **kwargs))
         first_call_s = time.perf_counter() - start
         result = _first_call_result(label, output, first_call_s, before, scope.totals())
+        result.jitted_by_benchmark = jitted is not fn
         with RECORDER.paused(), _quiet_donation():
             fresh = (
                 functools.partial(self._setup_inputs, setup)

@@ -173,6 +173,9 @@ class BenchmarkEntry:
     eager_median_s: float | None = None
     break_even_calls: float | None = None
     device_peak_bytes: int | None = None
+    # The function given was not jitted (no `.lower`), so the benchmark wrapped it in jax.jit:
+    # its runtime is then that of a compiled program whatever the code does with it.
+    jitted_by_benchmark: bool = False
 
     def program_metric(self, name: str) -> float | None:
         """A program metric by name; None when not measured."""
@@ -309,6 +312,8 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
         out["break_even_calls"] = entry.break_even_calls
     if entry.device_peak_bytes is not None:
         out["device_peak_bytes"] = entry.device_peak_bytes
+    if entry.jitted_by_benchmark:  # written only when true: older entries stay as they were
+        out["jitted_by_benchmark"] = True
     return out
 
 
@@ -512,7 +517,8 @@ def _only(data: dict[str, Any], known: frozenset[str], where: str) -> None:
 _RUNTIME_KEYS = frozenset(f.name for f in fields(RuntimeStats))
 _BENCHMARK_KEYS = frozenset(
     {"kind", "first_call_s", "trace_s", "lower_s", "compile_s", "compiled_on_first_call",
-     "runtime", "eager_median_s", "break_even_calls", "device_peak_bytes", *STATIC_METRICS}
+     "runtime", "eager_median_s", "break_even_calls", "device_peak_bytes",
+     "jitted_by_benchmark", *STATIC_METRICS}
 )  # fmt: skip
 _SCALING_KEYS = frozenset({"kind", *(f.name for f in fields(ScalingEntry))})
 
@@ -549,6 +555,9 @@ def entry_from_json(data: Any, where: str) -> Entry:
         eager_median_s=_optional(data, "eager_median_s", where, _is_seconds, "seconds"),
         break_even_calls=_optional(data, "break_even_calls", where, _is_seconds, "a number"),
         device_peak_bytes=_optional(data, "device_peak_bytes", where, _is_count, "a byte count"),
+        jitted_by_benchmark=bool(
+            _optional(data, "jitted_by_benchmark", where, lambda v: type(v) is bool, "true")
+        ),
     )
 
 

@@ -353,3 +353,43 @@ def test_removed_jit_is_a_function_gone_not_an_improvement(jp: pytest.Pytester) 
     result.stdout.no_fnmatch_line("*improved*")
     assert "### Functions gone (1)" in (jp.path / "summary.md").read_text()
     assert 'name="jaxperf_status" value="function gone"' in (jp.path / "junit.xml").read_text()
+
+
+BENCHMARKED = """
+import jax
+import jax.numpy as jnp
+
+{decorator}
+def step(x):
+    return jnp.tanh(x) * 2 + 1
+
+def test_bench(jaxperf):
+    jaxperf.benchmark(step, jnp.ones(64))
+"""
+
+
+def test_removed_jit_from_a_benchmarked_function_fails(jp: pytest.Pytester) -> None:
+    # jaxperf.benchmark jits a plain function itself, so neither the counts nor the runtime
+    # would show that the code lost its jax.jit: the benchmark entry says who jitted it.
+    fast = ("--jaxperf-min-rounds=3", "--jaxperf-max-time=0.01")
+    jp.makepyfile(test_mod=BENCHMARKED.format(decorator="@jax.jit"))
+    jp.runpytest("--jaxperf", "--jaxperf-save", *fast).assert_outcomes(passed=1)
+    saved = read_json(jp.path / ".jaxperf" / "baseline.json")
+    assert (
+        "jitted_by_benchmark" not in saved["tests"]["test_mod.py::test_bench"]["benchmarks"]["step"]
+    )
+    jp.makepyfile(test_mod=BENCHMARKED.format(decorator=""))
+    result = jp.runpytest("--jaxperf", "--jaxperf-json=run.json", *fast)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        lit(
+            "  benchmark 'step': the function it times is no longer jitted (jaxperf.benchmark "
+            "wraps it in jax.jit itself, so its runtime hides the op-by-op cost the code now pays)",
+            "test_mod.py::test_bench * no longer jitted  REGRESSED",
+        )
+    )
+    entry = read_json(jp.path / "run.json")["tests"]["test_mod.py::test_bench"]
+    assert entry["benchmarks"]["step"]["jitted_by_benchmark"] is True
+    # Saved that way, a plain function handed to the benchmark is its normal state.
+    jp.runpytest("--jaxperf", "--jaxperf-save", *fast).assert_outcomes(passed=1)
+    jp.runpytest("--jaxperf", *fast).assert_outcomes(passed=1)
