@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from . import analysis
+from . import program_metrics
 from .model import (
     BenchmarkEntry,
     Counts,
@@ -190,11 +190,11 @@ class JaxPerf:
                 else _refresher(args, kwargs, spares)
             )
             # Traces from shapes only: arguments the first call consumed are fine here.
-            result.metrics = analysis.program_metrics(jitted, args, kwargs)
+            result.metrics = program_metrics.measure(jitted, args, kwargs)
             if self._timing_mode != "off":
                 other = _eager(jitted) if eager and reference is None else reference
                 self._time_calls(result, first_call_s, jitted, other, args, kwargs, fresh)
-            result.device_peak_bytes = analysis.device_peak_bytes()
+            result.device_peak_bytes = program_metrics.device_peak_bytes()
         scope.benchmarks[label] = result.entry()
         return result
 
@@ -337,14 +337,14 @@ def _jaxpr_eqns_point(
     jitted: Any, args: tuple[Any, ...], rootdir: Path, timing: TimingConfig
 ) -> float:
     with RECORDER.paused(), _quiet_donation():
-        return float(analysis.count_eqns(jitted.trace(*args).jaxpr))
+        return float(program_metrics.count_eqns(jitted.trace(*args).jaxpr))
 
 
 def _hlo_ops_point(
     jitted: Any, args: tuple[Any, ...], rootdir: Path, timing: TimingConfig
 ) -> float:
     with RECORDER.paused(), _quiet_donation():
-        return float(analysis.count_hlo_ops(jitted.trace(*args).lower().as_text()))
+        return float(program_metrics.count_hlo_ops(jitted.trace(*args).lower().as_text()))
 
 
 def _compile_s_point(

@@ -10,11 +10,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .baseline import BaselineError
 from .model import Report
 from .outputs import locked
 
 SCHEMA = "pytest-jaxperf-history/1"
+
+
+class HistoryError(Exception):
+    """A history file cannot be used; the message names the file, the line and the fix."""
+
 
 # git must never hold up the end of a test session.
 GIT_TIMEOUT_S = 2.0
@@ -156,14 +160,14 @@ def read(path: Path, *, last: int | None = None) -> History:
     """The entries of a history file in order (only the final `last` ones when given: a long
     history need not be parsed whole for a plot); none when it does not exist. A line that is
     not JSON (an interrupted writer's) is skipped and its number kept in `skipped`; a JSON line
-    that is not a history entry raises BaselineError naming the file and the line: that file is
+    that is not a history entry raises HistoryError naming the file and the line: that file is
     not a history (blank lines are skipped)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return History([])
     except OSError as exc:
-        raise BaselineError(f"cannot read history {path}: {exc}") from None
+        raise HistoryError(f"cannot read history {path}: {exc}") from None
     entries: list[dict[str, Any]] = []
     skipped: list[int] = []
     hint = "fix or delete that line"
@@ -179,12 +183,12 @@ def read(path: Path, *, last: int | None = None) -> History:
             skipped.append(number)
             continue
         if not isinstance(data, dict) or not isinstance(data.get("tests", {}), dict):
-            raise BaselineError(
+            raise HistoryError(
                 f"{path}:{number}: not a pytest-jaxperf history entry "
                 f"(expected an object with a 'tests' object); {hint}"
             )
         if data.get("schema", SCHEMA) != SCHEMA:
-            raise BaselineError(
+            raise HistoryError(
                 f"{path}:{number}: history schema {data.get('schema')!r}, expected {SCHEMA!r} "
                 f"(written by another version of pytest-jaxperf); {hint}"
             )

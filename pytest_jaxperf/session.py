@@ -312,7 +312,7 @@ class JaxPerfSession:
         entry = history.make_entry(run, cwd=self.config.rootpath)
         try:
             read = history.append_and_read(path, entry, last=HISTORY_IN_HTML)
-        except baseline_io.BaselineError as exc:  # only reading raises it: the line is there
+        except history.HistoryError as exc:  # only reading raises it: the line is there
             self.notes.append(f"{exc}; this run's line was added, the history not read")
             return None
         note = read.note(path)

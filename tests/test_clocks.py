@@ -12,7 +12,7 @@ import pytest
 from _jaxperf_data import with_runtime
 from _records import fn, rec
 from conftest import read_json
-from test_gates import TOL, bench, steady
+from test_benchmark_gates import TOL, bench, steady
 
 from pytest_jaxperf.compare import COMPILE_TIME, RUNTIME, evaluate
 from pytest_jaxperf.config import MarkerLimits

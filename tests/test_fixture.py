@@ -295,7 +295,7 @@ def test_runtime_gate(jp: pytest.Pytester) -> None:
         assert result.ret == 0, result.stdout.str()
     # Eight times the work: this suite's own load (two xdist workers on two cores) moved
     # unchanged code by +50% between runs, and 3x the work went unnoticed when the baseline
-    # happened to be timed under that load. test_gates.py checks the exact rule on fixed
+    # happened to be timed under that load. test_benchmark_gates.py checks the exact rule on fixed
     # samples.
     jp.makepyfile(test_rt=RUNTIME.format(repeat=160))
     result = jp.runpytest("--jaxperf", *timing)

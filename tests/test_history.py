@@ -12,7 +12,6 @@ import pytest
 from _jaxperf_data import ENV, NEW, REGRESSED, baseline_and_run, fn, rec, unmeasured
 
 from pytest_jaxperf import history
-from pytest_jaxperf.baseline import BaselineError
 from pytest_jaxperf.model import Report, ScalingEntry
 
 WHEN = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
@@ -158,7 +157,7 @@ def test_last_counts_entries_not_lines(tmp_path: Path) -> None:
 def test_a_bad_line_names_the_file_and_line(tmp_path: Path, second_line: str, message: str) -> None:
     path = tmp_path / "h.jsonl"
     path.write_text('{"tests": {}}\n' + second_line + "\n", encoding="utf-8")
-    with pytest.raises(BaselineError) as info:
+    with pytest.raises(history.HistoryError) as info:
         history.load(path)
     assert str(info.value).startswith(f"{path}:2: ")
     assert message in str(info.value)

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.analysis: exact static metrics of small known programs (CPU)."""
+"""Unit tests for pytest_jaxperf.program_metrics: exact metrics of small known programs (CPU)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
-from pytest_jaxperf.analysis import (
+from pytest_jaxperf.program_metrics import (
     count_eqns,
     count_hlo_ops,
     device_peak_bytes,
-    program_metrics,
+    measure,
 )
 
 
@@ -204,7 +204,7 @@ def test_program_metrics_of_a_matmul() -> None:
     jitted = jax.jit(matmul)
     a, b = jnp.ones((64, 64)), jnp.ones((64, 64))
     jax.block_until_ready(jitted(a, b))
-    m = program_metrics(jitted, (a, b), {})
+    m = measure(jitted, (a, b), {})
     assert m.jaxpr_eqns == 1  # dot_general
     assert m.flops == 2 * 64**3 == 524288  # a multiply and an add per inner-product term
     assert m.argument_bytes == 2 * 64 * 64 * 4
@@ -222,7 +222,7 @@ def test_program_metrics_kwargs_and_transcendentals() -> None:
     jitted = jax.jit(f)
     x = jnp.ones(1000)
     jax.block_until_ready(jitted(x, scale=2.0))
-    m = program_metrics(jitted, (x,), {"scale": 2.0})
+    m = measure(jitted, (x,), {"scale": 2.0})
     assert m.jaxpr_eqns == 3  # exp, convert_element_type (the weakly typed scale), mul
     assert m.transcendentals == 1000  # one exp per element
     assert m.argument_bytes == 1000 * 4 + 4
@@ -233,7 +233,7 @@ def test_program_metrics_nested_function() -> None:
     jitted = jax.jit(nested)
     x = jnp.arange(4.0)
     jax.block_until_ready(jitted(x))
-    m = program_metrics(jitted, (x,), {})
+    m = measure(jitted, (x,), {})
     assert m.jaxpr_eqns == NESTED_RECURSIVE
     assert m.argument_bytes == 16 and m.output_bytes == 4
 
@@ -256,14 +256,14 @@ def test_program_metrics_after_a_call_adds_no_trace_or_compile() -> None:
     jitted = jax.jit(matmul)
     a = jnp.full((64, 64), 2.0)
     jax.block_until_ready(jitted(a, a))
-    assert _compile_events(lambda: program_metrics(jitted, (a, a), {})) == []
+    assert _compile_events(lambda: measure(jitted, (a, a), {})) == []
 
 
 def test_compile_event_listener_sees_a_fresh_program() -> None:
     # The check above could pass with a deaf listener: a never-called function must show
     # its trace, lowering and backend compile.
     jitted = jax.jit(lambda a: a * 3.0 + 1.0)
-    events = _compile_events(lambda: program_metrics(jitted, (jnp.ones(7),), {}))
+    events = _compile_events(lambda: measure(jitted, (jnp.ones(7),), {}))
     assert "/jax/core/compile/backend_compile_duration" in events
     assert "/jax/core/compile/jaxpr_trace_duration" in events
 

@@ -1,4 +1,5 @@
-"""Static metrics of a jitted program: jaxpr equations, StableHLO ops, cost and memory."""
+"""Measuring a jitted program's size: jaxpr equations, StableHLO ops, cost and memory analyses
+(records them as model.ProgramMetrics)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ def count_hlo_ops(stablehlo_text: str) -> int:
     return len(_HLO_OP.findall(stablehlo_text))
 
 
-def program_metrics(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProgramMetrics:
+def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProgramMetrics:
     """Metrics of `jitted` specialised to these arguments. Called after the program ran once,
     it is served from JAX's in-memory caches: no new trace or compile."""
     traced = jitted.trace(*args, **kwargs)
