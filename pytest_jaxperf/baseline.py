@@ -35,15 +35,19 @@ class BaselineError(Exception):
     """A baseline or report file cannot be used; the message names the file and the fix."""
 
 
-def load(path: Path) -> Report | None:
-    """The report stored at `path`, or None when there is no file."""
+# What to do about a broken file, for a baseline.
+FIX_BASELINE = "fix it, or delete it and re-create it with --jaxperf-save"
+
+
+def load(path: Path, hint: str = FIX_BASELINE) -> Report | None:
+    """The report stored at `path`, or None when there is no file; a file that cannot be
+    used raises BaselineError naming it, the problem and `hint` (what to do about it)."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"cannot read {path}: {exc}") from None
-    hint = "fix it, or delete it and re-create it with --jaxperf-save"
     if not text.strip():
         raise BaselineError(f"{path} is empty; {hint}")
     with _collector_paused():
@@ -87,12 +91,20 @@ def merge(old: Report | None, run: Report) -> Report:
     tests: dict[str, TestRecord] = {}
     for nodeid, rec in (old.tests if old else {}).items():
         measured_in = old.environment_of(nodeid) if old else run.environment
-        own = None if measured_in == run.environment else dict(measured_in)
-        tests[nodeid] = rec if rec.environment == own else dataclasses.replace(rec, environment=own)
+        tests[nodeid] = placed(rec, measured_in, run.environment)
     for nodeid, rec in run.tests.items():
         if rec.outcome == "passed":
             tests[nodeid] = rec
     return Report(environment=dict(run.environment), tests=tests)
+
+
+def placed(
+    rec: TestRecord, measured_in: dict[str, Any], file_environment: dict[str, Any]
+) -> TestRecord:
+    """`rec`, measured in `measured_in`, as an entry of a file whose environment is
+    `file_environment`: with its own environment where the two differ, none where they agree."""
+    own = None if measured_in == file_environment else dict(measured_in)
+    return rec if rec.environment == own else dataclasses.replace(rec, environment=own)
 
 
 def save_merged(path: Path, run: Report) -> Report:
