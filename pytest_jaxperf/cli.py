@@ -11,7 +11,7 @@ from typing import NoReturn, TextIO
 
 import pytest
 
-from . import compare, export, report
+from . import compare, export, report, shards
 from .baseline import BaselineError, load
 from .config import (
     CLOCKS,
@@ -30,6 +30,7 @@ from .environment import (
     unmeasured,
 )
 from .model import Report, TestRecord
+from .outputs import Output, OutputError, problem
 from .summary import RunSummary
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -128,6 +129,26 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: the ini file pytest finds from the current directory)",
     )
     cmp.set_defaults(run=_compare)
+
+    mrg = commands.add_parser(
+        "merge",
+        help="merge the reports of a suite's shards into a baseline (exit 2 on bad input)",
+        description="Merge the passed tests of each shard's report (pytest --jaxperf "
+        "--jaxperf-json) into the baseline OUT, as pytest --jaxperf-save merges a run's: "
+        "entries of OUT that no shard passed are kept, each entry keeps the environment it "
+        "was measured in, and OUT is written atomically under its lock. A test in two "
+        "reports is an error, and nothing is written.",
+    )
+    mrg.add_argument("shards", type=Path, nargs="*", metavar="SHARD")
+    mrg.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        required=True,
+        metavar="OUT",
+        help="the baseline to merge into (created when missing), e.g. .jaxperf/baseline.json",
+    )
+    mrg.set_defaults(run=_merge)
 
     exp = commands.add_parser("export", help="write a report's metrics for a benchmark service")
     exp.add_argument("--format", required=True, choices=sorted(FORMATS), dest="format")
@@ -279,6 +300,26 @@ def evaluate_all(
             not_measured={**unmeasured(now), **unmeasured(before)},
         )
     return outcomes
+
+
+# -- merge -----------------------------------------------------------------------------------
+
+
+def _merge(args: argparse.Namespace, out: TextIO) -> int:
+    # Every input and the output checked before anything is written.
+    runs = shards.load_shards(args.shards)
+    found = problem(Output("-o", args.output, "replace", locked=True))
+    if found is not None:
+        raise _UsageError(found)
+    try:
+        merged = shards.merge_into(args.output, runs)
+    except OutputError as exc:  # another run held the lock too long
+        raise _UsageError(str(exc)) from None
+    except OSError as exc:  # the disk filled up, say; the file is as it was (atomic write)
+        raise _UsageError(f"{args.output} not written: {exc.strerror or exc}") from None
+    for line in shards.merge_lines(merged):
+        print(line, file=out)
+    return EXIT_OK
 
 
 # -- export ----------------------------------------------------------------------------------

@@ -1,0 +1,191 @@
+"""A suite split across CI jobs (shards), each writing its own report: reading the reports as
+one run, the rule that a test runs in one shard only, and merging them into a baseline. What
+`jaxperf merge` and `jaxperf compare BASELINE REPORT...` do with several reports; no jax."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .baseline import BaselineError, load, merge, placed, save
+from .model import Report
+
+# What to do about a shard report that is missing or cannot be read.
+FIX_SHARD = "pass the report each shard wrote with pytest --jaxperf --jaxperf-json=PATH"
+
+
+@dataclass(frozen=True)
+class Shard:
+    """One shard's report and the file it was read from (named in every message)."""
+
+    path: Path
+    report: Report
+
+
+@dataclass
+class Merged:
+    """What `merge_into` did: the file as written, and what became of each shard test."""
+
+    path: Path
+    shards: list[Shard]
+    result: Report
+    # Passed tests of the shards, now in the file with this run's numbers.
+    written: list[str] = field(default_factory=list)
+    # Tests of the shards that did not pass, by outcome: a baseline takes passed tests only,
+    # so the file keeps what it had for them (an earlier entry, or none).
+    left_out: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def kept(self) -> int:
+        """Entries of the file that no shard replaced (tests not run in any shard, or not
+        passed there)."""
+        return len(self.result.tests) - len(self.written)
+
+
+def load_shards(paths: Sequence[Path]) -> list[Shard]:
+    """The reports at `paths`, checked to hold each test once; BaselineError, naming the file
+    and the fix, for no paths, a missing, unreadable or foreign file, or a test in two."""
+    if not paths:
+        raise BaselineError(
+            f"no shard reports given (a pattern that matched no file?); {FIX_SHARD}, "
+            "e.g. jaxperf merge shard-*.json -o .jaxperf/baseline.json"
+        )
+    shards = []
+    for path in paths:
+        if path.is_dir():
+            raise BaselineError(f"{path}: is a directory, not a report; pass the reports in it")
+        report = load(path, hint=FIX_SHARD)
+        if report is None:
+            raise BaselineError(f"{path}: no such file; {FIX_SHARD}")
+        shards.append(Shard(path, report))
+    check_disjoint(shards)
+    return shards
+
+
+def check_disjoint(shards: Sequence[Shard]) -> None:
+    """Raise BaselineError when a file is given twice or a test is in two reports: either the
+    suite was split so that the test ran twice, or reports of different runs were mixed, and
+    which of the two entries is right cannot be told."""
+    files: set[Path] = set()
+    for shard in shards:
+        if shard.path.resolve() in files:
+            raise BaselineError(f"{shard.path} is given twice; pass each shard's report once")
+        files.add(shard.path.resolve())
+    seen: dict[str, Path] = {}
+    clashes = []
+    for shard in shards:
+        for nodeid in sorted(shard.report.tests):
+            if nodeid in seen:
+                clashes.append((nodeid, seen[nodeid], shard.path))
+            else:
+                seen[nodeid] = shard.path
+    if clashes:
+        nodeid, first, second = clashes[0]
+        k = len(clashes) - 1
+        more = f" (and {k} more test{'s' if k != 1 else ''} in two reports)" if k else ""
+        raise BaselineError(
+            f"test {nodeid} is in both {first} and {second}{more}; each test must run in "
+            "one shard only: split the suite so that no test runs twice, and pass the reports "
+            "of one run"
+        )
+
+
+def combine(shards: Sequence[Shard]) -> Report:
+    """The shards' tests, every outcome, as one report. Its environment is the one most of
+    their passed tests were measured in (the first such shard's on a tie), so that as few
+    entries as possible carry their own; each entry measured elsewhere (a shard on another
+    CPU model, another jax, under pytest-xdist) keeps the environment it was measured in."""
+    environment = _commonest(
+        [
+            shard.report.environment_of(nodeid)
+            for shard in shards
+            for nodeid, rec in shard.report.tests.items()
+            if rec.outcome == "passed"
+        ]
+    )
+    if environment is None:  # no test passed: nothing will be merged, any will do
+        environment = shards[0].report.environment if shards else {}
+    tests = {
+        nodeid: placed(rec, shard.report.environment_of(nodeid), environment)
+        for shard in shards
+        for nodeid, rec in shard.report.tests.items()
+    }
+    return Report(environment=dict(environment), tests=tests)
+
+
+def _commonest(environments: list[dict[str, Any]]) -> dict[str, Any] | None:
+    # Environments are dicts (unhashable); a run has few distinct ones.
+    counted: list[tuple[dict[str, Any], int]] = []
+    for env in environments:
+        for i, (known, n) in enumerate(counted):
+            if known == env:
+                counted[i] = (known, n + 1)
+                break
+        else:
+            counted.append((env, 1))
+    best = max(counted, key=lambda pair: pair[1], default=None)  # the first of equals
+    return None if best is None else best[0]
+
+
+def merge_into(path: Path, shards: Sequence[Shard]) -> Merged:
+    """Merge the passed tests of `shards` into the baseline at `path`, as `--jaxperf-save`
+    merges a run's: every other entry of the file is kept with the environment it was measured
+    in. The read, merge and atomic write happen under the lock beside the file, so a run
+    saving into it meanwhile keeps its entries. A broken file raises BaselineError and is left
+    as it is."""
+    from .outputs import locked
+
+    # A broken file stops the merge here, before anything (the lock file included) is made;
+    # it is read again under the lock, where it counts.
+    load(path)
+    run = combine(shards)
+    with locked(path):
+        result = merge(load(path), run)
+        save(path, result)
+    return Merged(
+        path=path,
+        shards=list(shards),
+        result=result,
+        written=sorted(n for n, rec in run.tests.items() if rec.outcome == "passed"),
+        left_out={
+            n: rec.outcome for n, rec in sorted(run.tests.items()) if rec.outcome != "passed"
+        },
+    )
+
+
+def merge_lines(merged: Merged) -> list[str]:
+    """What `jaxperf merge` prints: the tally, each shard test left out and why, and each
+    shard whose entries keep an environment of their own."""
+    m = merged
+    n = len(m.shards)
+    lines = [
+        f"jaxperf: merged {n} shard report{'s' if n != 1 else ''} into {m.path}: "
+        f"{len(m.written)} passed test{'s' if len(m.written) != 1 else ''} written, "
+        f"{m.kept} other entr{'ies' if m.kept != 1 else 'y'} kept, "
+        f"{len(m.result.tests)} in all"
+    ]
+    shard_of = {nodeid: s.path for s in m.shards for nodeid in s.report.tests}
+    for nodeid, outcome in m.left_out.items():
+        before = "its entry there is kept" if nodeid in m.result.tests else "it has no entry"
+        lines.append(
+            f"not merged: {nodeid}: {outcome} in {shard_of[nodeid]} (a baseline takes passed "
+            f"tests only; {before})"
+        )
+    for shard in m.shards:
+        own = [n for n in m.written if n in shard.report.tests and m.result.tests[n].environment]
+        if own:
+            differences = _differences(m.result.environment, shard.report.environment_of(own[0]))
+            many = len(own) != 1
+            lines.append(
+                f"note: {len(own)} test{'s' if many else ''} of {shard.path} "
+                f"keep{'' if many else 's'} the environment {'they were' if many else 'it was'} "
+                f"measured in ({differences or 'differs'}); each is gated against its own"
+            )
+    return lines
+
+
+def _differences(file_env: Mapping[str, Any], own: Mapping[str, Any]) -> str:
+    keys = sorted(k for k in {*file_env, *own} if file_env.get(k) != own.get(k))
+    return ", ".join(f"{k} {file_env.get(k)} -> {own.get(k)}" for k in keys)

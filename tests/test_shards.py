@@ -1,0 +1,349 @@
+"""A suite split across CI jobs: `jaxperf merge` combines the shards' reports into a baseline
+as --jaxperf-save would, and `jaxperf compare` gates several reports as one run (unit, and
+end to end with two real shards of a small suite)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _jaxperf_data import ENV
+from _records import Record, fn, rec
+from conftest import read_json
+from filelock import FileLock
+
+from pytest_jaxperf import baseline, outputs
+from pytest_jaxperf.cli import main
+from pytest_jaxperf.model import Report
+
+OTHER_CPU = {**ENV, "cpu": "Other CPU"}
+OLD_JAX = {**ENV, "jax": "0.10.1", "jaxlib": "0.10.1"}
+
+
+def _rec(traces: int = 1, outcome: str = "passed") -> Record:
+    record = rec(fn("f", "m.py:1", traces, compile_s=0.1))
+    record.outcome = outcome
+    return record
+
+
+def _save(path: Path, environment: dict[str, object], **tests: Record) -> Path:
+    baseline.save(path, Report(environment=dict(environment), tests=tests))
+    return path
+
+
+def _main(capsys: pytest.CaptureFixture[str], *argv: str | Path) -> tuple[int, str, str]:
+    code = main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# -- merge ------------------------------------------------------------------------------------
+
+
+def test_merge_writes_every_shards_passed_tests_each_with_its_environment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _save(tmp_path / "a.json", ENV, **{"t::a": _rec(1), "t::b": _rec(2)})
+    b = _save(tmp_path / "b.json", OTHER_CPU, **{"t::c": _rec(3)})  # a runner on another CPU
+    out = tmp_path / ".jaxperf" / "baseline.json"
+    code, stdout, err = _main(capsys, "merge", a, b, "-o", out)
+    assert (code, err) == (0, "")
+    assert stdout.splitlines() == [
+        f"jaxperf: merged 2 shard reports into {out}: 3 passed tests written, "
+        "0 other entries kept, 3 in all",
+        f"note: 1 test of {b} keeps the environment it was measured in "
+        "(cpu AMD EPYC -> Other CPU); each is gated against its own",
+    ]
+    merged = baseline.load(out)
+    assert merged is not None
+    # The file's environment is the one most entries were measured in; the other shard's
+    # entry carries its own, and is gated against it.
+    assert merged.environment == ENV
+    assert {n: r.traces for n, r in merged.tests.items()} == {"t::a": 1, "t::b": 2, "t::c": 3}
+    assert merged.tests["t::a"].environment is None and merged.tests["t::b"].environment is None
+    assert merged.tests["t::c"].environment == OTHER_CPU
+    assert merged.environment_of("t::c") == OTHER_CPU
+    assert outputs.lock_path(out).exists()  # written under the lock --jaxperf-save takes
+
+
+def test_merge_into_a_baseline_updates_it_as_jaxperf_save_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The committed baseline, saved on an older jax.
+    old = {
+        "t::a": _rec(5),
+        "t::not_in_any_shard": _rec(1),
+        "t::failing": _rec(1),
+    }
+    out = _save(tmp_path / "baseline.json", OLD_JAX, **old)
+    shard_tests = {
+        "t::a": _rec(1),
+        "t::failing": _rec(9, outcome="failed"),
+        "t::regressed": _rec(4, outcome="regressed"),
+        "t::skipped": _rec(0, outcome="skipped"),
+        "t::new": _rec(2),
+    }
+    a = _save(tmp_path / "a.json", ENV, **{k: shard_tests[k] for k in ("t::a", "t::failing")})
+    b = _save(
+        tmp_path / "b.json",
+        ENV,
+        **{k: shard_tests[k] for k in ("t::regressed", "t::skipped", "t::new")},
+    )
+    code, stdout, _ = _main(capsys, "merge", a, b, "-o", out)
+    assert code == 0
+    assert stdout.splitlines() == [
+        f"jaxperf: merged 2 shard reports into {out}: 2 passed tests written, "
+        "2 other entries kept, 4 in all",
+        f"not merged: t::failing: failed in {a} (a baseline takes passed tests only; "
+        "its entry there is kept)",
+        f"not merged: t::regressed: regressed in {b} (a baseline takes passed tests only; "
+        "it has no entry)",
+        f"not merged: t::skipped: skipped in {b} (a baseline takes passed tests only; "
+        "it has no entry)",
+    ]
+    merged = baseline.load(out)
+    assert merged is not None
+    assert {n: r.traces for n, r in merged.tests.items()} == {
+        "t::a": 1,  # replaced by the shard's
+        "t::new": 2,
+        "t::not_in_any_shard": 1,  # kept, with the jax it was measured on
+        "t::failing": 1,  # failed in its shard: the earlier entry stays
+    }
+    assert merged.environment == ENV
+    assert merged.tests["t::not_in_any_shard"].environment == OLD_JAX
+    assert merged.tests["t::failing"].environment == OLD_JAX
+    assert merged.tests["t::a"].environment is None
+    # The same file as one --jaxperf-save of the whole, unsplit run.
+    serial = _save(tmp_path / "serial.json", OLD_JAX, **old)
+    baseline.save_merged(serial, Report(environment=dict(ENV), tests=shard_tests))
+    assert out.read_text() == serial.read_text()
+
+
+def test_a_test_in_two_shards_is_an_error_naming_it_and_both_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _save(tmp_path / "a.json", ENV, **{"t::a": _rec(), "t::b": _rec(), "t::c": _rec()})
+    b = _save(tmp_path / "b.json", ENV, **{"t::d": _rec()})
+    # t::b failed in c: still a test that ran twice.
+    c = _save(tmp_path / "c.json", ENV, **{"t::c": _rec(), "t::b": _rec(outcome="failed")})
+    out = tmp_path / "baseline.json"
+    message = (
+        f"jaxperf: test t::b is in both {a} and {c} (and 1 more test in two reports); "
+        "each test must run in one shard only: split the suite so that no test runs twice, "
+        "and pass the reports of one run\n"
+    )
+    assert _main(capsys, "merge", a, b, c, "-o", out) == (2, "", message)
+    assert not out.exists() and not outputs.lock_path(out).exists()
+
+
+BAD_MERGE_INPUT = [
+    ("no shards", "no shard reports given (a pattern that matched no file?); pass the "
+     "report each shard wrote with pytest --jaxperf --jaxperf-json=PATH, e.g. jaxperf "
+     "merge shard-*.json -o .jaxperf/baseline.json"),
+    ("missing shard", "{tmp}/gone.json: no such file; pass the report each shard wrote "
+     "with pytest --jaxperf --jaxperf-json=PATH"),
+    ("not a report", "{tmp}/junk.json is not a pytest-jaxperf baseline: schema: expected "
+     "one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', got None (not a "
+     "pytest-jaxperf file, or a newer version); pass the report each shard wrote with "
+     "pytest --jaxperf --jaxperf-json=PATH"),
+    ("not JSON", "{tmp}/junk.json is not valid JSON (line 1, column 2: Expecting property "
+     "name enclosed in double quotes); pass the report each shard wrote with pytest "
+     "--jaxperf --jaxperf-json=PATH"),
+    ("shard is a directory", "{tmp}/out: is a directory, not a report; pass the reports "
+     "in it"),
+    ("same shard twice", "{tmp}/a.json is given twice; pass each shard's report once"),
+    ("output is a directory", "-o {tmp}/out: is a directory, not a file; pass the path "
+     "of a file"),
+    ("output is broken", "{tmp}/baseline.json is not valid JSON (line 1, column 2: "
+     "Expecting value); fix it, or delete it and re-create it with --jaxperf-save"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("case", "message"), BAD_MERGE_INPUT, ids=[case for case, _ in BAD_MERGE_INPUT]
+)
+def test_bad_merge_input_exits_2_with_one_line_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str, message: str
+) -> None:
+    a = _save(tmp_path / "a.json", ENV, **{"t::a": _rec()})
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "baseline.json"
+    shards = {
+        "no shards": [],
+        "missing shard": [a, tmp_path / "gone.json"],
+        "not a report": [a, tmp_path / "junk.json"],
+        "not JSON": [a, tmp_path / "junk.json"],
+        "shard is a directory": [tmp_path / "out"],
+        "same shard twice": [a, tmp_path / "." / "a.json"],
+    }.get(case, [a])
+    (tmp_path / "junk.json").write_text("{'x': 1}" if case == "not JSON" else '{"tests": {}}')
+    if case == "output is a directory":
+        out = tmp_path / "out"
+    if case == "output is broken":
+        out.write_text("[")
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in tmp_path.rglob("*"))
+    code, stdout, err = _main(capsys, "merge", *shards, "-o", out)
+    assert (code, stdout) == (2, "")
+    assert err == "jaxperf: " + message.replace("{tmp}", str(tmp_path)) + "\n"
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in tmp_path.rglob("*")) == before
+
+
+def test_merge_waits_for_a_run_saving_into_the_baseline_and_says_when_it_gave_up(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = _save(tmp_path / "a.json", ENV, **{"t::a": _rec(2)})
+    out = _save(tmp_path / "baseline.json", ENV, **{"t::a": _rec(1)})
+    before = out.read_text()
+    monkeypatch.setattr(outputs, "LOCK_TIMEOUT_S", 0.05)
+    with FileLock(outputs.lock_path(out)):  # a pytest --jaxperf-save run writing it
+        code, stdout, err = _main(capsys, "merge", a, "-o", out)
+    assert (code, stdout) == (2, "")
+    assert err == (
+        f"jaxperf: {out}: another run still held its lock baseline.json.lock after 0.05 s; "
+        "let it finish (or stop it) and run again\n"
+    )
+    assert out.read_text() == before
+    assert _main(capsys, "merge", a, "-o", out)[0] == 0
+    assert read_json(out)["tests"]["t::a"]["traces"] == 2
+
+
+def test_merge_usage(capsys: pytest.CaptureFixture[str]) -> None:
+    code, stdout, err = _main(capsys, "merge", "a.json")
+    assert (code, stdout) == (2, "")
+    assert err == (
+        "jaxperf: the following arguments are required: -o/--output (see jaxperf merge --help)\n"
+    )
+    assert main(["merge", "--help"]) == 0
+    assert "-o OUT, --output OUT" in capsys.readouterr().out
+
+
+# -- end to end: two real shards ---------------------------------------------------------
+
+SUITE = """
+import os
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+# GROW=1: test_d traces once more.
+SIZES = range(2, 4 + int(os.environ.get("GROW", "0")))
+
+@jax.jit
+def f(x):
+    return jnp.sin(x) * 2
+
+@jax.jit
+def g(x):
+    return jnp.cumsum(x) @ x
+
+@pytest.mark.jaxperf
+def test_a():
+    f(jnp.ones(3))
+
+@pytest.mark.jaxperf(max_traces=3)
+def test_b():
+    f(jnp.ones(3)), f(jnp.ones(4)), g(jnp.ones(4))
+
+def test_c(jaxperf):
+    jaxperf.benchmark(g, jnp.ones(8))
+
+@pytest.mark.jaxperf
+def test_d():
+    for n in SIZES:
+        g(jnp.ones(n))
+
+@pytest.mark.jaxperf
+def test_failing():  # never in a baseline
+    f(jnp.ones(5))
+    assert False
+
+@pytest.mark.jaxperf
+def test_skipped():  # never in a baseline
+    g(jnp.ones(5))
+    pytest.skip("not here")
+"""
+
+FIRST_HALF = "test_a or test_b or test_failing"
+
+
+def _counts(path: Path) -> dict[str, object]:
+    """Per test: the counts, per function and in total, and the program metrics."""
+    tests = read_json(path)["tests"]
+    counts = {}
+    for nodeid, t in tests.items():
+        numbers = ("traces", "lowerings", "compiles", "cache_hits")
+        counts[nodeid] = (
+            t["outcome"],
+            [t[k] for k in numbers],
+            {key: [f[k] for k in numbers] for key, f in t["functions"].items()},
+            {
+                label: (b.get("jaxpr_eqns"), b.get("hlo_ops"))
+                for label, b in t["benchmarks"].items()
+            },
+        )
+    return counts
+
+
+def test_two_shards_merged_gate_a_later_run_as_one_serial_save_does(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Counts and program metrics decide here: timings are not deterministic.
+    jp.makeini(
+        "[pytest]\naddopts = -p no:cacheprovider\njaxperf_timing = off\n"
+        "jaxperf_compile_floor = 1000\n"
+    )
+    jp.makepyfile(test_split=SUITE)
+    monkeypatch.delenv("GROW", raising=False)
+    jp.runpytest("--jaxperf", "--jaxperf-json=shard-1.json", "-k", FIRST_HALF).assert_outcomes(
+        passed=2, failed=1
+    )
+    jp.runpytest(
+        "--jaxperf", "--jaxperf-json=shard-2.json", "-k", f"not ({FIRST_HALF})"
+    ).assert_outcomes(passed=2, skipped=1)
+    # The jaxperf command, as CI runs it.
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "merge", "shard-1.json", "shard-2.json"]
+        + ["-o", ".jaxperf/merged.json"],
+        cwd=jp.path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (merged.returncode, merged.stderr) == (0, "")
+    assert merged.stdout.splitlines() == [
+        "jaxperf: merged 2 shard reports into .jaxperf/merged.json: 4 passed tests written, "
+        "0 other entries kept, 4 in all",
+        "not merged: test_split.py::test_failing: failed in shard-1.json (a baseline takes "
+        "passed tests only; it has no entry)",
+        "not merged: test_split.py::test_skipped: skipped in shard-2.json (a baseline takes "
+        "passed tests only; it has no entry)",
+    ]
+    jp.runpytest(
+        "--jaxperf", "--jaxperf-save", "--jaxperf-baseline=.jaxperf/serial.json"
+    ).assert_outcomes(passed=4, failed=1, skipped=1)
+    merged_path, serial_path = (
+        jp.path / ".jaxperf" / "merged.json",
+        jp.path / ".jaxperf/serial.json",
+    )
+    assert _counts(merged_path) == _counts(serial_path)
+    assert set(read_json(merged_path)["tests"]) == {
+        f"test_split.py::test_{name}" for name in "abcd"
+    }
+    assert read_json(merged_path)["environment"] == read_json(serial_path)["environment"]
+
+    # A later run gated by either: the same verdict, test by test.
+    monkeypatch.setenv("GROW", "1")
+    verdicts = []
+    for base in (merged_path, serial_path):
+        result = jp.runpytest("--jaxperf", f"--jaxperf-baseline={base}", "--jaxperf-json=r.json")
+        result.assert_outcomes(passed=3, failed=2, skipped=1)
+        tally = [line for line in result.stdout.lines if line.startswith("jaxperf: 1 regr")]
+        outcomes = {k: t["outcome"] for k, t in read_json(jp.path / "r.json")["tests"].items()}
+        verdicts.append((tally, outcomes))
+    assert verdicts[0] == verdicts[1]
+    assert verdicts[0][0] == ["jaxperf: 1 regression, 0 improvements, 0 new, 0 not gated"]
+    assert verdicts[0][1]["test_split.py::test_d"] == "regressed"
