@@ -108,10 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         description="Give every test of REPORT the verdict the plugin gives it against "
         "BASELINE: the same rules, the same settings (these flags over the ini file's "
         "jaxperf_* options over the defaults, as pytest --jaxperf resolves them), and each "
-        "test's @pytest.mark.jaxperf keywords as saved in REPORT.",
+        "test's @pytest.mark.jaxperf keywords as saved in REPORT. Several REPORTs (one per "
+        "shard of a suite split across jobs) are gated as one run; a test in two is an error.",
     )
     cmp.add_argument("baseline", type=Path, metavar="BASELINE")
-    cmp.add_argument("report", type=Path, metavar="REPORT")
+    cmp.add_argument("reports", type=Path, nargs="+", metavar="REPORT")
     for opt in OPTIONS:
         if opt.dest in GATING_OPTIONS:
             _add_gating_option(cmp, opt.dest, opt.flag, opt.kind, opt.help)
@@ -229,26 +230,33 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, Path | None]:
 
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
-    base, run = _load(args.baseline), _load(args.report)
+    base = _load(args.baseline)
+    runs = [shards.Shard(path, _load(path)) for path in args.reports]
+    shards.check_disjoint(runs)
     settings, inifile = _settings(args)
-    try:
-        outcomes = evaluate_all(base, run, settings.tolerances, settings.timing_mode)
-    except pytest.UsageError as exc:  # a marker keyword saved in the report
-        raise _UsageError(f"{args.report}: {exc}") from None
-    print(
-        f"jaxperf: comparing {args.report} ({len(run.tests)} tests) "
-        f"with {args.baseline} ({len(base.tests)} tests)",
-        file=out,
-    )
+    outcomes: dict[str, compare.Outcome] = {}
+    tests: dict[str, TestRecord] = {}
+    # Shard by shard: a test's verdict needs its own entry and environment only, and a bad
+    # marker keyword is then named with the report it came from.
+    for shard in runs:
+        try:
+            outcomes |= evaluate_all(base, shard.report, settings.tolerances, settings.timing_mode)
+        except pytest.UsageError as exc:  # a marker keyword saved in the report
+            raise _UsageError(f"{shard.path}: {exc}") from None
+        tests |= shard.report.tests
+    if len(runs) == 1:
+        compared = f"{runs[0].path} ({len(tests)} tests)"
+    else:
+        compared = (
+            f"{len(runs)} reports ({', '.join(str(s.path) for s in runs)}: {len(tests)} tests)"
+        )
+    print(f"jaxperf: comparing {compared} with {args.baseline} ({len(base.tests)} tests)", file=out)
     print(f"jaxperf: {_settings_line(settings, inifile)}", file=out)
     summary = RunSummary.of(outcomes)
     for nodeid in summary.regressed:
         print(report.failure_text(nodeid, outcomes[nodeid], str(args.baseline)), file=out)
-        if run.tests[nodeid].outcome != "passed":
-            print(
-                f"  note: the test's outcome in the report: {run.tests[nodeid].outcome}",
-                file=out,
-            )
+        if tests[nodeid].outcome != "passed":
+            print(f"  note: the test's outcome in the report: {tests[nodeid].outcome}", file=out)
     for nodeid in summary.gone:
         for fn in outcomes[nodeid].gone:
             print(report.gone_line(fn, nodeid), file=out)
@@ -256,9 +264,10 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         print(f"improved: {nodeid}: {'; '.join(outcomes[nodeid].improvements)}", file=out)
     for note, ids in summary.notes:
         print(f"note ({len(ids)} test{'s' if len(ids) != 1 else ''}): {note}", file=out)
-    missing = len(set(base.tests) - set(run.tests))
+    missing = len(set(base.tests) - set(tests))
     if missing:
-        print(f"{missing} baseline tests are not in the report (not compared)", file=out)
+        where = "the report" if len(runs) == 1 else "any report"
+        print(f"{missing} baseline tests are not in {where} (not compared)", file=out)
     print(summary.tally(), file=out)
     return EXIT_REGRESSED if summary.regressed else EXIT_OK
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _jaxperf_data import ENV
+from _jaxperf_data import ENV, baseline_and_run
 from _records import Record, fn, rec
 from conftest import read_json
 from filelock import FileLock
@@ -136,6 +136,8 @@ def test_a_test_in_two_shards_is_an_error_naming_it_and_both_files(
     )
     assert _main(capsys, "merge", a, b, c, "-o", out) == (2, "", message)
     assert not out.exists() and not outputs.lock_path(out).exists()
+    base = _save(tmp_path / "base.json", ENV, **{"t::a": _rec()})
+    assert _main(capsys, "compare", base, a, b, c) == (2, "", message)
 
 
 BAD_MERGE_INPUT = [
@@ -217,6 +219,52 @@ def test_merge_usage(capsys: pytest.CaptureFixture[str]) -> None:
     )
     assert main(["merge", "--help"]) == 0
     assert "-o OUT, --output OUT" in capsys.readouterr().out
+
+
+# -- compare ----------------------------------------------------------------------------------
+
+
+def test_compare_gates_several_reports_as_one_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base, run = baseline_and_run()
+    base_path = _save(tmp_path / "base.json", base.environment, **base.tests)
+    whole = _save(tmp_path / "run.json", run.environment, **run.tests)
+    ids = sorted(run.tests)
+    a = _save(tmp_path / "a.json", ENV, **{k: run.tests[k] for k in ids[:2]})
+    b = _save(tmp_path / "b.json", ENV, **{k: run.tests[k] for k in ids[2:]})
+    code, one, _ = _main(capsys, "compare", base_path, whole)
+    assert code == 1
+    code, split, err = _main(capsys, "compare", base_path, a, b)
+    assert (code, err) == (1, "")
+    assert split.splitlines()[0] == (
+        f"jaxperf: comparing 2 reports ({a}, {b}: 4 tests) with {base_path} (3 tests)"
+    )
+    assert split.splitlines()[1:] == one.splitlines()[1:]
+    assert "1 regression, 1 improvement, 1 new, 0 not gated" in split
+
+    # A shard on another CPU: its tests' timings are not gated, the other shard's are.
+    extra = _save(tmp_path / "base2.json", ENV, **{"t::x": _rec(), "t::y": _rec()})
+    slow = rec(fn("f", "m.py:1", compile_s=2.0))
+    c = _save(tmp_path / "c.json", ENV, **{"t::x": slow})
+    d = _save(tmp_path / "d.json", OTHER_CPU, **{"t::y": slow})
+    code, out, _ = _main(capsys, "compare", extra, c, d)
+    assert code == 1
+    assert "jaxperf: t::x: 1 metric(s) over the baseline or a limit" in out
+    assert "jaxperf: t::y:" not in out
+    assert (
+        "note (1 test): compile time not gated: environment differs (cpu AMD EPYC -> Other CPU)"
+    ) in out
+    assert out.splitlines()[-1] == "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"
+    # a holds test_new and test_ok, c neither of the baseline's other two.
+    assert (
+        "2 baseline tests are not in the report (not compared)"
+        in (_main(capsys, "compare", base_path, a)[1])
+    )
+    assert (
+        "2 baseline tests are not in any report (not compared)"
+        in (_main(capsys, "compare", base_path, a, c)[1])
+    )
 
 
 # -- end to end: two real shards ---------------------------------------------------------
