@@ -11,7 +11,7 @@ from typing import NoReturn, TextIO
 
 import pytest
 
-from . import compare, export, report, shards
+from . import compare, export, report
 from .baseline import BaselineError, load
 from .config import (
     CLOCKS,
@@ -31,6 +31,7 @@ from .environment import (
 )
 from .model import Report, TestRecord
 from .outputs import Output, OutputError, problem
+from .shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
 from .summary import RunSummary
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -231,8 +232,8 @@ def _settings(args: argparse.Namespace) -> tuple[Settings, Path | None]:
 
 def _compare(args: argparse.Namespace, out: TextIO) -> int:
     base = _load(args.baseline)
-    runs = [shards.Shard(path, _load(path)) for path in args.reports]
-    shards.check_disjoint(runs)
+    runs = [Shard(path, _load(path)) for path in args.reports]
+    check_disjoint(runs)
     settings, inifile = _settings(args)
     outcomes: dict[str, compare.Outcome] = {}
     tests: dict[str, TestRecord] = {}
@@ -316,17 +317,17 @@ def evaluate_all(
 
 def _merge(args: argparse.Namespace, out: TextIO) -> int:
     # Every input and the output checked before anything is written.
-    runs = shards.load_shards(args.shards)
+    runs = load_shards(args.shards)
     found = problem(Output("-o", args.output, "replace", locked=True))
     if found is not None:
         raise _UsageError(found)
     try:
-        merged = shards.merge_into(args.output, runs)
+        merged = merge_into(args.output, runs)
     except OutputError as exc:  # another run held the lock too long
         raise _UsageError(str(exc)) from None
     except OSError as exc:  # the disk filled up, say; the file is as it was (atomic write)
         raise _UsageError(f"{args.output} not written: {exc.strerror or exc}") from None
-    for line in shards.merge_lines(merged):
+    for line in merge_lines(merged):
         print(line, file=out)
     return EXIT_OK
 
