@@ -91,7 +91,7 @@ def _benchmark(rng: random.Random, median: float) -> model.BenchmarkEntry:
         lower_s=0.006,
         compile_s=0.05,
         compiled_on_first_call=True,
-        runtime=timing.summarize(samples, rng.choice([1, 10, 100])),
+        runtime=timing.summarize(samples, rng.choice([1, 10, 100])).rounded(),  # as the fixture
         metrics=model.ProgramMetrics(
             jaxpr_eqns=rng.randint(5, 400),
             hlo_ops=rng.randint(10, 800),
@@ -138,7 +138,7 @@ def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
                     runtime=timing.summarize(
                         [s * rng.lognormvariate(0, 0.03) for s in b.runtime.samples_s],
                         b.runtime.iterations,
-                    ),
+                    ).rounded(),
                 )
                 for label, b in old.benchmark_entries()
                 if b.runtime is not None

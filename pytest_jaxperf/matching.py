@@ -33,8 +33,13 @@ def match_functions(
     current: Mapping[str, FunctionRecord], base: Mapping[str, FunctionRecord]
 ) -> dict[str, FunctionRecord]:
     """Current key -> the baseline function it is (see the module's rules)."""
+    if current.keys() == base.keys():
+        # The usual case, and what the rules give for it: each function is its own key.
+        return {key: base[key] for key in current}
     matched: dict[str, FunctionRecord] = {}
     for group, most in _RULES:
+        if len(matched) == len(current) or len(matched) == len(base):
+            break  # nothing left to pair
         _pair(current, base, matched, group, most)
     return matched
 
