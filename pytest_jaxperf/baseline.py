@@ -9,14 +9,13 @@ import math
 import operator
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .model import (
     COUNT_FIELDS,
-    NUMBER_FIELDS,
     SECONDS_FIELDS,
     TIME_DIGITS,
     Counts,
@@ -201,44 +200,45 @@ def _dumps(report: Report) -> str:
 _DOCUMENT = '{\n  "environment": %s,\n  "schema": %s,\n  "tests": %s\n}\n'
 
 
-def _template(keys: dict[str, str], separator: str, start: str, end: str) -> str:
-    """'{"a": %(a)r, ...}' for keys sorted as json.dumps sorts them; `keys` maps a key to
-    its conversion (r or s)."""
-    items = (f"{_string(k)}: %({k}){conversion}" for k, conversion in sorted(keys.items()))
-    return start + separator.join(items) + end
+def _template(
+    keys: tuple[str, ...], separator: str, start: str, end: str
+) -> tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]:
+    """A %-template of an object holding the numbers and the texts `keys` (already encoded),
+    keys sorted as json.dumps sorts them; and the getter that puts a tuple of the numbers (in
+    _NAMES order) and then the texts (in `keys` order) into the template's order."""
+    fields = _NAMES + keys
+    ordered = sorted(fields)
+    items = (f"{_string(k)}: %{'s' if k in keys else 'r'}" for k in ordered)
+    return start + separator.join(items) + end, operator.itemgetter(
+        *(fields.index(k) for k in ordered)
+    )
 
 
-_NUMBERS = dict.fromkeys(NUMBER_FIELDS, "r")
-_EAGER_LINE = _template(_NUMBERS, ", ", "{", "}")
-_FUNCTION_LINE = _template(
-    {**_NUMBERS, "name": "s", "site": "s", "retrace_reasons": "s"}, ", ", "{", "}"
-)
-_TEST_TEXT = _template(
-    {**_NUMBERS, "benchmarks": "s", "eager": "s", "functions": "s", "outcome": "s"},
-    ",\n      ",
-    "{\n      ",
-    "\n    }",
-)
 _COUNTS_OF = operator.attrgetter(*COUNT_FIELDS)
 _SECONDS_OF = operator.attrgetter(*SECONDS_FIELDS)
 _NAMES = COUNT_FIELDS + SECONDS_FIELDS
-_PLAIN_TYPES = (int,) * len(COUNT_FIELDS) + (float,) * len(SECONDS_FIELDS)
+_INTS, _FLOATS = (int,) * len(COUNT_FIELDS), (float,) * len(SECONDS_FIELDS)
 _DIGITS = (TIME_DIGITS,) * len(SECONDS_FIELDS)
 _INF = math.inf
+_EAGER_LINE, _EAGER_ORDER = _template((), ", ", "{", "}")
+_FUNCTION_LINE, _FUNCTION_ORDER = _template(("name", "site", "retrace_reasons"), ", ", "{", "}")
+_TEST_TEXT, _TEST_ORDER = _template(
+    ("benchmarks", "eager", "functions", "outcome"), ",\n      ", "{\n      ", "\n    }"
+)
 
 
-def _numbers(c: Counts) -> dict[str, Any] | None:
-    """The counts and rounded seconds of `c` by name when the counts are ints and the seconds
-    finite floats (%r then writes them as json.dumps does), else None (CPU seconds not
-    measured, say: the general writer writes null)."""
-    values = _COUNTS_OF(c) + _SECONDS_OF(c)
-    try:
-        plain = tuple(map(type, values)) == _PLAIN_TYPES and -_INF < sum(values) < _INF
-    except OverflowError:  # a count too big for a float
-        plain = False
-    if not plain:
-        return None
-    return dict(zip(_NAMES, _COUNTS_OF(c) + tuple(map(round, _SECONDS_OF(c), _DIGITS))))
+def _numbers(c: Counts) -> tuple[Any, ...] | None:
+    """The counts and rounded seconds of `c` in _NAMES order when the counts are ints and the
+    seconds finite floats (%r then writes them as json.dumps does), else None (CPU seconds
+    not measured, say: the general writer writes null)."""
+    counts, seconds = _COUNTS_OF(c), _SECONDS_OF(c)
+    if (
+        tuple(map(type, counts)) == _INTS  # a bool is not one
+        and tuple(map(type, seconds)) == _FLOATS
+        and -_INF < sum(seconds) < _INF  # none inf or nan
+    ):
+        return counts + tuple(map(round, seconds, _DIGITS))
+    return None
 
 
 def _test_text(rec: TestRecord) -> str:
@@ -263,13 +263,15 @@ def _quick_test_text(rec: TestRecord) -> str | None:
             return None
         functions.append(f"        {_string(key)}: {line}")
     benchmarks = {k: entry_to_json(e) for k, e in rec.benchmarks.items()}
-    return _TEST_TEXT % {
-        **own,
-        "benchmarks": format_json(benchmarks, _BENCHMARKS, "      "),
-        "eager": _EAGER_LINE % eager,
-        "functions": "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
-        "outcome": _string(rec.outcome),
-    }
+    return _TEST_TEXT % _TEST_ORDER(
+        own
+        + (
+            format_json(benchmarks, _BENCHMARKS, "      "),
+            _EAGER_LINE % _EAGER_ORDER(eager),
+            "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
+            _string(rec.outcome),
+        )
+    )
 
 
 def _function_line(fn: FunctionRecord) -> str | None:
@@ -277,12 +279,10 @@ def _function_line(fn: FunctionRecord) -> str | None:
     if numbers is None:
         return None
     reasons = "[" + ", ".join(map(_string, fn.retrace_reasons)) + "]"
-    return _FUNCTION_LINE % {
-        **numbers,
-        "name": _string(fn.name),
-        "site": _string(fn.site),
-        "retrace_reasons": reasons,
-    }
+    text: str = _FUNCTION_LINE % _FUNCTION_ORDER(
+        numbers + (_string(fn.name), _string(fn.site), reasons)
+    )
+    return text
 
 
 def save(path: Path, report: Report) -> None:
