@@ -462,6 +462,32 @@ def function_from_json(data: Any, where: str, schema: str = SCHEMA) -> FunctionR
 
 def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  # noqa: PT028
     numbers = _numbers_of(data, where, schema)
+    if (
+        len(data) == _TEST_FIELDS
+        and type(outcome := data.get("outcome")) is str
+        and type(functions := data.get("functions")) is dict
+        and type(benchmarks := data.get("benchmarks")) is dict
+        and type(eager := data.get("eager")) is dict
+    ):
+        # A test entry as this version writes it (no environment or marker of its own).
+        return TestRecord(  # type: ignore[call-arg]
+            *numbers,
+            outcome,
+            {
+                k: function_from_json(v, f"{where}.functions[{k!r}]", schema)
+                for k, v in functions.items()
+            },
+            Counts(*_numbers_of(eager, f"{where}.eager", schema)),
+            {k: entry_from_json(v, f"{where}.benchmarks[{k!r}]") for k, v in benchmarks.items()},
+        )
+    return _test_from_json(data, where, schema, numbers)
+
+
+# The keys of a test entry as written: its numbers, outcome, functions, eager, benchmarks.
+_TEST_FIELDS = len(NUMBER_FIELDS) + 4
+
+
+def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]) -> TestRecord:
     functions = _required(data, "functions", where)
     if type(functions) is not dict:
         raise FormatError(f"{where}.functions: expected an object")
