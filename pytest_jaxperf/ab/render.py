@@ -100,7 +100,8 @@ def tally(comparison: Comparison, context: Context) -> str:
     n = len(regressions)
     head = f"{n} regression{'s' if n != 1 else ''}"
     if regressions:
-        head += " (" + ", ".join(sorted({_what(r) for r in regressions})) + ")"
+        kinds = dict.fromkeys(r.kind for r in regressions)  # in table order
+        head += " (" + ", ".join(kinds) + ")"
     m = len(improvements)
     return (
         f"jaxperf ab: {head}, {m} improvement{'s' if m != 1 else ''}; {tests} "
@@ -108,10 +109,6 @@ def tally(comparison: Comparison, context: Context) -> str:
         f"round{'s' if context.rounds != 1 else ''} ({len(context.runs)} runs, "
         f"{context.seconds:.0f} s)"
     )
-
-
-def _what(row: Row) -> str:
-    return metric_text(row)
 
 
 def header(context: Context) -> str:

@@ -32,6 +32,8 @@ _COMPARABLE = ("passed", "regressed")
 
 # A row's verdict: stats.Verdict, or why there is none.
 Status = str
+# A compile-time change beyond the threshold but within the plugin's compile floor (seconds).
+UNDER_FLOOR = "ok (under floor)"
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Row:
     @property
     def regressed(self) -> bool:
         return self.verdict == "REGRESSED"
+
+    @property
+    def kind(self) -> str:
+        """What the row measures, in the tally's words."""
+        return "program metrics" if self.metric in STATIC_METRICS else self.metric
 
 
 @dataclass(frozen=True)
@@ -200,11 +207,11 @@ def _compile_time(
     if r is None:
         first_b, first_h = values[0]
         return [Row(nodeid, COMPILE_TIME, "1 round", first_b, first_h)]
-    verdict = stats.verdict(r, thresholds.compile)
-    if verdict == "REGRESSED" and r.head - r.base <= thresholds.compile_floor:
-        verdict = "ok"
-    if verdict == "improved" and r.base - r.head <= thresholds.compile_floor:
-        verdict = "ok"
+    verdict: Status = stats.verdict(r, thresholds.compile)
+    if verdict in ("REGRESSED", "improved", "unclear") and (
+        abs(r.head - r.base) <= thresholds.compile_floor
+    ):
+        verdict = UNDER_FLOOR
     return [Row(nodeid, COMPILE_TIME, verdict, r.base, r.head, r)]
 
 
