@@ -1,4 +1,5 @@
-"""The `jaxperf` command: show a report, compare it with a baseline, export it (no jax needed)."""
+"""The `jaxperf` command: show a report, compare it with a baseline, export it (no jax needed);
+`jaxperf ab` lives in the `ab` package."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import NoReturn, TextIO
 import pytest
 
 from . import compare, export, report
+from .ab import command as ab_command
 from .baseline import BaselineError, load
 from .config import (
     CLOCKS,
@@ -157,6 +159,8 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("report", type=Path, metavar="REPORT")
     exp.add_argument("-o", "--output", type=Path, metavar="OUT", help="file (default: stdout)")
     exp.set_defaults(run=_export)
+
+    ab_command.add_parser(commands)
     return parser
 
 

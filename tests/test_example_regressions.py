@@ -81,6 +81,22 @@ CASES = {
         lines=("*jaxpr_eqns of benchmark 'dense_relu': * > limit 10",),
         same_jax_lines=("*flops of benchmark 'dense_relu': baseline * -> now * (+*, +100%)*",),
     ),
+    # Runtime only: the same program and counts, each call of dense_relu made 2x or 1.25x as
+    # long (a busy wait after it). Nothing here can see that, so nothing fails: the counts
+    # and program metrics equal the committed baseline's. `jaxperf ab` is what catches them
+    # (benchmarks/ab_power.py measures how often).
+    "slow_2x": Case(
+        select=("tests/test_layer.py",),
+        failed=(),
+        passed=3,
+        lines=("jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated",),
+    ),
+    "slow_1_25x": Case(
+        select=("tests/test_layer.py",),
+        failed=(),
+        passed=3,
+        lines=("jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated",),
+    ),
     "data_dependent_size": Case(
         select=("tests/test_neighbours.py::test_trajectory_compiles_once",),
         failed=("test_neighbours.py::test_trajectory_compiles_once",),
@@ -151,6 +167,32 @@ def test_regression_fails_the_test_that_guards_it(
         else:
             result.stdout.fnmatch_lines(["*program metrics not gated: environment differs (jax *"])
     assert (example / ".jaxperf" / "baseline.json").read_text() == committed
+
+
+def test_runtime_only_slowdown_waits_factor_times_the_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    from jaxperf_example.layer import SlowedSteadyState
+
+    now = [0.0]
+    calls: list[float] = []
+
+    def clock() -> float:
+        now[0] += 0.001  # every reading takes a millisecond
+        return now[0]
+
+    def jitted(x: float) -> float:
+        now[0] += 1.0  # the compiled call takes a second
+        calls.append(x)
+        return x * 2
+
+    jitted.lower = "lower of jitted"  # type: ignore[attr-defined]
+    slowed = SlowedSteadyState(jitted, 1.25, clock)
+    start = now[0]
+    assert slowed(3.0) == 6.0
+    assert calls == [3.0]
+    assert 1.25 <= now[0] - start <= 1.26  # the call, then a quarter of it waiting
+    assert slowed.lower == "lower of jitted"  # the program is the jitted function's
+    assert slowed.__wrapped__ is jitted  # type: ignore[attr-defined]
 
 
 def test_unknown_regression_name_is_a_clear_error(

@@ -14,9 +14,20 @@ one. Same result, same single trace and compile, twice the flops: a steady-state
 that only the program metrics and the runtime show (2.1-2.2x on the 512-row batch of
 `test_first_call_vs_steady_state`, 1.5-1.7x on 128 rows, where the call's fixed cost weighs
 more; measured quiet on 2 CPU cores by `benchmarks/compile_under_load.py`).
+
+Two runtime-only slowdowns (regressions `slow_2x`, `slow_1_25x`) keep the program, its
+metrics and its one trace and compile exactly as they are, and make each call of `dense_relu`
+2x or 1.25x as long: after the compiled call, a busy wait for (factor - 1) times the call's
+own duration. Only a steady-state measurement can see them; `jaxperf ab` is made for that,
+and `benchmarks/ab_power.py` measures how often it does.
 """
 
 from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -68,3 +79,39 @@ def dense_relu_pieces(params: Params, x: jax.Array) -> jax.Array:
 
 if regression.active("jit_pieces"):
     dense_relu = dense_relu_pieces  # type: ignore[assignment]  # noqa: F811
+
+
+# -- the runtime-only slowdowns ---------------------------------------------------------------
+class SlowedSteadyState:
+    """`jitted` whose every call takes `factor` times as long: the compiled call (waited
+    for), then a busy wait of (factor - 1) times its duration, so the ratio holds under any
+    load. Everything else (`lower`, `trace`, the traced function, its definition site) is
+    `jitted`'s own, so the program, its metrics and the counts do not change."""
+
+    def __init__(
+        self, jitted: Any, factor: float, clock: Callable[[], float] = time.perf_counter
+    ) -> None:
+        functools.update_wrapper(self, jitted)
+        self._jitted = jitted
+        self._factor = factor
+        self._clock = clock
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        start = self._clock()
+        out = jax.block_until_ready(self._jitted(*args, **kwargs))
+        end = start + (self._clock() - start) * self._factor
+        while self._clock() < end:
+            pass
+        return out
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._jitted, name)
+
+
+_SLOWDOWNS = {"slow_2x": 2.0, "slow_1_25x": 1.25}
+_factor = 1.0
+for _name, _times in _SLOWDOWNS.items():
+    if regression.active(_name):
+        _factor *= _times
+if _factor != 1.0:
+    dense_relu = SlowedSteadyState(dense_relu, _factor)  # type: ignore[assignment]

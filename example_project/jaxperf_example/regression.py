@@ -20,6 +20,10 @@ REGRESSIONS = {
     "int_std": "integration.overlap_sweep passes a whole-number width as a Python int",
     "jit_pieces": "layer.dense_relu jits matmul, bias and relu separately instead of once",
     "double_work": "layer.dense_relu computes the layer twice (same result, twice the flops)",
+    "slow_2x": "layer.dense_relu's steady state is 2x slower: the same compiled program, "
+    "followed by a busy wait as long as the call",
+    "slow_1_25x": "layer.dense_relu's steady state is 1.25x slower: the same compiled program, "
+    "followed by a busy wait a quarter as long as the call",
     "data_dependent_size": "neighbours.trajectory_energy sizes jnp.nonzero by each frame's "
     "exact pair count",
     "jit_in_loop": "sampler.tune_and_sample re-creates jax.jit of a closure for every block",

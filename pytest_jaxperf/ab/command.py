@@ -1,0 +1,346 @@
+"""The `jaxperf ab` subcommand: its options, the measurement (base and head runs alternating,
+round after round, the base commit in a temporary worktree), and its exit status:
+0 no regression, 1 a regression, 2 a usage error (an unknown ref, unmerged paths, a bad
+option or path, a run that failed or imported the wrong code) or an interruption."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any, TextIO
+
+from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL
+from ..model import Report
+from ..outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
+from . import render, runner, stats, verdicts, worker, worktree
+
+EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
+
+# Provisional defaults, to be set from the measurement of benchmarks/ab_power.py: three
+# rounds let the spread between processes into every interval (one round cannot show it);
+# a 10% slowdown is about what a quiet 2-core machine resolves for a 1 ms function.
+DEFAULT_ROUNDS = 3
+DEFAULT_RUNTIME_THRESHOLD = 1.10
+# Compile seconds of the same program vary far more than a steady state (the plugin's README:
+# up to 1.65x against a quiet baseline on the CPU clock); the traps this is for compile 2-10x.
+DEFAULT_COMPILE_THRESHOLD = 1.5
+
+
+class UsageError(Exception):
+    """Bad input to `jaxperf ab`; shown as one line, exit status 2."""
+
+
+def _rounds(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= 1, got {text!r}")
+    return value
+
+
+def _threshold(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value >= 1 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a ratio >= 1 such as 1.1, got {text!r}")
+    return value
+
+
+def _rtol(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (value >= 0 and math.isfinite(value)):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
+    """Register `ab` with the `jaxperf` command's subcommands."""
+    ab = commands.add_parser(
+        "ab",
+        help="measure the working tree against a base commit on this machine, alternating "
+        "fresh pytest runs (exit 1 on a regression, 2 on bad input)",
+        description="Check out --base into a temporary git worktree and run the recorded tests "
+        "of both trees alternately (base, head, base, head, ...), each run a fresh pytest "
+        "process with --jaxperf. Counts and program metrics are compared exactly; compile "
+        "time and steady-state runtime as head/base ratios with confidence intervals from the "
+        "paired rounds. Run it where you would run pytest; pytest arguments go after --.",
+    )
+    ab.add_argument(
+        "--base",
+        required=True,
+        metavar="REF",
+        help="the commit to compare with: a branch, tag, sha, origin/main, HEAD~1",
+    )
+    ab.add_argument(
+        "--rounds",
+        type=_rounds,
+        default=DEFAULT_ROUNDS,
+        metavar="N",
+        help=f"base/head alternations, one pytest run of each tree per round (default "
+        f"{DEFAULT_ROUNDS})",
+    )
+    ab.add_argument(
+        "--runtime-threshold",
+        type=_threshold,
+        default=DEFAULT_RUNTIME_THRESHOLD,
+        metavar="X",
+        help="a steady-state slowdown fails when its whole confidence interval lies above X "
+        f"(default {DEFAULT_RUNTIME_THRESHOLD:g})",
+    )
+    ab.add_argument(
+        "--compile-threshold",
+        type=_threshold,
+        default=DEFAULT_COMPILE_THRESHOLD,
+        metavar="X",
+        help="a test's compile time fails when its whole interval lies above X and it grew "
+        f"by more than {DEFAULT_COMPILE_FLOOR:g} s (default {DEFAULT_COMPILE_THRESHOLD:g})",
+    )
+    ab.add_argument(
+        "--static-rtol",
+        type=_rtol,
+        default=DEFAULT_STATIC_RTOL,
+        metavar="X",
+        help=f"relative growth of program metrics tolerated (default {DEFAULT_STATIC_RTOL:g})",
+    )
+    ab.add_argument(
+        "--path",
+        action="append",
+        metavar="DIR",
+        help="directory (relative to where you run) put first on sys.path in each tree's runs; "
+        "repeat for several (default: . and src/ where it exists)",
+    )
+    ab.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="PATH",
+        help="write a markdown summary; appended to when PATH is $GITHUB_STEP_SUMMARY",
+    )
+    ab.add_argument("--json", type=Path, metavar="PATH", help="write the comparison as JSON")
+    ab.add_argument(
+        "--reports-dir",
+        type=Path,
+        metavar="DIR",
+        help="keep each run's jaxperf report here (base-1.json, head-1.json, ...)",
+    )
+    ab.add_argument(
+        "pytest_args",
+        nargs="*",
+        metavar="-- PYTEST_ARGS",
+        help="passed to every pytest run, e.g. -- -k train tests/perf",
+    )
+    ab.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """`jaxperf ab`; errors are one line on stderr and exit status 2."""
+    try:
+        with _sigterm_as_interrupt():
+            return _measure(args, out)
+    except KeyboardInterrupt:
+        print("jaxperf ab: interrupted; the base worktree was removed", file=sys.stderr)
+        return EXIT_USAGE
+    except (UsageError, worktree.GitError, runner.RunError, OutputError) as exc:
+        print(f"jaxperf ab: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a cancelled CI job, `kill`) unwinds like Ctrl-C, so the worktree is removed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _outputs(args: argparse.Namespace) -> None:
+    """Refuse, before anything runs, a --json, --markdown or --reports-dir that cannot be
+    written."""
+    files: list[Output] = []
+    if args.json is not None:
+        files.append(Output("--json", args.json.resolve(), "replace"))
+    if args.markdown is not None:
+        mode: Mode = "append" if is_step_summary(args.markdown) else "write"
+        files.append(Output("--markdown", args.markdown.resolve(), mode))
+    for out in files:
+        found = problem(out)
+        if found:
+            raise UsageError(found)
+    reports = args.reports_dir
+    if reports is not None and reports.exists() and not reports.is_dir():
+        raise UsageError(f"--reports-dir {reports}: is a file; pass a directory")
+
+
+def _search_paths(project: Path, given: Sequence[str] | None, side: str) -> tuple[Path, ...]:
+    """The --path directories inside one tree (`project` is where its runs run)."""
+    if not given:
+        src = project / "src"
+        return (project, src) if src.is_dir() else (project,)
+    paths = []
+    for text in given:
+        if Path(text).is_absolute():
+            raise UsageError(
+                f"--path {text}: must be relative to where you run jaxperf ab, so that it "
+                "names a directory in each tree"
+            )
+        path = (project / text).resolve()
+        if not path.is_dir():
+            raise UsageError(f"--path {text}: no such directory in the {side} tree ({path})")
+        paths.append(path)
+    return tuple(paths)
+
+
+def _tree(side: str, root: Path, project: Path, given: Sequence[str] | None) -> runner.Tree:
+    paths = _search_paths(project, given, side)
+    packages = worker.find_packages(paths)
+    if not packages:
+        shown = ", ".join(str(p) for p in paths)
+        raise UsageError(
+            f"no Python package (a directory with __init__.py, or a module) in the {side} "
+            f"tree's --path ({shown}); pass --path with the directory that holds the package "
+            "your tests import (src-layout: --path src)"
+        )
+    return runner.Tree(side, root, project, paths, tuple(packages))
+
+
+def _measure(args: argparse.Namespace, out: TextIO) -> int:
+    started = time.perf_counter()
+    _outputs(args)
+    cwd = Path.cwd().resolve()
+    root = worktree.repository(cwd)
+    checkout = worktree.head(root)
+    base_commit = worktree.resolve(args.base, root)
+    relative = cwd.relative_to(root)
+    thresholds = verdicts.Thresholds(
+        runtime=args.runtime_threshold,
+        compile=args.compile_threshold,
+        compile_floor=DEFAULT_COMPILE_FLOOR,
+        static_rtol=args.static_rtol,
+    )
+    head_tree = _tree("head", root, cwd, args.path)
+    scratch = Path(tempfile.mkdtemp(prefix="jaxperf-ab-")).resolve()
+    rounds: list[tuple[Report, Report]] = []
+    runs: list[render.RunTime] = []
+    try:
+        if scratch == root or root in scratch.parents:
+            raise UsageError(
+                f"the temporary directory {scratch} lies inside the repository; set TMPDIR "
+                "to a directory outside it"
+            )
+        with worktree.base_worktree(root, base_commit, scratch) as base_root:
+            base_project = base_root / relative
+            if not base_project.is_dir():
+                raise UsageError(
+                    f"{relative} does not exist in the base commit {base_commit[:10]} "
+                    f"({args.base}); run jaxperf ab from a directory both commits have"
+                )
+            base_tree = _tree("base", base_root, base_project, args.path)
+            print(
+                f"jaxperf ab: base {base_commit[:10]} ({args.base}) checked out in "
+                f"{base_root}; {args.rounds} round(s) of base and head runs",
+                file=out,
+                flush=True,
+            )
+            for number in range(1, args.rounds + 1):
+                pair = []
+                for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
+                    done = runner.run(tree, other, number, scratch, args.pytest_args)
+                    runs.append(render.RunTime(done.side, number, done.seconds))
+                    pair.append(done)
+                    _keep(done, args.reports_dir)
+                rounds.append((pair[0].report, pair[1].report))
+                print(
+                    f"jaxperf ab: round {number}/{args.rounds}: base {pair[0].seconds:.1f} s, "
+                    f"head {pair[1].seconds:.1f} s",
+                    file=out,
+                    flush=True,
+                )
+                if number == 1 and not (pair[0].report.tests or pair[1].report.tests):
+                    raise UsageError(
+                        "no test was recorded in either tree: mark tests with "
+                        "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
+                        "-- --jaxperf-all"
+                    )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    comparison = verdicts.compare_rounds(rounds, thresholds, stats.CONFIDENCE)
+    context = render.Context(
+        base_ref=args.base,
+        base_commit=base_commit,
+        head_commit=checkout.commit,
+        head_changed=checkout.changed,
+        project=str(relative),
+        rounds=args.rounds,
+        thresholds=thresholds,
+        confidence=stats.CONFIDENCE,
+        pytest_args=tuple(args.pytest_args),
+        runs=tuple(runs),
+        seconds=time.perf_counter() - started,
+    )
+    out.write(render.terminal(comparison, context))
+    _write(args, comparison, context)
+    return EXIT_REGRESSED if comparison.regressions else EXIT_OK
+
+
+def _keep(done: runner.Run, reports_dir: Path | None) -> None:
+    if reports_dir is None:
+        return
+    try:
+        reports_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(done.report_path, reports_dir / done.report_path.name)
+    except OSError as exc:
+        raise OutputError(f"--reports-dir {reports_dir}: cannot write: {exc}") from None
+
+
+def _write(args: argparse.Namespace, comparison: verdicts.Comparison, ctx: render.Context) -> None:
+    try:
+        if args.json is not None:
+            _replace(args.json, render.json_text(comparison, ctx))
+        if args.markdown is not None:
+            write_text(
+                args.markdown,
+                render.markdown(comparison, ctx),
+                append=is_step_summary(args.markdown),
+            )
+    except OSError as exc:
+        raise OutputError(f"cannot write {exc.filename}: {exc.strerror}") from None
+
+
+def _replace(path: Path, text: str) -> None:
+    """Write `path` whole or not at all (a temporary file renamed over it)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise

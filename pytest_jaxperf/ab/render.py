@@ -1,0 +1,254 @@
+"""What `jaxperf ab` shows and writes: the terminal table, the markdown summary and the JSON
+document, all from one `Comparison` and the `Context` it was measured in."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from ..model import TIME_DIGITS, significant
+from .stats import Ratio
+from .verdicts import COMPILE_TIME, RUNTIME, Comparison, Row, Thresholds
+
+SCHEMA = "pytest-jaxperf-ab/1"
+COLUMNS = ("test", "metric", "base", "head", "ratio", "interval", "verdict")
+
+
+@dataclass(frozen=True)
+class RunTime:
+    side: str
+    round: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class Context:
+    """Where and how the comparison was measured."""
+
+    base_ref: str
+    base_commit: str
+    head_commit: str
+    head_changed: int  # uncommitted changes to tracked files, measured with head
+    project: str  # the directory the runs ran in, relative to the repository ("." at its top)
+    rounds: int
+    thresholds: Thresholds
+    confidence: float
+    pytest_args: tuple[str, ...] = ()
+    runs: tuple[RunTime, ...] = ()
+    seconds: float = 0.0
+
+    def head_label(self) -> str:
+        changes = ""
+        if self.head_changed:
+            s = "s" if self.head_changed != 1 else ""
+            changes = f" + {self.head_changed} uncommitted change{s}"
+        return f"{self.head_commit[:10]}{changes}"
+
+    def base_label(self) -> str:
+        return f"{self.base_commit[:10]} ({self.base_ref})"
+
+
+# -- values --------------------------------------------------------------------------------
+
+
+def value(row: Row, v: float | None) -> str:
+    if v is None:
+        return ""
+    if row.metric == RUNTIME:
+        return duration(v)
+    if row.metric == COMPILE_TIME:
+        return f"{v:.3f} s"
+    return f"{v:g}"
+
+
+def duration(seconds: float) -> str:
+    if seconds < 1e-3:
+        return f"{seconds * 1e6:.1f} us"
+    if seconds < 1:
+        return f"{seconds * 1e3:.3f} ms"
+    return f"{seconds:.3f} s"
+
+
+def ratio_text(r: Ratio | None) -> str:
+    return "" if r is None else f"{r.estimate:.2f}x"
+
+
+def interval_text(r: Ratio | None) -> str:
+    return "" if r is None else f"[{r.low:.2f}, {r.high:.2f}]"
+
+
+def metric_text(row: Row) -> str:
+    return row.metric if row.benchmark is None else f"{row.metric} {row.benchmark}"
+
+
+def _cells(row: Row) -> tuple[str, ...]:
+    return (
+        row.test,
+        metric_text(row),
+        value(row, row.base),
+        value(row, row.head),
+        ratio_text(row.ratio),
+        interval_text(row.ratio),
+        row.verdict,
+    )
+
+
+def tally(comparison: Comparison, context: Context) -> str:
+    regressions, improvements = comparison.regressions, comparison.improvements
+    tests = len({r.test for r in comparison.rows})
+    n = len(regressions)
+    head = f"{n} regression{'s' if n != 1 else ''}"
+    if regressions:
+        kinds = dict.fromkeys(r.kind for r in regressions)  # in table order
+        head += " (" + ", ".join(kinds) + ")"
+    m = len(improvements)
+    return (
+        f"jaxperf ab: {head}, {m} improvement{'s' if m != 1 else ''}; {tests} "
+        f"test{'s' if tests != 1 else ''} in {context.rounds} "
+        f"round{'s' if context.rounds != 1 else ''} ({len(context.runs)} runs, "
+        f"{context.seconds:.0f} s)"
+    )
+
+
+def header(context: Context) -> str:
+    t = context.thresholds
+    where = f" in {context.project}" if context.project not in ("", ".") else ""
+    args = f"; pytest {' '.join(context.pytest_args)}" if context.pytest_args else ""
+    return (
+        f"jaxperf ab: base {context.base_label()} vs head {context.head_label()}{where}{args}\n"
+        f"{context.rounds} round{'s' if context.rounds != 1 else ''}, "
+        f"{context.confidence:.0%} intervals; a slowdown fails when its whole interval lies "
+        f"above {t.runtime:g}x (runtime) or {t.compile:g}x (compile time, and "
+        f"+{t.compile_floor:g} s); counts fail on any increase, program metrics above "
+        f"+{t.static_rtol:.0%}"
+    )
+
+
+# -- terminal ------------------------------------------------------------------------------
+
+
+def terminal(comparison: Comparison, context: Context) -> str:
+    """The table, the causes of failed counts, notes and the tally line."""
+    lines = [header(context), ""]
+    titles = list(COLUMNS)
+    titles[5] = f"{context.confidence:.0%} interval"
+    rows = [_cells(r) for r in comparison.rows]
+    shown = []
+    previous = None
+    for cells in rows:
+        # The test's name once, on its first row.
+        shown.append(("" if cells[0] == previous else cells[0], *cells[1:]))
+        previous = cells[0]
+    widths = [max([len(titles[i])] + [len(c[i]) for c in shown]) for i in range(len(titles))]
+    right = {2, 3, 4}
+
+    def line(cells: tuple[str, ...] | list[str]) -> str:
+        parts = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in
+                 enumerate(zip(cells, widths))]  # fmt: skip
+        return "  ".join(parts).rstrip()
+
+    lines.append(line(titles))
+    lines += [line(cells) for cells in shown]
+    details = [(r, c) for r in comparison.rows for c in r.causes]
+    if details:
+        lines.append("")
+        lines += [f"{r.test}: {c}" if not c.startswith(" ") else f"  {c}" for r, c in details]
+    lines += [f"note: {n}" for n in comparison.notes]
+    lines += ["", tally(comparison, context)]
+    return "\n".join(lines) + "\n"
+
+
+# -- markdown ------------------------------------------------------------------------------
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown(comparison: Comparison, context: Context) -> str:
+    n = len(comparison.regressions)
+    verdict = f"**{n} regression{'s' if n != 1 else ''}**" if n else "no regression"
+    lines = [
+        f"### jaxperf ab: head `{context.head_label()}` vs base `{context.base_label()}`",
+        "",
+        f"{verdict}, {len(comparison.improvements)} improvement(s); "
+        f"{context.rounds} round(s), {context.confidence:.0%} intervals, runtime threshold "
+        f"{context.thresholds.runtime:g}x, compile-time threshold "
+        f"{context.thresholds.compile:g}x",
+        "",
+        "| " + " | ".join(COLUMNS[:5] + (f"{context.confidence:.0%} interval", "verdict")) + " |",
+        "|" + "---|" * len(COLUMNS),
+    ]
+    previous = None
+    for row in comparison.rows:
+        cells = list(_cells(row))
+        test = "" if row.test == previous else f"`{_md(row.test)}`"
+        previous = row.test
+        cells[0] = test
+        cells[1] = _md(cells[1])
+        if row.regressed:
+            cells[6] = f"**{cells[6]}**"
+        lines.append("| " + " | ".join(cells) + " |")
+    details = [f"- `{_md(r.test)}`: {_md(c.strip())}" for r in comparison.rows for c in r.causes]
+    notes = [f"- note: {_md(n)}" for n in comparison.notes]
+    if details or notes:
+        lines += ["", *details, *notes]
+    return "\n".join(lines) + "\n"
+
+
+# -- JSON ----------------------------------------------------------------------------------
+
+
+def _num(v: float | None) -> float | None:
+    return None if v is None else significant(v, TIME_DIGITS)
+
+
+def to_json(comparison: Comparison, context: Context) -> dict[str, Any]:
+    t = context.thresholds
+
+    def ratio(r: Ratio | None) -> dict[str, Any] | None:
+        if r is None:
+            return None
+        return {"estimate": _num(r.estimate), "low": _num(r.low), "high": _num(r.high),
+                "rounds": r.rounds}  # fmt: skip
+
+    return {
+        "schema": SCHEMA,
+        "base": {"ref": context.base_ref, "commit": context.base_commit},
+        "head": {"commit": context.head_commit, "uncommitted_changes": context.head_changed},
+        "project": context.project,
+        "pytest_args": list(context.pytest_args),
+        "rounds": context.rounds,
+        "confidence": context.confidence,
+        "thresholds": {
+            "runtime": t.runtime,
+            "compile": t.compile,
+            "compile_floor_s": t.compile_floor,
+            "static_rtol": t.static_rtol,
+        },
+        "runs": [
+            {"side": r.side, "round": r.round, "seconds": round(r.seconds, 3)} for r in context.runs
+        ],  # fmt: skip
+        "seconds": round(context.seconds, 3),
+        "regressions": len(comparison.regressions),
+        "improvements": len(comparison.improvements),
+        "rows": [
+            {
+                "test": r.test,
+                "metric": r.metric,
+                "benchmark": r.benchmark,
+                "base": _num(r.base),
+                "head": _num(r.head),
+                "ratio": ratio(r.ratio),
+                "verdict": r.verdict,
+                "causes": list(r.causes),
+            }
+            for r in comparison.rows
+        ],
+        "notes": list(comparison.notes),
+    }
+
+
+def json_text(comparison: Comparison, context: Context) -> str:
+    return json.dumps(to_json(comparison, context), indent=2, sort_keys=True) + "\n"

@@ -1,0 +1,189 @@
+"""One pytest process per tree and round for `jaxperf ab`: its command line, its environment,
+its log, its report, and the import check of `worker`.
+
+Each run records with the plugin (`--jaxperf`, timing measured) and writes its JSON report to
+the command's temporary directory; it gates nothing against a committed baseline (the baseline
+option points at a file that does not exist) and writes nothing into the tree beyond what
+pytest itself writes (the cache provider is off; a history, markdown or HTML report set in the
+ini file is switched off for the run)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..baseline import BaselineError, load
+from ..model import Report
+from . import worker
+
+# How much of a failed run's output to show.
+LOG_TAIL_LINES = 40
+# How long a run stopped by Ctrl-C or SIGTERM may take to end before it is killed.
+STOP_GRACE_S = 10.0
+
+
+class RunError(Exception):
+    """A run failed or measured the wrong code; the message says which, why, and its output."""
+
+
+@dataclass(frozen=True)
+class Tree:
+    """One side of the comparison, as its runs see it."""
+
+    side: str  # "base" or "head"
+    root: Path  # the repository top level (the temporary worktree for base)
+    project: Path  # where pytest runs: root, or the same sub-directory of it
+    paths: tuple[Path, ...]  # put first on sys.path, in this order
+    packages: tuple[str, ...]  # what those paths hold, for the import check
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished run."""
+
+    side: str
+    round: int
+    seconds: float
+    returncode: int
+    report: Report
+    report_path: Path
+    log: Path
+
+
+def command(report: Path, no_baseline: Path, pytest_args: Sequence[str]) -> list[str]:
+    """The pytest command line of a run; the user's arguments last, so they win."""
+    cmd = [
+        sys.executable, "-m", "pytest",
+        "-p", "no:cacheprovider",
+        "-p", "pytest_jaxperf.ab.worker",
+        "--jaxperf",
+        f"--jaxperf-json={report}",
+        f"--jaxperf-baseline={no_baseline}",
+        # Measured whatever the ini file says; never gated (there is no baseline anyway).
+        "--jaxperf-timing=report",
+        "-o", "jaxperf_save=false",
+        "-o", "jaxperf_history=",
+        "-o", "jaxperf_markdown=",
+        "-o", "jaxperf_html=",
+    ]  # fmt: skip
+    if importlib.util.find_spec("xdist") is not None:
+        # One process at a time: a run beside its own xdist workers times their load.
+        cmd += ["-n", "0"]
+    return cmd + list(pytest_args)
+
+
+def environment(tree: Tree, check: Path) -> dict[str, str]:
+    """The run's environment: the tree's paths first on PYTHONPATH, the import check, and no
+    persistent compilation cache (the base run would fill it and the head run of unchanged
+    code would then compile nothing)."""
+    env = dict(os.environ)
+    paths = [str(p) for p in tree.paths]
+    if env.get("PYTHONPATH"):
+        paths.append(env["PYTHONPATH"])
+    env["PYTHONPATH"] = os.pathsep.join(paths)
+    env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
+    env[worker.CHECK_ENV] = str(check)
+    return env
+
+
+def run(
+    tree: Tree,
+    other: Tree,
+    round_: int,
+    workdir: Path,
+    pytest_args: Sequence[str],
+) -> Run:
+    """Run the tests of `tree` once; RunError when pytest fails to run them (usage error,
+    collection error, interrupted, nothing collected), imported the wrong code, or wrote no
+    report. Failed tests are not an error: they are left out of the comparison."""
+    name = f"{tree.side}-{round_}"
+    report_path = workdir / f"{name}.json"
+    log = workdir / f"{name}.log"
+    check = workdir / f"{name}.check.json"
+    check_out = workdir / f"{name}.imports.json"
+    worker.Spec(
+        side=tree.side,
+        tree=str(tree.root),
+        other_side=other.side,
+        other_tree=str(other.root),
+        paths=tuple(str(p) for p in tree.paths),
+        packages=tree.packages,
+        out=str(check_out),
+    ).save(check)
+    cmd = command(report_path, workdir / "no-baseline.json", pytest_args)
+    start = time.perf_counter()
+    with log.open("w", encoding="utf-8") as out:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=tree.project,
+            env=environment(tree, check),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
+        try:
+            returncode = proc.wait()
+        finally:
+            _stop(proc)
+    seconds = time.perf_counter() - start
+    what = f"the {tree.side} run (round {round_}: {' '.join(cmd[1:3])} in {tree.project})"
+    wrong = _import_problems(check_out)
+    if wrong:
+        raise RunError(f"{wrong[0]}" + "".join(f"\n  also: {p}" for p in wrong[1:3]))
+    if returncode not in (0, 1):
+        reason = {
+            2: "interrupted or a collection error",
+            3: "internal error",
+            4: "usage error",
+            5: "no tests collected",
+        }.get(returncode, "failed")
+        raise RunError(
+            f"{what} exited with status {returncode} ({reason}); its output ends:\n" + _tail(log)
+        )
+    try:
+        report = load(report_path)
+    except BaselineError as exc:
+        raise RunError(f"{what}: {exc}") from None
+    if report is None:
+        # The plugin writes no report when it recorded no test.
+        report = Report()
+    return Run(tree.side, round_, seconds, returncode, report, report_path, log)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """End a run still going (we were interrupted while waiting): SIGINT as a terminal's Ctrl-C
+    would send, then a kill after a grace period."""
+    if proc.poll() is not None:
+        return
+    try:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=STOP_GRACE_S)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+        proc.kill()
+        proc.wait()
+
+
+def _import_problems(path: Path) -> list[str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    found = data.get("problems") if isinstance(data, dict) else None
+    return [str(p) for p in found] if isinstance(found, list) else []
+
+
+def _tail(log: Path, lines: int = LOG_TAIL_LINES) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "  (no output)"
+    shown = text[-lines:] or ["(no output)"]
+    return "\n".join(f"  | {line}" for line in shown)

@@ -1,0 +1,254 @@
+"""The reports of both trees, round by round -> one row per test and metric, with its verdict.
+
+- Counts (traces, compiles) and program metrics come from the first round and follow the
+  plugin's own rules with the base run as the baseline (`compare.evaluate`: functions matched
+  by name and site, retrace causes, gone functions): any count increase fails, a program
+  metric fails above `static_rtol`. They do not vary between runs; a count that did vary is
+  noted.
+- Compile seconds (process CPU seconds where measured, per test) and steady-state runtime (per
+  benchmark) are head/base ratios over all rounds with their intervals (`stats`): a slowdown
+  fails when the whole interval lies above its threshold (compile time: and the growth is
+  above the plugin's compile floor, so that a 10 ms compile does not fail over 20 ms).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+from .. import compare
+from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, MarkerLimits, Tolerances
+from ..model import STATIC_METRICS, BenchmarkEntry, Report, TestRecord
+from . import stats
+
+RUNTIME = "runtime"
+COMPILE_TIME = "compile time"
+COUNTS = ("traces", "compiles")
+# Passed to compare.evaluate as how the environments differ, so that it leaves timings to us.
+_TIMED_HERE = "timed by jaxperf ab"
+# Outcomes whose records are complete: passed, or failed by the plugin's marker limits.
+_COMPARABLE = ("passed", "regressed")
+
+# A row's verdict: stats.Verdict, or why there is none.
+Status = str
+# A compile-time change beyond the threshold but within the plugin's compile floor (seconds).
+UNDER_FLOOR = "ok (under floor)"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: a test's metric (for runtime and program metrics, of one of its
+    benchmarks) in both trees."""
+
+    test: str
+    metric: str  # "traces", "compiles", COMPILE_TIME, RUNTIME, or a program metric name
+    verdict: Status
+    base: float | None = None
+    head: float | None = None
+    ratio: stats.Ratio | None = None
+    benchmark: str | None = None
+    causes: tuple[str, ...] = ()
+
+    @property
+    def regressed(self) -> bool:
+        return self.verdict == "REGRESSED"
+
+    @property
+    def kind(self) -> str:
+        """What the row measures, in the tally's words."""
+        return "program metrics" if self.metric in STATIC_METRICS else self.metric
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    runtime: float
+    compile: float
+    compile_floor: float = DEFAULT_COMPILE_FLOOR
+    static_rtol: float = DEFAULT_STATIC_RTOL
+
+
+@dataclass
+class Comparison:
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def regressions(self) -> list[Row]:
+        return [r for r in self.rows if r.regressed]
+
+    @property
+    def improvements(self) -> list[Row]:
+        return [r for r in self.rows if r.verdict == "improved"]
+
+
+def compare_rounds(
+    rounds: Sequence[tuple[Report, Report]],
+    thresholds: Thresholds,
+    confidence: float = stats.CONFIDENCE,
+) -> Comparison:
+    """The comparison of `rounds`, each (base report, head report) of one round."""
+    out = Comparison()
+    if not rounds:
+        return out
+    first_base, first_head = rounds[0]
+    for nodeid in sorted(set(first_base.tests) | set(first_head.tests)):
+        base, head = first_base.tests.get(nodeid), first_head.tests.get(nodeid)
+        if head is None:
+            out.rows.append(Row(nodeid, "test", "not in head"))
+            continue
+        if base is None:
+            out.rows.append(Row(nodeid, "test", "new"))
+            continue
+        failed = [side for side, rec in (("base", base), ("head", head))
+                  if rec.outcome not in _COMPARABLE]  # fmt: skip
+        if failed:
+            out.rows.append(Row(nodeid, "test", f"failed in {' and '.join(failed)}"))
+            continue
+        out.rows += _exact(nodeid, base, head, thresholds)
+        out.notes += _varying_counts(nodeid, rounds)
+        records = [(b.tests.get(nodeid), h.tests.get(nodeid)) for b, h in rounds]
+        complete = [
+            (b, h)
+            for b, h in records
+            if b is not None and h is not None and {b.outcome, h.outcome} <= set(_COMPARABLE)
+        ]
+        out.rows += _compile_time(nodeid, complete, thresholds, confidence)
+        out.rows += _runtimes(nodeid, complete, thresholds, confidence)
+    return out
+
+
+def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Thresholds) -> list[Row]:
+    """Counts and program metrics, by the plugin's rules, the base run as the baseline."""
+    outcome = compare.evaluate(
+        head,
+        base,
+        MarkerLimits(),
+        Tolerances(static_rtol=thresholds.static_rtol),
+        [_TIMED_HERE],
+        timing_mode="off",
+    )
+    breaches = [b for b in outcome.breaches if b.against == "baseline" and b.gated]
+    rows = []
+    for metric in COUNTS:
+        mine = [b for b in breaches if b.metric == metric]
+        before, now = getattr(base, metric), getattr(head, metric)
+        verdict = "REGRESSED" if mine else "improved" if now < before else "ok"
+        rows.append(Row(nodeid, metric, verdict, before, now, causes=_causes(mine)))
+    gone = tuple(gone_line(fn.key, fn.traces, fn.compiles) for fn in outcome.gone)
+    if gone:  # shown under the test's counts; neither better nor worse
+        rows[-1] = dataclasses.replace(rows[-1], causes=rows[-1].causes + gone)
+    base_benchmarks = dict(base.benchmark_entries())
+    for label, bench in head.benchmark_entries():
+        old = base_benchmarks.get(label)
+        if old is None:
+            continue
+        for metric in STATIC_METRICS:
+            now_v, before_v = bench.program_metric(metric), old.program_metric(metric)
+            if now_v is None or before_v is None or now_v == before_v:
+                continue
+            regressed = any(b.metric == metric and b.benchmark == label for b in breaches)
+            if regressed:
+                verdict = "REGRESSED"
+            elif now_v * (1 + thresholds.static_rtol) < before_v:
+                verdict = "improved"
+            else:
+                verdict = "ok"
+            rows.append(Row(nodeid, metric, verdict, before_v, now_v, benchmark=label))
+    return rows
+
+
+def gone_line(key: str, traces: int, compiles: int) -> str:
+    return (
+        f"function gone: {key} no longer traced (base: traces {traces}, compiles {compiles}); "
+        "if the test still calls it, it is no longer jitted and runs op by op"
+    )
+
+
+def _causes(breaches: Iterable[compare.Breach]) -> tuple[str, ...]:
+    lines = []
+    for b in breaches:
+        where = "all functions" if b.function is None else b.function.key
+        lines.append(f"{b.metric} of {where}: base {b.reference:g} -> head {b.current:g}")
+        lines += [f"  cause: {r}" for r in b.reasons]
+    return tuple(lines)
+
+
+def _varying_counts(nodeid: str, rounds: Sequence[tuple[Report, Report]]) -> list[str]:
+    notes = []
+    for side, index in (("base", 0), ("head", 1)):
+        seen = {
+            (rec.traces, rec.compiles)
+            for pair in rounds
+            if (rec := pair[index].tests.get(nodeid)) is not None
+        }
+        if len(seen) > 1:
+            shown = ", ".join(f"{t}/{c}" for t, c in sorted(seen))
+            notes.append(
+                f"{nodeid}: traces/compiles differ between the {side} runs ({shown}): they "
+                "depend on something other than the code (test order, a cache, the clock); "
+                "the first round's are compared"
+            )
+    return notes
+
+
+def _compile_time(
+    nodeid: str,
+    records: Sequence[tuple[TestRecord, TestRecord]],
+    thresholds: Thresholds,
+    confidence: float,
+) -> list[Row]:
+    values = [
+        (compare.compile_seconds(b, "cpu"), compare.compile_seconds(h, "cpu")) for b, h in records
+    ]
+    if not values or not any(b and h for b, h in values):
+        return []
+    r = stats.ratio([((b,), (h,)) for b, h in values if b and h], confidence=confidence)
+    if r is None:
+        first_b, first_h = values[0]
+        return [Row(nodeid, COMPILE_TIME, "1 round", first_b, first_h)]
+    verdict: Status = stats.verdict(r, thresholds.compile)
+    if verdict in ("REGRESSED", "improved", "unclear") and (
+        abs(r.head - r.base) <= thresholds.compile_floor
+    ):
+        verdict = UNDER_FLOOR
+    return [Row(nodeid, COMPILE_TIME, verdict, r.base, r.head, r)]
+
+
+def _runtimes(
+    nodeid: str,
+    records: Sequence[tuple[TestRecord, TestRecord]],
+    thresholds: Thresholds,
+    confidence: float,
+) -> list[Row]:
+    rows = []
+    labels = sorted({label for _, h in records for label, _ in h.benchmark_entries()} |
+                    {label for b, _ in records for label, _ in b.benchmark_entries()})  # fmt: skip
+    for label in labels:
+        pairs = []
+        for b, h in records:
+            old, new = _runtime(b, label), _runtime(h, label)
+            if old is not None and new is not None:
+                pairs.append((old, new))
+        if not pairs:
+            in_base = any(_runtime(b, label) is not None for b, _ in records)
+            in_head = any(_runtime(h, label) is not None for _, h in records)
+            if in_base != in_head:
+                rows.append(
+                    Row(nodeid, RUNTIME, "new" if in_head else "not in head", benchmark=label)
+                )
+            continue
+        r = stats.ratio(pairs, confidence=confidence)
+        if r is None:
+            rows.append(Row(nodeid, RUNTIME, "too few samples", benchmark=label))
+            continue
+        verdict = stats.verdict(r, thresholds.runtime)
+        rows.append(Row(nodeid, RUNTIME, verdict, r.base, r.head, r, benchmark=label))
+    return rows
+
+
+def _runtime(rec: TestRecord, label: str) -> tuple[float, ...] | None:
+    entry = rec.benchmarks.get(label)
+    if not isinstance(entry, BenchmarkEntry) or entry.runtime is None:
+        return None
+    return entry.runtime.samples_s or (entry.runtime.median_s,)

@@ -1,0 +1,134 @@
+"""Git for `jaxperf ab`: the repository, the two commits, and the temporary worktree of the base
+commit, removed whatever happens (an error, Ctrl-C, SIGTERM from a cancelled CI job).
+
+The user's working tree is only read (git rev-parse, git status); the base commit is checked
+out with `git worktree add --detach` into a directory of its own outside the repository, so no
+branch, index or file of the user's changes."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class GitError(Exception):
+    """A git state or ref `jaxperf ab` cannot work with; the message names it and the fix."""
+
+
+def git(args: list[str], cwd: Path) -> str:
+    """stdout of `git ARGS` run in `cwd`; GitError with git's own message when it fails."""
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL
+        )
+    except FileNotFoundError:
+        raise GitError("git is not installed (or not on PATH); jaxperf ab needs it") from None
+    if proc.returncode != 0:
+        message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
+        raise GitError(
+            f"git {' '.join(args)} failed: {message[-1] if message else proc.returncode}"
+        )
+    return proc.stdout
+
+
+@dataclass(frozen=True)
+class Head:
+    """The user's checkout: what the head runs measure."""
+
+    root: Path  # the repository's top level
+    commit: str
+    changed: int  # uncommitted changes to tracked files (they are measured too)
+
+
+def repository(cwd: Path) -> Path:
+    """The top level of the git working tree that holds `cwd`."""
+    try:
+        return Path(git(["rev-parse", "--show-toplevel"], cwd).strip()).resolve()
+    except GitError:
+        raise GitError(
+            f"{cwd} is not inside a git working tree; run jaxperf ab in a checkout of your "
+            "repository"
+        ) from None
+
+
+def resolve(ref: str, root: Path) -> str:
+    """The commit `ref` names (a branch, tag, sha, origin/main, HEAD~1, ...)."""
+    if not ref or ref.startswith("-"):
+        raise GitError(f"--base {ref!r}: expected a git ref such as origin/main or HEAD~1")
+    try:
+        return git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+                   root).strip()  # fmt: skip
+    except GitError:
+        try:
+            shallow = git(["rev-parse", "--is-shallow-repository"], root).strip() == "true"
+        except GitError:
+            shallow = False
+        hint = (
+            "this clone is shallow: fetch the history (actions/checkout: fetch-depth: 0)"
+            if shallow
+            else "fetch it first (git fetch origin), or check the spelling"
+        )
+        raise GitError(f"--base {ref}: no such commit in {root}; {hint}") from None
+
+
+def head(root: Path) -> Head:
+    """The checkout to measure as head: refused while a merge or rebase left unmerged paths,
+    whose conflict markers would be measured as code."""
+    commit = git(["rev-parse", "HEAD"], root).strip()
+    unmerged = git(["diff", "--name-only", "--diff-filter=U"], root).split()
+    if unmerged:
+        raise GitError(
+            f"{root} has unmerged paths ({', '.join(unmerged[:3])}"
+            f"{', ...' if len(unmerged) > 3 else ''}): resolve the conflict or abort the "
+            "merge/rebase, then run jaxperf ab again"
+        )
+    changed = git(["status", "--porcelain", "--untracked-files=no"], root).splitlines()
+    return Head(root=root, commit=commit, changed=len(changed))
+
+
+@contextmanager
+def base_worktree(root: Path, commit: str, parent: Path) -> Iterator[Path]:
+    """`commit` checked out (detached) at `parent`/base for the duration of the block; the
+    worktree is removed afterwards however the block ends. Hooks are not run: a
+    post-checkout hook of the repository has no business in a measurement."""
+    path = parent / "base"
+    try:
+        git(
+            ["-c", "core.hooksPath=/dev/null", "worktree", "add", "--detach", "--quiet",
+             str(path), commit],
+            root,
+        )  # fmt: skip
+        yield path.resolve()
+    finally:
+        remove(root, path)
+
+
+def remove(root: Path, path: Path) -> None:
+    """Remove the worktree at `path` and git's record of it, even when the checkout was cut
+    short (Ctrl-C during `git worktree add`) or git refuses (a locked or broken worktree)."""
+    if path.exists() or _registered(root, path):
+        try:
+            git(["worktree", "remove", "--force", "--force", str(path)], root)
+        except GitError:
+            shutil.rmtree(path, ignore_errors=True)
+            # Drops the records of worktrees whose directory is gone: ours now.
+            with suppress(GitError):
+                git(["worktree", "prune"], root)
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _registered(root: Path, path: Path) -> bool:
+    try:
+        listing = git(["worktree", "list", "--porcelain"], root)
+    except GitError:
+        return False
+    target = os.path.realpath(path)
+    return any(
+        line.startswith("worktree ") and os.path.realpath(line[9:]) == target
+        for line in listing.splitlines()
+    )

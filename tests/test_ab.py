@@ -1,0 +1,453 @@
+"""`jaxperf ab` end to end: a small git repository with a tiny JAX package and two commits,
+measured with the command as a user runs it (fresh processes, one round unless a test needs
+more, tiny benchmark budgets), and its verdicts, outputs, exit statuses and cleanup.
+
+Timings are never asserted beyond wide margins: a runtime regression here is 40x the work, and
+unchanged code runs with thresholds no noise reaches."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import pytest_jaxperf
+from pytest_jaxperf.ab import render, stats, verdicts
+from pytest_jaxperf.cli import main
+from pytest_jaxperf.model import Report
+
+PLUGIN_SOURCE = Path(pytest_jaxperf.__file__).resolve().parent.parent
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+INI = "[pytest]\njaxperf_min_rounds = 5\njaxperf_max_time = 0.02\n"
+CORE = """\
+import jax
+import jax.numpy as jnp
+
+
+@jax.jit
+def scale(x):
+    return x * 2.0
+
+
+@jax.jit
+def work(x):
+    return jnp.tanh(x @ x)
+"""
+# The head commit's traps: `scale` jitted anew on every call (a retrace per call), `work`
+# 40 chained matmuls where there was one.
+CORE_HEAD = """\
+import jax
+import jax.numpy as jnp
+
+
+def scale(x):
+    return jax.jit(lambda y: y * 2.0)(x)
+
+
+@jax.jit
+def work(x):
+    return jax.lax.fori_loop(0, 40, lambda i, y: jnp.tanh(y @ x), x)
+"""
+TESTS = """\
+import jax.numpy as jnp
+import pytest
+from pkg.core import scale, work
+
+
+@pytest.mark.jaxperf
+def test_scale():
+    scale(jnp.ones(3))
+    scale(jnp.ones(3))
+
+
+def test_work(jaxperf):
+    jaxperf.benchmark(work, jnp.ones((32, 32)) / 32, label="work")
+
+
+def test_not_recorded():
+    pass
+"""
+NODE_SCALE, NODE_WORK = "tests/test_core.py::test_scale", "tests/test_core.py::test_work"
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=root, env={**os.environ, **GIT_ENV}, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def commit_files(root: Path, files: dict[str, str], message: str) -> str:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", message)
+    return git(root, "rev-parse", "HEAD").strip()
+
+
+def project(prefix: str = "") -> dict[str, str]:
+    return {
+        f"{prefix}pkg/__init__.py": "",
+        f"{prefix}pkg/core.py": CORE,
+        "tests/test_core.py": TESTS,
+        "pytest.ini": INI,
+    }
+
+
+def new_repo(root: Path) -> Path:
+    root.mkdir(parents=True)
+    git(root, "init", "-q", "-b", "main")
+    return root
+
+
+def environment(**extra: str) -> dict[str, str]:
+    """The command's environment: this plugin's source first on sys.path (also in the runs it
+    starts), CPU only, nothing from the outer pytest or CI."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "JAXPERF_", "GITHUB_"))}  # fmt: skip
+    env.update(GIT_ENV)
+    env["PYTHONPATH"] = str(PLUGIN_SOURCE)
+    env["JAX_PLATFORMS"] = "cpu"
+    env.update(extra)
+    return env
+
+
+def ab(cwd: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "ab", *args],
+        cwd=cwd,
+        env=environment(**env),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def worktrees(root: Path) -> list[str]:
+    listing = git(root, "worktree", "list", "--porcelain").splitlines()
+    return [line.split(" ", 1)[1] for line in listing if line.startswith("worktree ")]
+
+
+def leftovers(text: str) -> list[Path]:
+    """The temporary directories the command said it used, if they still exist."""
+    found = re.findall(r"checked out in (\S+)/base;", text)
+    return [Path(p) for p in found if Path(p).exists()]
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> tuple[Path, str]:
+    """A repository whose head commit retraces `scale` and does 40x the work in `work`;
+    returns (its top level, the base commit)."""
+    root = new_repo(tmp_path / "repo")
+    base = commit_files(root, project(), "base")
+    commit_files(root, {"pkg/core.py": CORE_HEAD}, "head: two traps")
+    return root, base
+
+
+def table_rows(out: str) -> dict[tuple[str, str], list[str]]:
+    """{(test, metric): [base, head, ratio, interval..., verdict]} from the terminal table."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    test = ""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("test  "))
+    for line in lines[start + 1 :]:
+        if not line.strip():
+            break
+        if not line.startswith(" "):
+            test, line = line.split(None, 1)[0], line[len(line.split(None, 1)[0]) :]
+        cells = re.split(r"\s{2,}", line.strip())
+        rows[(test, cells[0])] = cells[1:]
+    return rows
+
+
+def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
+    repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, base = repo
+    summary = tmp_path / "summary.md"
+    summary.write_text("earlier step\n")
+    status_before = git(root, "status", "--porcelain", "--ignored")
+    done = ab(
+        root,
+        "--base", base,
+        "--rounds", "1",
+        "--json", str(tmp_path / "ab.json"),
+        "--markdown", str(summary),
+        "--reports-dir", str(tmp_path / "reports"),
+        GITHUB_STEP_SUMMARY=str(summary),
+    )  # fmt: skip
+    assert done.returncode == 1, done.stdout + done.stderr
+    out = done.stdout
+    rows = table_rows(out)
+    assert rows[(NODE_SCALE, "traces")] == ["1", "2", "REGRESSED"]
+    assert rows[(NODE_SCALE, "compiles")] == ["1", "2", "REGRESSED"]
+    runtime = rows[(NODE_WORK, "runtime work")]
+    assert runtime[-1] == "REGRESSED"
+    assert float(runtime[2].rstrip("x")) > 5  # 40x the work; margins for any load
+    low = float(runtime[3].strip("[]").split(",")[0])
+    assert low > 1.1
+    assert rows[(NODE_WORK, "traces")] == ["1", "1", "ok"]
+    assert ("tests/test_core.py::test_not_recorded", "traces") not in rows  # not recorded
+    # The cause of the retrace, from the plugin's own rules.
+    assert re.search(r"cause: .*function re-defined on every call", out)
+    # The head's fori_loop is a bigger program too: its program metrics regress as well.
+    assert out.splitlines()[-1].startswith(
+        "jaxperf ab: 7 regressions (traces, compiles, program metrics, runtime), 0 improvements;"
+    )
+    # Outputs: the step summary appended to, the JSON, the kept reports.
+    text = summary.read_text()
+    assert text.startswith("earlier step\n\n### jaxperf ab: head ")
+    assert "| traces | 1 | 2 |  |  | **REGRESSED** |" in text
+    data = json.loads((tmp_path / "ab.json").read_text())
+    assert data["schema"] == render.SCHEMA and data["regressions"] == 7
+    assert data["base"]["commit"] == base and data["rounds"] == 1
+    assert [(r["side"], r["round"]) for r in data["runs"]] == [("base", 1), ("head", 1)]
+    verdict = {(r["test"], r["metric"], r["benchmark"]): r for r in data["rows"]}
+    work_row = verdict[(NODE_WORK, "runtime", "work")]
+    assert work_row["verdict"] == "REGRESSED" and work_row["ratio"]["low"] > 1.1
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
+        "base-1.json",
+        "head-1.json",
+    ]
+    # The base run measured the base tree, the head run the head tree.
+    kept = json.loads((tmp_path / "reports" / "base-1.json").read_text())
+    assert kept["tests"][NODE_SCALE]["traces"] == 1
+    # Nothing left behind: no worktree, no temporary directory, the user's tree as it was.
+    assert worktrees(root) == [str(root)]
+    assert leftovers(out) == []
+    assert git(root, "status", "--porcelain", "--ignored") == status_before
+
+
+def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "repo")
+    sub = {f"sub/{k}": v for k, v in project("src/").items()}
+    base = commit_files(root, sub, "base")
+    commit_files(root, {"README.md": "a change that is no code\n"}, "docs")
+    # Default --path: sub/ and sub/src; the package is only in src/ (not installed).
+    done = ab(
+        root / "sub",
+        "--base", base,
+        "--rounds", "1",
+        "--runtime-threshold", "50",
+        "--", "-k", "scale or work",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = table_rows(done.stdout)
+    assert rows[(NODE_SCALE, "traces")] == ["1", "1", "ok"]
+    assert rows[(NODE_WORK, "runtime work")][-1] == "ok"
+    assert rows[(NODE_WORK, "compile time")][-1] == "1 round"
+    assert f"jaxperf ab: base {base[:10]} ({base}) vs head " in done.stdout
+    assert " in sub; pytest -k scale or work" in done.stdout
+    assert done.stdout.splitlines()[-1].startswith("jaxperf ab: 0 regressions, 0 improvements;")
+    assert worktrees(root) == [str(root)]
+
+
+def test_a_run_that_imports_the_other_trees_code_stops_with_its_origin(
+    repo: tuple[Path, str],
+) -> None:
+    root, _ = repo
+    commit_files(
+        root,
+        {
+            "tools/helpers.py": "VALUE = 1\n",
+            "tests/test_helpers.py": "from helpers import VALUE\n\n\n"
+            "def test_value(jaxperf):\n    assert VALUE == 1\n",
+        },
+        "helpers outside --path",
+    )
+    # A PYTHONPATH that names the checkout: the base run would test the head's helpers.
+    done = ab(root, "--base", "HEAD", "--rounds", "1", PYTHONPATH=f"{PLUGIN_SOURCE}:{root}/tools")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert done.stderr.startswith(
+        f"jaxperf ab: the base run imported helpers from {root}/tools/helpers.py, in the head "
+        f"tree {root}: pass --path with the directory that holds helpers"
+    )
+    assert worktrees(root) == [str(root)]
+    assert leftovers(done.stdout) == []
+
+
+def test_a_run_that_fails_is_shown_with_its_output(repo: tuple[Path, str]) -> None:
+    root, base = repo
+    done = ab(root, "--base", base, "--", "--no-such-option")
+    assert done.returncode == 2
+    assert re.match(
+        r"jaxperf ab: the base run \(round 1: -m pytest in .*/base\) exited with status 4 "
+        r"\(usage error\); its output ends:\n",
+        done.stderr,
+    )
+    assert "  | ERROR: usage: " in done.stderr
+    assert "unrecognized arguments: --no-such-option" in done.stderr
+    assert worktrees(root) == [str(root)]
+
+
+def test_no_recorded_test_is_a_usage_error(repo: tuple[Path, str]) -> None:
+    root, base = repo
+    done = ab(root, "--base", base, "--", "-k", "not_recorded")
+    assert done.returncode == 2
+    assert done.stderr == (
+        "jaxperf ab: no test was recorded in either tree: mark tests with @pytest.mark.jaxperf "
+        "or use the jaxperf fixture, or record all with -- --jaxperf-all\n"
+    )
+    assert "round 1/3" in done.stdout  # stopped after the first round
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_run_removes_the_worktree(repo: tuple[Path, str], signum: int) -> None:
+    root, base = repo
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_jaxperf", "ab", "--base", base],
+        cwd=root,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    first = proc.stdout.readline()  # printed once the worktree exists and the runs start
+    assert "checked out in" in first
+    assert len(worktrees(root)) == 2
+    proc.send_signal(signum)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2
+    assert err.endswith("jaxperf ab: interrupted; the base worktree was removed\n")
+    assert worktrees(root) == [str(root)]
+    assert leftovers(first + out) == []
+
+
+def in_process(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    monkeypatch.chdir(cwd)
+    return main(["ab", *args])
+
+
+def test_usage_errors_are_one_line_and_exit_2(
+    repo: tuple[Path, str],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root, base = repo
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    cases = {
+        ("--base", "nope"): f"jaxperf ab: --base nope: no such commit in {root}; fetch it first "
+        "(git fetch origin), or check the spelling",
+        ("--base", base, "--rounds", "0"): "jaxperf: argument --rounds: expected a whole number "
+        ">= 1, got '0' (see jaxperf ab --help)",
+        ("--base", base, "--runtime-threshold", "0.9"): "jaxperf: argument --runtime-threshold: "
+        "expected a ratio >= 1 such as 1.1, got '0.9' (see jaxperf ab --help)",
+        ("--base", base, "--path", "/abs"): "jaxperf ab: --path /abs: must be relative to where "
+        "you run jaxperf ab, so that it names a directory in each tree",
+        ("--base", base, "--path", "lib"): f"jaxperf ab: --path lib: no such directory in the "
+        f"head tree ({root / 'lib'})",
+        ("--base", base, "--path", "tests"): "jaxperf ab: no Python package (a directory with "
+        f"__init__.py, or a module) in the head tree's --path ({root / 'tests'}); pass --path "
+        "with the directory that holds the package your tests import (src-layout: --path src)",
+        ("--base", base, "--json", str(tmp_path)): f"jaxperf ab: --json {tmp_path}: is a "
+        "directory, not a file; pass the path of a file",
+        ("--base", base, "-k", "x"): "jaxperf: unrecognized arguments: -k (see jaxperf --help)",
+    }
+    for args, message in cases.items():
+        assert in_process(root, monkeypatch, *args) == 2, args
+        assert capsys.readouterr().err == message + "\n", args
+    assert in_process(tmp_path, monkeypatch, "--base", "HEAD") == 2
+    assert "is not inside a git working tree" in capsys.readouterr().err
+    # A sub-project the base commit does not have.
+    commit_files(root, {"new/pkg/__init__.py": "", "new/pytest.ini": INI}, "a new project")
+    assert in_process(root / "new", monkeypatch, "--base", base) == 2
+    assert capsys.readouterr().err == (
+        f"jaxperf ab: new does not exist in the base commit {base[:10]} ({base}); run jaxperf "
+        "ab from a directory both commits have\n"
+    )
+    assert worktrees(root) == [str(root)]
+
+
+# -- verdicts and rendering, from hand-built reports ----------------------------------------
+
+
+def report_pair(base_factor: float, head_factor: float, seed: int) -> tuple[Report, Report]:
+    from _jaxperf_data import bench, fn
+    from _records import rec
+
+    def one(factor: float, s: int) -> Report:
+        b = bench(1e-3 * factor, spread=0.02, n=30)
+        assert b.runtime is not None
+        samples = tuple(v * (1 + 0.001 * ((s * 31 + i) % 7)) for i, v in
+                        enumerate(b.runtime.samples_s))  # fmt: skip
+        import dataclasses
+
+        b = dataclasses.replace(b, runtime=dataclasses.replace(b.runtime, samples_s=samples))
+        return Report(
+            tests={"t.py::test_a": rec(fn("f", "m.py:1", compile_s=0.3), benchmarks={"f": b})}
+        )
+
+    return one(base_factor, seed), one(head_factor, seed + 1)
+
+
+def test_rows_from_reports_and_their_table() -> None:
+    rounds = [report_pair(1.0, 1.5, s) for s in range(3)]
+    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
+    comparison = verdicts.compare_rounds(rounds, thresholds)
+    by_metric = {(r.metric, r.benchmark): r for r in comparison.rows}
+    assert by_metric[("runtime", "f")].verdict == "REGRESSED"
+    assert by_metric[("traces", None)].verdict == "ok"
+    # Equal compile seconds in every round: a ratio of 1 with no spread at all.
+    assert by_metric[("compile time", None)].verdict == "ok"
+    assert [r.metric for r in comparison.regressions] == ["runtime"]
+    context = render.Context(
+        base_ref="main",
+        base_commit="a" * 40,
+        head_commit="b" * 40,
+        head_changed=2,
+        project=".",
+        rounds=3,
+        thresholds=thresholds,
+        confidence=stats.CONFIDENCE,
+        runs=tuple(render.RunTime(side, n, 1.0) for n in (1, 2, 3) for side in ("base", "head")),
+        seconds=6.4,
+    )
+    text = render.terminal(comparison, context)
+    assert text.splitlines()[0] == (
+        "jaxperf ab: base aaaaaaaaaa (main) vs head bbbbbbbbbb + 2 uncommitted changes"
+    )
+    row = next(line for line in text.splitlines() if "runtime f" in line)
+    assert re.fullmatch(
+        r"\s+runtime f\s+1\.00\d ms\s+1\.50\d ms\s+1\.5\dx\s+\[1\.\d\d, 1\.\d\d\]\s+REGRESSED", row
+    )
+    assert text.splitlines()[-1] == (
+        "jaxperf ab: 1 regression (runtime), 0 improvements; 1 test in 3 rounds (6 runs, 6 s)"
+    )
+    md = render.markdown(comparison, context)
+    assert "| `t.py::test_a` | traces | 1 | 1 |  |  | ok |" in md
+    assert "**REGRESSED**" in md
+
+
+def test_tests_in_one_tree_only_and_failed_tests_are_listed_not_compared() -> None:
+    base, head = report_pair(1.0, 1.0, 0)
+    base.tests["t.py::test_gone"] = base.tests["t.py::test_a"]
+    head.tests["t.py::test_new"] = head.tests["t.py::test_a"]
+    failed = head.tests["t.py::test_a"]
+    head.tests["t.py::test_failed"] = type(failed)(outcome="failed")
+    base.tests["t.py::test_failed"] = base.tests["t.py::test_a"]
+    comparison = verdicts.compare_rounds([(base, head)], verdicts.Thresholds(1.1, 1.5))
+    by_test = {r.test: r.verdict for r in comparison.rows if r.metric == "test"}
+    assert by_test == {
+        "t.py::test_gone": "not in head",
+        "t.py::test_new": "new",
+        "t.py::test_failed": "failed in head",
+    }
+    assert comparison.regressions == []

@@ -1,0 +1,245 @@
+"""`jaxperf ab`'s git handling and its import check, without running pytest: the temporary
+worktree is removed however the block ends, refs and repository states give one clear line,
+and a run that imported the wrong tree's code is named as such."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from pytest_jaxperf.ab import worker, worktree
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "t",
+    "GIT_AUTHOR_EMAIL": "t@example.com",
+    "GIT_COMMITTER_NAME": "t",
+    "GIT_COMMITTER_EMAIL": "t@example.com",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def git(root: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV, "HOME": str(root.parent)}
+    done = subprocess.run(["git", *args], cwd=root, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A repository with two commits of one file."""
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("one\n")
+    git(root, "add", "a.txt")
+    git(root, "commit", "-qm", "one")
+    (root / "a.txt").write_text("two\n")
+    git(root, "commit", "-qam", "two")
+    return root
+
+
+def worktrees(root: Path) -> list[str]:
+    return [
+        line[len("worktree ") :]
+        for line in git(root, "worktree", "list", "--porcelain").splitlines()
+        if line.startswith("worktree ")
+    ]
+
+
+def test_the_base_worktree_holds_the_commit_and_is_removed_after(
+    repo: Path, tmp_path: Path
+) -> None:
+    commit = worktree.resolve("HEAD~1", repo)
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with worktree.base_worktree(repo, commit, scratch) as base:
+        assert (base / "a.txt").read_text() == "one\n"
+        assert git(base, "rev-parse", "HEAD").strip() == commit
+        assert len(worktrees(repo)) == 2
+        assert (repo / "a.txt").read_text() == "two\n"  # the user's tree as it was
+    assert not base.exists()
+    assert worktrees(repo) == [str(repo)]
+    assert git(repo, "status", "--porcelain") == ""
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
+def test_the_worktree_is_removed_when_the_block_raises(
+    repo: Path, tmp_path: Path, error: BaseException
+) -> None:
+    commit = worktree.resolve("HEAD~1", repo)
+    seen: list[Path] = []
+
+    def measure() -> None:
+        with worktree.base_worktree(repo, commit, tmp_path) as base:
+            seen.append(base)
+            (base / "scratch.txt").write_text("an untracked file left by a run\n")
+            raise error
+
+    with pytest.raises(type(error)):
+        measure()
+    base = seen[0]
+    assert not base.exists()
+    assert worktrees(repo) == [str(repo)]
+
+
+def test_a_locked_or_vanished_worktree_is_still_removed(repo: Path, tmp_path: Path) -> None:
+    commit = worktree.resolve("HEAD~1", repo)
+    with worktree.base_worktree(repo, commit, tmp_path / "a") as base:
+        git(repo, "worktree", "lock", str(base))
+    assert worktrees(repo) == [str(repo)]
+    with worktree.base_worktree(repo, commit, tmp_path / "b") as base:
+        subprocess.run(["rm", "-rf", str(base)], check=True)
+    assert worktrees(repo) == [str(repo)]
+
+
+def test_an_unknown_ref_is_one_line(repo: Path) -> None:
+    with pytest.raises(worktree.GitError) as info:
+        worktree.resolve("origin/nope", repo)
+    assert str(info.value) == (
+        f"--base origin/nope: no such commit in {repo}; fetch it first (git fetch origin), "
+        "or check the spelling"
+    )
+    with pytest.raises(worktree.GitError, match="expected a git ref"):
+        worktree.resolve("--all", repo)
+
+
+def test_a_shallow_clone_is_told_to_fetch_the_history(repo: Path, tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(
+        ["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(clone)],
+        check=True,
+        capture_output=True,
+    )
+    with pytest.raises(worktree.GitError) as info:
+        worktree.resolve("HEAD~1", clone)
+    assert "this clone is shallow: fetch the history (actions/checkout: fetch-depth: 0)" in str(
+        info.value
+    )
+
+
+def test_unmerged_paths_cannot_be_measured(repo: Path) -> None:
+    git(repo, "checkout", "-q", "-b", "other", "HEAD~1")
+    (repo / "a.txt").write_text("three\n")
+    git(repo, "commit", "-qam", "three")
+    merge = subprocess.run(["git", "merge", "-q", "main"], cwd=repo, capture_output=True)
+    assert merge.returncode != 0  # a conflict
+    with pytest.raises(worktree.GitError) as info:
+        worktree.head(repo)
+    assert str(info.value) == (
+        f"{repo} has unmerged paths (a.txt): resolve the conflict or abort the merge/rebase, "
+        "then run jaxperf ab again"
+    )
+
+
+def test_uncommitted_changes_are_counted_not_refused(repo: Path) -> None:
+    (repo / "a.txt").write_text("changed\n")
+    (repo / "new.txt").write_text("untracked\n")
+    head = worktree.head(repo)
+    assert head.changed == 1 and head.commit == git(repo, "rev-parse", "HEAD").strip()
+
+
+def test_outside_a_repository(tmp_path: Path) -> None:
+    with pytest.raises(worktree.GitError, match="is not inside a git working tree"):
+        worktree.repository(tmp_path)
+
+
+# -- the import check -----------------------------------------------------------------------
+
+
+def spec(tmp_path: Path, side: str = "base") -> worker.Spec:
+    other = "head" if side == "base" else "base"
+    return worker.Spec(
+        side=side,
+        tree=str(tmp_path / side),
+        other_side=other,
+        other_tree=str(tmp_path / other),
+        paths=(str(tmp_path / side),),
+        packages=("pkg",),
+        out=str(tmp_path / "out.json"),
+    )
+
+
+def module(name: str, file: Path) -> types.ModuleType:
+    mod = types.ModuleType(name)
+    mod.__file__ = str(file)
+    return mod
+
+
+def test_the_package_from_its_own_tree_passes(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    modules = {"pkg": module("pkg", tmp_path / "base" / "pkg" / "__init__.py"), "os": os}
+    assert worker.problems(s, modules, final=True) == (
+        [],
+        {"pkg": str(tmp_path / "base" / "pkg" / "__init__.py")},
+    )
+
+
+def test_the_package_from_the_other_tree_is_named_with_its_origin(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    where = tmp_path / "head" / "pkg" / "__init__.py"
+    found, _ = worker.problems(s, {"pkg": module("pkg", where)}, final=False)
+    assert found == [
+        f"the base run imported pkg from {where} (the head tree), not from the base tree "
+        f"{tmp_path / 'base'}: its --path ({tmp_path / 'base'}) did not come first; uninstall "
+        "that copy or pass --path with the directory that holds the package"
+    ]
+
+
+def test_the_package_from_an_installed_copy_is_a_problem(tmp_path: Path) -> None:
+    where = tmp_path / "venv" / "site-packages" / "pkg" / "__init__.py"
+    found, _ = worker.problems(spec(tmp_path, "head"), {"pkg": module("pkg", where)}, final=True)
+    assert len(found) == 1 and found[0].startswith(f"the head run imported pkg from {where}, ")
+
+
+def test_another_module_from_the_other_tree_is_a_problem(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    modules = {
+        "pkg": module("pkg", tmp_path / "base" / "pkg" / "__init__.py"),
+        "helpers": module("helpers", tmp_path / "head" / "tools" / "helpers.py"),
+    }
+    found, _ = worker.problems(s, modules, final=True)
+    assert found == [
+        f"the base run imported helpers from {tmp_path / 'head' / 'tools' / 'helpers.py'}, in "
+        f"the head tree {tmp_path / 'head'}: pass --path with the directory that holds helpers "
+        "so that each run imports its own tree's copy"
+    ]
+
+
+def test_a_virtualenv_inside_the_other_tree_is_not_code_under_test(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = spec(tmp_path)
+    venv = tmp_path / "head" / ".venv"
+    monkeypatch.setattr(sys, "prefix", str(venv))
+    modules = {
+        "pkg": module("pkg", tmp_path / "base" / "pkg" / "__init__.py"),
+        "numpy": module("numpy", venv / "lib" / "site-packages" / "numpy" / "__init__.py"),
+    }
+    assert worker.problems(s, modules, final=True)[0] == []
+
+
+def test_a_package_never_imported_is_a_problem_at_the_end_only(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    assert worker.problems(s, {}, final=False) == ([], {})
+    found, _ = worker.problems(s, {}, final=True)
+    assert found == [
+        f"the base run imported none of pkg (found in its --path: {tmp_path / 'base'}): pass "
+        "--path with the directory that holds the package your tests import"
+    ]
+
+
+def test_find_packages(tmp_path: Path) -> None:
+    for d in ("pkg", "tests", "docs", "data"):
+        (tmp_path / d).mkdir()
+    for f in ("pkg/__init__.py", "tests/__init__.py", "docs/__init__.py", "conftest.py",
+              "setup.py", "tool.py", "test_x.py", "notes.txt"):  # fmt: skip
+        (tmp_path / f).write_text("")
+    assert worker.find_packages([tmp_path, tmp_path / "missing"]) == ["pkg", "tool"]
