@@ -57,7 +57,7 @@ from typing import Any
 from _machine import wait_for_quiet
 from compile_under_load import hogs
 
-from pytest_jaxperf import baseline, compare, environment
+from pytest_jaxperf import compare, environment, store
 from pytest_jaxperf.ab import stats, verdicts
 from pytest_jaxperf.ab.command import DEFAULT_COMPILE_THRESHOLD, DEFAULT_RUNTIME_THRESHOLD
 from pytest_jaxperf.config import MarkerLimits, Tolerances
@@ -178,7 +178,7 @@ def ab_run(
     data = json.loads(out_json.read_text())
     pairs = []
     for r in range(1, rounds + 1):
-        b, h = (baseline.load(reports / f"{side}-{r}.json") for side in ("base", "head"))
+        b, h = (store.load(reports / f"{side}-{r}.json") for side in ("base", "head"))
         assert b is not None and h is not None
         pairs.append((b, h))
     run_seconds = [
@@ -307,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     wait_for_quiet(ns.quiet_wait)
     stored_path = work / "stored.json"
     pytest_run(repo, [f"--jaxperf-baseline={stored_path}", "--jaxperf-save", *extra, *TESTS])
-    stored = baseline.load(stored_path)
+    stored = store.load(stored_path)
     if stored is None or not set(TESTS) <= set(stored.tests):
         sys.exit(f"the stored baseline lacks the tests: {stored_path}")
 

@@ -57,7 +57,7 @@ from typing import Any
 
 from _machine import machine_busy_s, wait_for_quiet
 
-from pytest_jaxperf import baseline, compare, config, environment
+from pytest_jaxperf import compare, config, environment, store
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import BenchmarkEntry, Entry, Report, TestRecord
 
@@ -205,7 +205,7 @@ def run_pytest(
     text = proc.stdout + proc.stderr
     if proc.returncode not in (0, 1):
         sys.exit(f"pytest failed (rc={proc.returncode}): {' '.join(cmd)}\n{text[-4000:]}")
-    report = baseline.load(base if save else out)
+    report = store.load(base if save else out)
     if report is None:
         sys.exit(f"pytest wrote no report: {' '.join(cmd)}\n{text[-4000:]}")
     return Run(kind, condition, report, wall, cpu, others, hogs_in_run, load1, proc.returncode)

@@ -34,8 +34,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_jaxperf import baseline as baseline_io
-from pytest_jaxperf import history, model, timing
+from pytest_jaxperf import history, model, store, timing
 from pytest_jaxperf.cli import evaluate_all
 from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.markdown import render_markdown
@@ -204,20 +203,20 @@ def main(argv: list[str] | None = None) -> int:
             root / "run.json",
             root / "new.json",
         )
-        baseline_io.save(base_path, base)
-        baseline_io.save(run_path, run)
+        store.save(base_path, base)
+        store.save(run_path, run)
         print(f"baseline {_mb(base_path)}, report {_mb(run_path)} ({len(run.tests)} tests)\n")
 
         # 1. load + compare + save
         t_load, (b, r) = best_of(
-            repeat, lambda: (baseline_io.load(base_path), baseline_io.load(run_path))
+            repeat, lambda: (store.load(base_path), store.load(run_path))
         )
         assert b is not None and r is not None
         t_cmp, outcomes = best_of(repeat, lambda: evaluate_all(b, r, Tolerances()))
-        merged = baseline_io.merge(b, r)
+        merged = store.merge(b, r)
 
         def save_merged() -> bool:
-            baseline_io.save(saved_path, merged)
+            store.save(saved_path, merged)
             return True
 
         t_save, _ = best_of(repeat, save_merged)
@@ -292,17 +291,17 @@ def _breakdown(path: Path, report: Report, repeat: int) -> None:
     text = path.read_text(encoding="utf-8")
     t_parse, data = best_of(repeat, lambda: json.loads(text))
     t_check, _ = best_of(repeat, lambda: model.report_from_json(data))
-    t_dumps, _ = best_of(repeat, lambda: baseline_io.dumps(report))
+    t_dumps, _ = best_of(repeat, lambda: store.dumps(report))
     t_tojson, doc = best_of(repeat, lambda: model.report_to_json(report))
     t_indent, old = best_of(1, lambda: json.dumps(doc, indent=2, sort_keys=True))
     t_compact, _ = best_of(repeat, lambda: json.dumps(doc, sort_keys=True))
     for test in doc["tests"].values():
         for bench in test["benchmarks"].values():
             bench.get("runtime", {}).pop("samples_s", None)
-    without = len(baseline_io.format_json(doc).encode())
+    without = len(store.format_json(doc).encode())
     print(
         f"   one file ({len(text.encode()) / 1e6:.1f} MB): json.loads {t_parse:.3f} s + "
-        f"validation (report_from_json) {t_check:.3f} s; baseline.dumps {t_dumps:.3f} s; "
+        f"validation (report_from_json) {t_check:.3f} s; store.dumps {t_dumps:.3f} s; "
         f"{without / 1e6:.1f} MB without the per-round samples_s"
     )
     print(

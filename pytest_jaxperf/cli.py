@@ -12,9 +12,8 @@ from typing import NoReturn, TextIO
 
 import pytest
 
-from . import compare, export, report
+from . import compare, export, terminal
 from .ab import command as ab_command
-from .baseline import BaselineError, load
 from .config import (
     CLOCKS,
     OPTIONS,
@@ -34,6 +33,7 @@ from .environment import (
 from .model import Report, TestRecord
 from .outputs import Output, OutputError, problem
 from .shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
+from .store import BaselineError, load
 from .summary import RunSummary
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -185,10 +185,10 @@ def _fail(message: str) -> int:
 
 
 def _load(path: Path) -> Report:
-    report_ = load(path)
-    if report_ is None:
+    report = load(path)
+    if report is None:
         raise BaselineError(f"{path}: no such file")
-    return report_
+    return report
 
 
 # -- show ------------------------------------------------------------------------------------
@@ -198,7 +198,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     run = _load(args.report)
     env = ", ".join(f"{k} {v}" for k, v in sorted(run.environment.items()))
     print(f"{args.report}: {len(run.tests)} tests; {env or 'no environment recorded'}", file=out)
-    for line in report.summary_lines(run.tests, {}):
+    for line in terminal.summary_lines(run.tests, {}):
         print(line, file=out)
     for nodeid, rec in sorted(run.tests.items()):
         print(f"\n{nodeid} ({rec.outcome})", file=out)
@@ -209,7 +209,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 def _details(rec: TestRecord) -> str:
     # detail_section shows what it can of odd `benchmarks` entries (they are free-form).
-    return report.detail_section(rec, compare.Outcome())
+    return terminal.detail_section(rec, compare.Outcome())
 
 
 # -- compare ---------------------------------------------------------------------------------
@@ -259,12 +259,12 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     print(f"jaxperf: {_settings_line(settings, inifile)}", file=out)
     summary = RunSummary.of(outcomes)
     for nodeid in summary.regressed:
-        print(report.failure_text(nodeid, outcomes[nodeid], str(args.baseline)), file=out)
+        print(terminal.failure_text(nodeid, outcomes[nodeid], str(args.baseline)), file=out)
         if tests[nodeid].outcome != "passed":
             print(f"  note: the test's outcome in the report: {tests[nodeid].outcome}", file=out)
     for nodeid in summary.gone:
         for fn in outcomes[nodeid].gone:
-            print(report.gone_line(fn, nodeid), file=out)
+            print(terminal.gone_line(fn, nodeid), file=out)
     for nodeid in summary.improved:
         print(f"improved: {nodeid}: {'; '.join(outcomes[nodeid].improvements)}", file=out)
     for note, ids in summary.notes:

@@ -11,7 +11,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import report
+from . import terminal
 from .compare import Outcome
 from .environment import timing_differences
 from .history import number
@@ -79,7 +79,7 @@ def render_html(
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>pytest-jaxperf: {_e(report.tally(outcomes))}</title>\n"
+        f"<title>pytest-jaxperf: {_e(terminal.tally(outcomes))}</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
 
@@ -94,7 +94,7 @@ def _e(text: object) -> str:
 def _summary(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]) -> list[str]:
     failed = any(o.failed for o in outcomes.values())
     out = [
-        f'<p class="tally {"bad" if failed else "good"}">{_e(report.tally(outcomes))}</p>',
+        f'<p class="tally {"bad" if failed else "good"}">{_e(terminal.tally(outcomes))}</p>',
         f'<p class="muted">{len(run.tests)} recorded tests'
         + (f"; baseline with {len(baseline.tests)} tests" if baseline else "; no baseline")
         + "</p>",
@@ -121,21 +121,21 @@ def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
     if failed:
         out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
         for nodeid in failed[:MAX_DETAILED]:
-            lines = report.failing_lines(outcomes[nodeid])
+            lines = terminal.failing_lines(outcomes[nodeid])
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(failed), MAX_DETAILED, "regressions")
     reported = summary.reported
     if reported:
         out.append(f"<h2>Reported only, not gated ({len(reported)})</h2>")
         for nodeid in reported[:MAX_DETAILED]:
-            lines = [line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)]
+            lines = [line for b in outcomes[nodeid].breaches for line in terminal.breach_lines(b)]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(reported), MAX_DETAILED, "tests")
     gone = summary.gone
     if gone:
         out.append(f"<h2>Functions gone ({summary.functions_gone})</h2>")
         for nodeid in gone[:MAX_DETAILED]:
-            lines = [report.gone_line(fn) for fn in outcomes[nodeid].gone]
+            lines = [terminal.gone_line(fn) for fn in outcomes[nodeid].gone]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(gone), MAX_DETAILED, "tests")
     improved = summary.improved
@@ -186,7 +186,7 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
     for nodeid, rec in sorted(run.tests.items())[:MAX_TABLE_ROWS]:
         base = baseline.tests.get(nodeid) if baseline else None
         runtimes = ", ".join(
-            f"{label}: {report.seconds(entry.runtime.median_s)}"
+            f"{label}: {terminal.seconds(entry.runtime.median_s)}"
             for label, entry in rec.benchmark_entries()
             if entry.runtime is not None
         )
@@ -197,7 +197,7 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
             f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
             f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f})</td>"
-            f"<td class=num>{report.cpu_seconds(rec)}</td>"
+            f"<td class=num>{terminal.cpu_seconds(rec)}</td>"
             f"<td class=num>{f'{base.total_s:.3f}' if base else '-'}</td>"
             f"<td>{_e(runtimes) or '-'}</td><td{css}>{_e(status)}</td></tr>"
         )
@@ -347,13 +347,13 @@ def _runtime_chart(run: Report, baseline: Report | None) -> list[str]:
     for ratio, name, now, before in chosen:
         reference = statistics.median(before) if ratio > 0 else statistics.median(now)
         reference = reference or 1.0
-        head = f"{_label(name, 60)}  {report.seconds(statistics.median(now))}"
+        head = f"{_label(name, 60)}  {terminal.seconds(statistics.median(now))}"
         data.append([v / reference for v in now])
         labels.append(head + (f"  ×{ratio:.2f}" if ratio > 0 else "  (no baseline)"))
         colors.append("#cf222e" if ratio > 1.1 else "#4c72b0")
         if ratio > 0:
             data.append([v / reference for v in before])
-            labels.append(f"baseline  {report.seconds(reference)}")
+            labels.append(f"baseline  {terminal.seconds(reference)}")
             colors.append("#c8d1dc")
     fig = _figure(11, 1.0 + 0.26 * len(data), left=_label_inches(labels, 7.5))
     ax = fig.add_subplot()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
-from . import report
+from . import terminal
 from .compare import Outcome
 from .model import Report, TestRecord
 from .summary import RunSummary, status_of
@@ -61,14 +61,14 @@ def render_markdown(
         f"Reported only, not gated ({len(summary.reported)})",
         summary.reported,
         lambda nodeid: _block(
-            line for b in outcomes[nodeid].breaches for line in report.breach_lines(b)
+            line for b in outcomes[nodeid].breaches for line in terminal.breach_lines(b)
         ),
         "tests",
     )
     out += _section(
         f"Functions gone ({summary.functions_gone})",
         summary.gone,
-        lambda nodeid: _block(report.gone_line(fn) for fn in outcomes[nodeid].gone),
+        lambda nodeid: _block(terminal.gone_line(fn) for fn in outcomes[nodeid].gone),
         "tests",
     )
     out += _section(
@@ -121,7 +121,7 @@ def _block(lines: Iterable[str]) -> list[str]:
 
 
 def _regression(outcome: Outcome) -> list[str]:
-    return _block(report.failing_lines(outcome))
+    return _block(terminal.failing_lines(outcome))
 
 
 def _section(
@@ -180,7 +180,7 @@ def _table(
         out.append(
             f"| {_code(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | {rec.total_s:.3f} "
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | "
-            f"{report.cpu_seconds(rec)} | {status} |"
+            f"{terminal.cpu_seconds(rec)} | {status} |"
         )
     if len(rows) > max_rows:
         out += [

@@ -43,8 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
     if not _enabled(config):
         return
-    from . import _xdist, outputs
-    from . import baseline as baseline_io
+    from . import _xdist, outputs, store
     from .session import JaxPerfSession
 
     settings = Settings.from_pytest_config(config)
@@ -54,8 +53,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if problem is not None:
         raise pytest.UsageError(f"pytest-jaxperf: {problem}")
     try:
-        base = baseline_io.load(settings.baseline)
-    except baseline_io.BaselineError as exc:
+        base = store.load(settings.baseline)
+    except store.BaselineError as exc:
         raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     if settings.html is not None:
         from .html import require_matplotlib

@@ -9,8 +9,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from . import _xdist, compare, outputs, report
-from . import baseline as baseline_io
+from . import _xdist, compare, outputs, store, terminal
 from .config import MarkerLimits, Settings
 from .model import Report, TestRecord, test_from_json, test_to_json
 
@@ -201,7 +200,7 @@ class JaxPerfSession:
             not_measured={**(self.not_measured or {}), **unmeasured(base_env)},
         )
         self.outcomes[item.nodeid] = outcome
-        section = report.detail_section(record, outcome)
+        section = terminal.detail_section(record, outcome)
         if item.nodeid in self.listener_errors:
             section += (
                 f"\nrecorder: {self.listener_errors[item.nodeid]} JAX event(s) could not be "
@@ -220,9 +219,9 @@ class JaxPerfSession:
         if outcome.failed:
             # The test itself passed: "regressed" keeps it apart from a real failure.
             record.outcome, rep.outcome = "regressed", "failed"
-            rep.longrepr = report.failure_text(item.nodeid, outcome, str(self.settings.baseline))
+            rep.longrepr = terminal.failure_text(item.nodeid, outcome, str(self.settings.baseline))
         # JUnit XML reads properties off the teardown report, which copies the item's.
-        item.user_properties += report.junit_properties(record, outcome)
+        item.user_properties += terminal.junit_properties(record, outcome)
         return rep
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -230,15 +229,15 @@ class JaxPerfSession:
             return
         tr = terminalreporter
         tr.write_sep("=", "jaxperf")
-        for line in report.summary_lines(self.records, self.outcomes):
+        for line in terminal.summary_lines(self.records, self.outcomes):
             tr.write_line(line)
         for nodeid, out in sorted(self.outcomes.items()):
             for b in out.breaches:
                 if not b.gated:
-                    tr.write_line(f"reported only: {nodeid}: {report.breach_lines(b)[0]}")
+                    tr.write_line(f"reported only: {nodeid}: {terminal.breach_lines(b)[0]}")
             for fn in out.gone:
-                tr.write_line(report.gone_line(fn, nodeid))
-        tr.write_line(report.tally(self.outcomes))
+                tr.write_line(terminal.gone_line(fn, nodeid))
+        tr.write_line(terminal.tally(self.outcomes))
         for note in self.notes:
             tr.write_line(f"pytest-jaxperf: {note}", yellow=True)
         for line in self.write_errors:
@@ -272,9 +271,9 @@ class JaxPerfSession:
         # reported and the others are still written.
         if s.save:
             base = s.baseline
-            self._write_file("jaxperf_baseline", base, lambda: baseline_io.save_merged(base, run))
+            self._write_file("jaxperf_baseline", base, lambda: store.save_merged(base, run))
         if (json_path := s.json) is not None:
-            self._write_file("jaxperf_json", json_path, lambda: baseline_io.save(json_path, run))
+            self._write_file("jaxperf_json", json_path, lambda: store.save(json_path, run))
         if (markdown := s.markdown) is not None:
             self._write_file("jaxperf_markdown", markdown, lambda: self._markdown(markdown, run))
         runs = None
@@ -293,7 +292,7 @@ class JaxPerfSession:
         """write(), or None with one line about the failure kept for the summary."""
         try:
             return write()
-        except (OSError, outputs.OutputError, baseline_io.BaselineError) as exc:
+        except (OSError, outputs.OutputError, store.BaselineError) as exc:
             # An OSError's own text may name a temporary file; its reason is what helps.
             reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             option = self.settings.origin(dest)

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .baseline import BaselineError, load, merge, placed, save
 from .model import Report
+from .store import BaselineError, load, merge, placed, save
 
 # What to do about a shard report that is missing or cannot be read.
 FIX_SHARD = "pass the report each shard wrote with pytest --jaxperf --jaxperf-json=PATH"

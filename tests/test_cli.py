@@ -24,11 +24,11 @@ from _jaxperf_data import (
     unmeasured,
 )
 
-from pytest_jaxperf import baseline as baseline_io
+from pytest_jaxperf import store
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.export import to_bencher, to_github_action_benchmark
 from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, Report
-from pytest_jaxperf.report import benchmark_line, failure_text, tally
+from pytest_jaxperf.terminal import benchmark_line, failure_text, tally
 
 
 @pytest.fixture
@@ -36,8 +36,8 @@ def files(tmp_path: Path) -> tuple[Path, Path]:
     """(baseline, report) files: the report has one regression."""
     base, run = baseline_and_run()
     base_path, run_path = tmp_path / "baseline.json", tmp_path / "run.json"
-    baseline_io.save(base_path, base)
-    baseline_io.save(run_path, run)
+    store.save(base_path, base)
+    store.save(run_path, run)
     return base_path, run_path
 
 
@@ -47,7 +47,7 @@ def test_compare_prints_each_regression_and_exits_1(
     base_path, run_path = files
     assert main(["compare", str(base_path), str(run_path)]) == 1
     out, err = capsys.readouterr()
-    base, run = baseline_io.load(base_path), baseline_io.load(run_path)
+    base, run = store.load(base_path), store.load(run_path)
     assert base is not None and run is not None
     outcomes = outcomes_for(base, run)
     assert err == ""
@@ -80,8 +80,8 @@ def test_compare_reports_a_gone_function_as_such_and_exits_0(
     base = Report(tests={"t::a": rec(fn("f", "m.py:1"), fn("g", "m.py:9", compile_s=0.5))})
     run = Report(tests={"t::a": rec(fn("f", "m.py:1"))})
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
-    baseline_io.save(base_path, base)
-    baseline_io.save(run_path, run)
+    store.save(base_path, base)
+    store.save(run_path, run)
     assert main(["compare", str(base_path), str(run_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2:] == [
@@ -99,8 +99,8 @@ def test_compare_tolerances_and_environment(
         environment={"jax": "0.10.2"}, tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.5))}
     )
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
-    baseline_io.save(base_path, base)
-    baseline_io.save(run_path, run)
+    store.save(base_path, base)
+    store.save(run_path, run)
     args = ["compare", str(base_path), str(run_path)]
     assert main(args) == 1  # 0.12 s -> 0.52 s: over rtol 1 and floor 0.1
     assert "compile time of all functions: baseline 0.120 s -> now 0.520 s" in (
@@ -111,7 +111,7 @@ def test_compare_tolerances_and_environment(
     capsys.readouterr()
 
     run.environment["jax"] = "0.10.3"
-    baseline_io.save(run_path, run)
+    store.save(run_path, run)
     assert main(args) == 0
     out = capsys.readouterr().out
     assert (
@@ -125,8 +125,8 @@ def test_compare_clock_options(tmp_path: Path, capsys: pytest.CaptureFixture[str
     base = Report(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.2))})
     run = Report(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.8, cpu=0.25))})
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
-    baseline_io.save(base_path, base)
-    baseline_io.save(run_path, run)
+    store.save(base_path, base)
+    store.save(run_path, run)
     args = ["compare", str(base_path), str(run_path)]
     assert main(args) == 0
     assert main([*args, "--compile-clock=wall"]) == 1
@@ -144,11 +144,11 @@ def test_compare_gates_program_metrics_only_on_the_same_jax(
         )
 
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
-    baseline_io.save(base_path, report("0.10.2", 12))
-    baseline_io.save(run_path, report("0.10.2", 40))
+    store.save(base_path, report("0.10.2", 12))
+    store.save(run_path, report("0.10.2", 40))
     assert main(["compare", str(base_path), str(run_path)]) == 1
     assert "jaxpr_eqns" in capsys.readouterr().out
-    baseline_io.save(run_path, report("0.10.3", 40))
+    store.save(run_path, report("0.10.3", 40))
     assert main(["compare", str(base_path), str(run_path)]) == 0
     out = capsys.readouterr().out
     assert "jaxpr_eqns" not in out
@@ -172,8 +172,8 @@ def test_compare_gates_regressed_tests_and_skips_failed_ones(
     run.tests["t::a"].outcome = "regressed"  # the plugin failed it
     run.tests["t::b"].outcome = "failed"  # it failed by itself: a partial record
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
-    baseline_io.save(base_path, Report(tests={**base.tests, "t::old": rec()}))
-    baseline_io.save(run_path, run)
+    store.save(base_path, Report(tests={**base.tests, "t::old": rec()}))
+    store.save(run_path, run)
     assert main(["compare", str(base_path), str(run_path)]) == 1
     out = capsys.readouterr().out
     assert "  note: the test's outcome in the report: regressed" in out
@@ -253,7 +253,7 @@ def test_show_prints_the_table_and_details(
         "trace=0.010s lower=0.010s compile=0.100s cpu=0.120s"
     ) in lines
     assert "      retrace: x: f32[3] -> f32[4]" in lines
-    loaded = baseline_io.load(run_path)
+    loaded = store.load(run_path)
     assert loaded is not None
     assert "  " + benchmark_line("step", loaded.tests[REGRESSED].benchmarks["step"]) in lines
 
@@ -263,7 +263,7 @@ def test_show_names_a_broken_benchmark_entry(
 ) -> None:
     record = rec(fn("f", "m.py:1"), benchmarks={"b": unmeasured()})
     path = tmp_path / "r.json"
-    baseline_io.save(path, Report(tests={"t::a": record}))
+    store.save(path, Report(tests={"t::a": record}))
     assert main(["show", str(path)]) == 0
     assert "  benchmark 'b': first call 0.200 s" in capsys.readouterr().out
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -293,7 +293,7 @@ def test_export_to_stdout_and_file(
     convert: object,
 ) -> None:
     _, run_path = files
-    run = baseline_io.load(run_path)
+    run = store.load(run_path)
     assert run is not None and callable(convert)
     assert main(["export", "--format", fmt, str(run_path)]) == 0
     assert json.loads(capsys.readouterr().out) == convert(run)
@@ -433,8 +433,8 @@ def test_compare_gives_the_plugins_verdict_for_the_same_files(
 
 def _save_pair(tmp_path: Path, base: Report, run: Report) -> list[str]:
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
-    baseline_io.save(base_path, base)
-    baseline_io.save(run_path, run)
+    store.save(base_path, base)
+    store.save(run_path, run)
     return ["compare", str(base_path), str(run_path)]
 
 

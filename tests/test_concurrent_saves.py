@@ -15,7 +15,7 @@ from _records import fn, rec
 from conftest import read_json
 from filelock import FileLock
 
-from pytest_jaxperf import baseline, history, outputs
+from pytest_jaxperf import history, outputs, store
 from pytest_jaxperf.model import Report
 
 
@@ -25,14 +25,14 @@ def _run(*nodeids: str) -> Report:
 
 def test_save_merged_keeps_entries_saved_since_the_run_started(tmp_path: Path) -> None:
     path = tmp_path / ".jaxperf" / "baseline.json"
-    baseline.save(path, _run("t::old"))
-    at_start = baseline.load(path)  # what this run read at start-up
-    baseline.save_merged(path, _run("t::other"))  # another run saved meanwhile
-    merged = baseline.save_merged(path, _run("t::mine"))
+    store.save(path, _run("t::old"))
+    at_start = store.load(path)  # what this run read at start-up
+    store.save_merged(path, _run("t::other"))  # another run saved meanwhile
+    merged = store.save_merged(path, _run("t::mine"))
     assert set(merged.tests) == {"t::old", "t::other", "t::mine"}
-    assert baseline.load(path) == merged
+    assert store.load(path) == merged
     # What saving did before: the start-up read merged, the other run's entry lost.
-    assert "t::other" not in baseline.merge(at_start, _run("t::mine")).tests
+    assert "t::other" not in store.merge(at_start, _run("t::mine")).tests
     assert outputs.lock_path(path) == tmp_path / ".jaxperf" / "baseline.json.lock"
     assert outputs.lock_path(path).exists()
 
@@ -41,13 +41,13 @@ def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path, log = tmp_path / "baseline.json", tmp_path / "h.jsonl"
-    baseline.save(path, _run("t::old"))
+    store.save(path, _run("t::old"))
     before = path.read_text()
     monkeypatch.setattr(outputs, "LOCK_TIMEOUT_S", 0.05)
     # Other runs holding the locks.
     with FileLock(outputs.lock_path(path)), FileLock(outputs.lock_path(log)):
         with pytest.raises(outputs.OutputError) as info:
-            baseline.save_merged(path, _run("t::mine"))
+            store.save_merged(path, _run("t::mine"))
         with pytest.raises(outputs.OutputError, match="h.jsonl.lock after 0.05 s"):
             history.append(log, {"tests": {}})
     assert str(info.value) == (
@@ -56,7 +56,7 @@ def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
     )
     assert path.read_text() == before
     assert not log.exists()
-    baseline.save_merged(path, _run("t::mine"))  # free again
+    store.save_merged(path, _run("t::mine"))  # free again
     assert set(read_json(path)["tests"]) == {"t::old", "t::mine"}
     history.append(log, {"tests": {}})
     assert history.load(log) == [{"tests": {}}]
@@ -65,8 +65,8 @@ def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
 def test_a_broken_baseline_met_while_saving_is_left_as_it_is(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
     path.write_text('{"schema": "pytest-jaxperf/2", "tests": {"a": ')  # cut short meanwhile
-    with pytest.raises(baseline.BaselineError, match="is not valid JSON"):
-        baseline.save_merged(path, _run("t::mine"))
+    with pytest.raises(store.BaselineError, match="is not valid JSON"):
+        store.save_merged(path, _run("t::mine"))
     assert path.read_text() == '{"schema": "pytest-jaxperf/2", "tests": {"a": '
 
 
@@ -80,10 +80,10 @@ import os
 import time
 from pathlib import Path
 
-import pytest_jaxperf.baseline as baseline_io
+import pytest_jaxperf.store as store
 
 SIGNALS = Path(os.environ["JAXPERF_TEST_SIGNALS"])
-_save = baseline_io.save
+_save = store.save
 
 
 def _held_save(path, report):
@@ -98,7 +98,7 @@ def _held_save(path, report):
 
 
 if os.environ.get("JAXPERF_TEST_ROLE") == "A":
-    baseline_io.save = _held_save
+    store.save = _held_save
 """
 
 SUITE = """

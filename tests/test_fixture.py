@@ -168,8 +168,8 @@ def test_no_recompile_names_the_causes_of_the_block(jp: pytest.Pytester, on: boo
     result = _run(jp) if on else jp.runpytest()
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
-    past_cap, seen_before = (
-        out.split("_ test_cause_past_the_cap _")[1].split("_ test_cause_seen_before_the_block _")
+    past_cap, seen_before = out.split("_ test_cause_past_the_cap _")[1].split(
+        "_ test_cause_seen_before_the_block _"
     )
     # The block's own cause (the previous shape: f32[12] with --jaxperf, whichever cached
     # one JAX names without), not the last the test remembered (x: f32[10] -> f32[11]).
@@ -309,9 +309,7 @@ def test_runtime_gate(jp: pytest.Pytester) -> None:
     # The wording of a breach that is reported only; 32x the work, so that a second
     # measurement under this suite's load still shows it.
     jp.makepyfile(test_rt=RUNTIME.format(repeat=640))
-    result = jp.runpytest(
-        "--jaxperf", "--jaxperf-timing=report", "--junitxml=junit.xml", *timing
-    )
+    result = jp.runpytest("--jaxperf", "--jaxperf-timing=report", "--junitxml=junit.xml", *timing)
     result.assert_outcomes(passed=1)
     # Shown but not gated, in the same words everywhere; nothing was saved.
     result.stdout.fnmatch_lines(

@@ -6,7 +6,7 @@ from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, ou
 
 from pytest_jaxperf.markdown import render_markdown
 from pytest_jaxperf.model import Report
-from pytest_jaxperf.report import breach_lines, tally
+from pytest_jaxperf.terminal import breach_lines, tally
 
 
 def render(baseline_path: str | None = ".jaxperf/baseline.json", **kwargs: int) -> str:

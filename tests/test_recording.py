@@ -218,9 +218,7 @@ def test_all():
 
 def test_same_named_functions_of_one_file_survive_an_edit_above_them(jp: pytest.Pytester) -> None:
     def write(lines_above: int, shapes: tuple[int, ...]) -> None:
-        jp.makepyfile(
-            test_names=HEADER + "#\n" * lines_above + f"SHAPES = {shapes}\n" + SAME_NAMES
-        )
+        jp.makepyfile(test_names=HEADER + "#\n" * lines_above + f"SHAPES = {shapes}\n" + SAME_NAMES)
 
     # Compile time is not this test's subject (the suite's own load moves it).
     args = ("--jaxperf", "--jaxperf-compile-floor=1000")
@@ -263,6 +261,7 @@ def test_same_named_functions_of_one_file_survive_an_edit_above_them(jp: pytest.
     )
     assert "new function" not in result.stdout.str()
     assert "no longer compiled" not in result.stdout.str()
+
 
 def test_eager_helpers_in_their_own_bucket(jp: pytest.Pytester) -> None:
     jp.makepyfile(

@@ -14,7 +14,7 @@ from _records import Record, fn, rec
 from conftest import read_json
 from filelock import FileLock
 
-from pytest_jaxperf import baseline, outputs
+from pytest_jaxperf import outputs, store
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.model import Report
 
@@ -29,7 +29,7 @@ def _rec(traces: int = 1, outcome: str = "passed") -> Record:
 
 
 def _save(path: Path, environment: dict[str, object], **tests: Record) -> Path:
-    baseline.save(path, Report(environment=dict(environment), tests=tests))
+    store.save(path, Report(environment=dict(environment), tests=tests))
     return path
 
 
@@ -56,7 +56,7 @@ def test_merge_writes_every_shards_passed_tests_each_with_its_environment(
         f"note: 1 test of {b} keeps the environment it was measured in "
         "(cpu AMD EPYC -> Other CPU); each is gated against its own",
     ]
-    merged = baseline.load(out)
+    merged = store.load(out)
     assert merged is not None
     # The file's environment is the one most entries were measured in; the other shard's
     # entry carries its own, and is gated against it.
@@ -103,7 +103,7 @@ def test_merge_into_a_baseline_updates_it_as_jaxperf_save_does(
         f"not merged: t::skipped: skipped in {b} (a baseline takes passed tests only; "
         "it has no entry)",
     ]
-    merged = baseline.load(out)
+    merged = store.load(out)
     assert merged is not None
     assert {n: r.traces for n, r in merged.tests.items()} == {
         "t::a": 1,  # replaced by the shard's
@@ -117,7 +117,7 @@ def test_merge_into_a_baseline_updates_it_as_jaxperf_save_does(
     assert merged.tests["t::a"].environment is None
     # The same file as one --jaxperf-save of the whole, unsplit run.
     serial = _save(tmp_path / "serial.json", OLD_JAX, **old)
-    baseline.save_merged(serial, Report(environment=dict(ENV), tests=shard_tests))
+    store.save_merged(serial, Report(environment=dict(ENV), tests=shard_tests))
     assert out.read_text() == serial.read_text()
 
 

@@ -14,8 +14,8 @@ from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.html import render_html
 from pytest_jaxperf.markdown import render_markdown
 from pytest_jaxperf.model import Report
-from pytest_jaxperf.report import gone_line, junit_properties, summary_lines
 from pytest_jaxperf.summary import RunSummary, status_of
+from pytest_jaxperf.terminal import gone_line, junit_properties, summary_lines
 
 
 def _breach(gated: bool = True) -> Breach:

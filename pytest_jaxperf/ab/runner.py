@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..baseline import BaselineError, load
 from ..model import Report
+from ..store import BaselineError, load
 from . import worker
 
 # How much of a failed run's output to show.
