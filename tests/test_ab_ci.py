@@ -112,7 +112,7 @@ def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
         "pytest.ini": INI,
         "pyproject.toml": PYPROJECT,
         "_backend/tiny_backend.py": BACKEND,
-        ".gitignore": "*.egg-info/\n",
+        ".gitignore": "*.egg-info/\n.jaxperf/*.lock\n",
     }
     base = commit_files(root, files, "base")
     env = environment(
