@@ -103,6 +103,13 @@ def test_the_workflow_checks_out_history_and_runs_both_gates() -> None:
     assert "--base ${{ github.event.pull_request.base.sha }}" in commands[2]
 
 
+def test_the_readme_recipe_is_the_workflow() -> None:
+    readme = (WORKFLOW.parent.parent.parent / "README.md").read_text()
+    section = readme[readme.index("\n## Runtime against the base commit: `jaxperf ab`\n") :]
+    section = section[: section.index("\n## ", 1)]
+    assert run_lines(section) == run_lines(WORKFLOW.read_text())
+
+
 def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
     root = new_repo(tmp_path / "checkout")
     files = {
