@@ -4,8 +4,8 @@ alarm, and what does it cost? And the stored-baseline gate on the same runs, for
 Run: ``.venv/bin/python benchmarks/ab_power.py [--same-runs 20] [--slow-runs 10] [--rounds 5]``
 (the defaults: 80 `jaxperf ab` runs of 5 rounds, 800 pytest processes plus a few plain runs,
 about 1.5-2 hours on 2 cores: in a smoke run on a machine shared with other work, one
-round of the two tests took 12-16 s quiet and about 26 s beside the hog); a smoke check: ``--same-runs 1 --slow-runs 1
---rounds 2 --plain-runs 1`` (about 5 minutes).
+round of the two tests took 12-16 s quiet and about 26 s beside the hog); a smoke check:
+``--same-runs 1 --slow-runs 1 --rounds 2 --plain-runs 1`` (about 5 minutes).
 
 1. Builds a git repository from ``example_project/`` in the work directory: commit ``base``
    (the example as it is, its committed baseline left out), and one branch per case on top of
