@@ -84,18 +84,19 @@ CASES = {
     # Runtime only: the same program and counts, each call of dense_relu made 2x or 1.25x as
     # long (a busy wait after it). Nothing here can see that, so nothing fails: the counts
     # and program metrics equal the committed baseline's. `jaxperf ab` is what catches them
-    # (benchmarks/ab_power.py measures how often).
+    # (benchmarks/ab_power.py measures how often). Timings are left ungated on a jax other
+    # than the committed baseline's, hence any number "not gated".
     "slow_2x": Case(
         select=("tests/test_layer.py",),
         failed=(),
         passed=3,
-        lines=("jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated",),
+        lines=("jaxperf: 0 regressions, 0 improvements, 0 new, * not gated",),
     ),
     "slow_1_25x": Case(
         select=("tests/test_layer.py",),
         failed=(),
         passed=3,
-        lines=("jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated",),
+        lines=("jaxperf: 0 regressions, 0 improvements, 0 new, * not gated",),
     ),
     "data_dependent_size": Case(
         select=("tests/test_neighbours.py::test_trajectory_compiles_once",),
