@@ -41,11 +41,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -56,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from _machine import wait_for_quiet
-from compile_under_load import hogs
+from compile_under_load import _digest, _fmt, _median, hogs
 
 from pytest_jaxperf import compare, environment, store
 from pytest_jaxperf.ab import stats, verdicts
@@ -248,18 +246,6 @@ def stored_gate(run: AbRun, stored: Report, clock: str) -> bool:
 
 def _frac(n: int, total: int) -> str:
     return f"{n}/{total}"
-
-
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def _fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{suffix}"
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -21,6 +20,7 @@ from .config import (
     MarkerLimits,
     Settings,
     Tolerances,
+    parse_number,
     settings_from_args,
 )
 from .environment import (
@@ -58,11 +58,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _seconds_or_ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value >= 0 and math.isfinite(value)):
+    value = parse_number(text, 0)
+    if value is None:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
     return value
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,11 +217,8 @@ def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
             raise pytest.UsageError(f"{name}: expected a whole number >= 1, got {value!r}")
         return whole
     if kind == "float":
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = float("nan")
-        if not number >= 0 or number == float("inf"):
+        number = parse_number(value, 0)
+        if number is None:
             raise pytest.UsageError(f"{name}: expected a number >= 0, got {value!r}")
         return number
     path = Path(str(value)).expanduser()
@@ -313,6 +311,16 @@ class MarkerLimits:
                 if getattr(self, f.name) is not None
             },
         )
+
+
+def parse_number(text: Any, minimum: float) -> float | None:
+    """`text` (an option's or ini value) as a finite number >= `minimum`; None when it is not
+    one (nan, inf, a word)."""
+    try:
+        number = float(text)
+    except (TypeError, ValueError):
+        return None
+    return number if number >= minimum and math.isfinite(number) else None
 
 
 def _number_ok(value: Any, integer: bool) -> bool:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import math
 import os
 import shutil
 import signal
@@ -20,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL
+from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, parse_number
 from ..model import Report
 from ..outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
 from . import render, runner, stats, verdicts, worker, worktree
@@ -52,21 +51,15 @@ def _rounds(text: str) -> int:
 
 
 def _threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value >= 1 and math.isfinite(value)):
+    value = parse_number(text, 1)
+    if value is None:
         raise argparse.ArgumentTypeError(f"expected a ratio >= 1 such as 1.1, got {text!r}")
     return value
 
 
 def _rtol(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not (value >= 0 and math.isfinite(value)):
+    value = parse_number(text, 0)
+    if value is None:
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
     return value
 
