@@ -40,6 +40,22 @@ def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
     return pytester
 
 
+# One recorded test of one jitted function: the smallest suite an end-to-end test runs.
+ONE_JITTED_TEST = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(3))
+"""
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from _jaxperf_data import ENV, NEW, REGRESSED, baseline_and_run, fn, rec, unmeasured
+from conftest import ONE_JITTED_TEST
 
 from pytest_jaxperf import history
 from pytest_jaxperf.model import Report, ScalingEntry
@@ -198,23 +199,8 @@ def test_a_line_cut_short_is_skipped_with_a_note(tmp_path: Path, cut: bytes) -> 
     assert many is not None and "skipped 7 unreadable line(s) (line 1, 2, 3, 4, 5, ...:" in many
 
 
-HISTORY_TEST = """
-import jax
-import jax.numpy as jnp
-import pytest
-
-@jax.jit
-def f(x):
-    return x + 1
-
-@pytest.mark.jaxperf
-def test_f():
-    f(jnp.ones(3))
-"""
-
-
 def test_a_run_after_an_interrupted_writer_appends_with_a_note(jp: pytest.Pytester) -> None:
-    jp.makepyfile(test_run=HISTORY_TEST)
+    jp.makepyfile(test_run=ONE_JITTED_TEST)
     path = jp.path / "h.jsonl"
     jp.runpytest("--jaxperf", f"--jaxperf-history={path}").assert_outcomes(passed=1)
     first = path.read_text()

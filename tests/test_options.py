@@ -6,24 +6,15 @@ import json
 import sys
 
 import pytest
-from conftest import lit, read_json
+from conftest import ONE_JITTED_TEST, lit, read_json
 
-TEST = """
-import jax
-import jax.numpy as jnp
-import pytest
-
-@jax.jit
-def f(x):
-    return x + 1
-
-@pytest.mark.jaxperf
-def test_f():
-    f(jnp.ones(3))
-
+TEST = (
+    ONE_JITTED_TEST
+    + """
 def test_plain():
     f(jnp.ones(3))
 """
+)
 
 
 def test_off_imports_no_jax_and_writes_nothing(jp: pytest.Pytester) -> None:

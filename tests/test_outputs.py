@@ -8,25 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import lit, read_json
+from conftest import ONE_JITTED_TEST, lit, read_json
 
 from pytest_jaxperf import outputs
 from pytest_jaxperf.outputs import Output
-
-TEST = """
-import jax
-import jax.numpy as jnp
-import pytest
-
-@jax.jit
-def f(x):
-    return x + 1
-
-@pytest.mark.jaxperf
-def test_f():
-    f(jnp.ones(3))
-"""
-
 
 # -- the start-up rule, one case at a time -------------------------------------------------
 
@@ -136,7 +121,7 @@ def test_a_path_that_cannot_be_written_stops_the_run_before_any_test(
     jp: pytest.Pytester, args: list[str], ini: str, named: str
 ) -> None:
     jp.makeini(f"[pytest]\naddopts = -p no:cacheprovider\n{ini}\n")
-    jp.makepyfile(TEST)
+    jp.makepyfile(ONE_JITTED_TEST)
     (jp.path / "taken").mkdir()
     (jp.path / "blocker").write_text("a file")
     result = jp.runpytest("--jaxperf", *args)
@@ -154,7 +139,7 @@ def test_a_path_that_cannot_be_written_stops_the_run_before_any_test(
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() == 0, reason="root writes anywhere")
 def test_an_unwritable_directory_stops_the_run(jp: pytest.Pytester) -> None:
-    jp.makepyfile(TEST)
+    jp.makepyfile(ONE_JITTED_TEST)
     locked_dir = jp.path / "ro"
     locked_dir.mkdir()
     locked_dir.chmod(0o500)
@@ -172,22 +157,11 @@ def test_an_unwritable_directory_stops_the_run(jp: pytest.Pytester) -> None:
 # -- end to end: at the end ----------------------------------------------------------------
 
 # The test itself puts a directory where one file will be written, after the start-up check.
-SABOTAGE = """
-import os
-from pathlib import Path
-import jax
-import jax.numpy as jnp
-import pytest
-
-@jax.jit
-def f(x):
-    return x + 1
-
-@pytest.mark.jaxperf
-def test_f():
-    f(jnp.ones(3))
-    Path(os.environ["JAXPERF_TEST_SABOTAGE"]).mkdir(parents=True)
-"""
+SABOTAGE = (
+    "import os\nfrom pathlib import Path\n"
+    + ONE_JITTED_TEST
+    + '    Path(os.environ["JAXPERF_TEST_SABOTAGE"]).mkdir(parents=True)\n'
+)
 
 
 @pytest.mark.parametrize("broken", ["baseline", "json", "markdown", "history"])
@@ -237,7 +211,7 @@ def test_a_file_that_cannot_be_written_at_the_end_keeps_the_others(
 def test_markdown_to_the_step_summary_appends(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    jp.makepyfile(TEST)
+    jp.makepyfile(ONE_JITTED_TEST)
     summary = jp.path / "step_summary"
     summary.write_text("## Lint\nall clean\n")
     other = jp.path / "other.md"
