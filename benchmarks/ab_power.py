@@ -54,7 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from _machine import wait_for_quiet
-from compile_under_load import _digest, _fmt, _median, hogs
+from compile_under_load import _digest, _fmt, _median, finish, hogs
 
 from pytest_jaxperf import compare, environment, store
 from pytest_jaxperf.ab import stats, verdicts
@@ -420,12 +420,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{_fmt(setup, '.1f')} s per jaxperf ab run; exit status at {ns.rounds} rounds: "
           f"{sum(r.returncode == 1 for r in runs)} of {len(runs)} runs exited 1)")  # fmt: skip
 
-    if _digest(COMMITTED) != committed:
-        print(f"WARNING: {COMMITTED} changed during the run")
-    if ns.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
-    return 0
+    return finish(committed, work, ns.workdir is None, t_start)
 
 
 if __name__ == "__main__":

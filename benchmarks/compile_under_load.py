@@ -289,6 +289,17 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
 
 
+def finish(committed: str, work: Path, remove: bool, t_start: float) -> int:
+    """The end of a benchmark script: warn if the committed baseline changed, remove the
+    work directory unless kept, print the total time."""
+    if _digest(COMMITTED) != committed:
+        print(f"WARNING: {COMMITTED} changed during the run")
+    if remove:
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=None, help="runs per block (default 10)")
@@ -565,12 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         f"exceed {1 + ns.runtime_rtol:g}x, with Mann-Whitney p < {compare.RUNTIME_ALPHA:g})"
     )
 
-    if _digest(COMMITTED) != committed:
-        print(f"WARNING: {COMMITTED} changed during the run")
-    if ns.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
-    return 0
+    return finish(committed, work, ns.workdir is None, t_start)
 
 
 if __name__ == "__main__":
