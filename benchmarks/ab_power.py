@@ -231,7 +231,7 @@ def stored_gate(run: AbRun, stored: Report, clock: str) -> bool:
     if rec is None or old is None:
         return False
     before, now = stored.environment_of(test), head.environment_of(test)
-    outcome = compare.evaluate(
+    verdict = compare.evaluate(
         rec,
         old,
         MarkerLimits(),
@@ -240,7 +240,7 @@ def stored_gate(run: AbRun, stored: Report, clock: str) -> bool:
         static_differences=environment.static_differences(before, now),
     )
     return any(
-        b.gated and b.metric == compare.RUNTIME and b.benchmark == label for b in outcome.breaches
+        b.gated and b.metric == compare.RUNTIME and b.benchmark == label for b in verdict.breaches
     )
 
 

@@ -425,7 +425,7 @@ def run_suite(
             }
             diff = sorted(run.failed_ids ^ off.failed_ids)
             print(
-                f"  outcomes off vs {name}: {_pfs(off)} vs {_pfs(run)} -> "
+                f"  verdicts off vs {name}: {_pfs(off)} vs {_pfs(run)} -> "
                 f"{'equal' if same else 'DIFFERENT'}"
                 + (f"; failed/errored in only one: {', '.join(diff)}" if diff else "")
             )

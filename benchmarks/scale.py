@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             repeat, lambda: (store.load(base_path), store.load(run_path))
         )
         assert b is not None and r is not None
-        t_cmp, outcomes = best_of(repeat, lambda: evaluate_all(b, r, Tolerances()))
+        t_cmp, verdicts = best_of(repeat, lambda: evaluate_all(b, r, Tolerances()))
         merged = store.merge(b, r)
 
         def save_merged() -> bool:
@@ -221,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
 
         t_save, _ = best_of(repeat, save_merged)
         total = t_load + t_cmp + t_save
-        failed = sum(o.failed for o in outcomes.values())
+        failed = sum(o.failed for o in verdicts.values())
         print("1. load baseline + report, compare all tests, save merged baseline")
         print(
             f"   load {t_load:.3f} s + compare {t_cmp:.3f} s + save {t_save:.3f} s "
@@ -232,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         _breakdown(base_path, b, repeat)
 
         # 2. markdown and HTML without history
-        t_md, md = best_of(repeat, lambda: render_markdown(r, outcomes, str(base_path)))
+        t_md, md = best_of(repeat, lambda: render_markdown(r, verdicts, str(base_path)))
         print("\n2. reports without history")
         print(f"   markdown {t_md:.3f} s ({len(md.encode()) / 1e3:.0f} kB)")
         html_mod = _html()
@@ -240,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
             print("   HTML: skipped, matplotlib is not installed (pip install matplotlib)")
         else:
             html_mod.render_html(Report(), None, {})  # matplotlib's import, paid once
-            t_html, page = best_of(repeat, lambda: html_mod.render_html(r, b, outcomes))
+            t_html, page = best_of(repeat, lambda: html_mod.render_html(r, b, verdicts))
             both = t_md + t_html
             print(f"   HTML     {t_html:.3f} s ({len(page.encode()) / 1e6:.1f} MB)")
             print(
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"   load all {len(entries)} runs: {t_hload:.3f} s")
         if html_mod is not None:
-            t_hhtml, _ = best_of(repeat, lambda: html_mod.render_html(r, b, outcomes, entries))
+            t_hhtml, _ = best_of(repeat, lambda: html_mod.render_html(r, b, verdicts, entries))
             print(
                 f"   HTML with the history: {t_hhtml:.3f} s "
                 f"(+{t_hhtml - t_html:.3f} s for the trends)"

@@ -4,24 +4,21 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-import pytest
-
-from . import compare, export, terminal
+from . import compare, export, inifile, terminal
 from .ab import command as ab_command
 from .config import (
     CLOCKS,
     OPTIONS,
     TIMING_MODES,
+    ConfigError,
     MarkerLimits,
     Settings,
     Tolerances,
     parse_number,
-    settings_from_args,
 )
 from .environment import (
     UNDER_XDIST,
@@ -37,11 +34,6 @@ from .store import BaselineError, load
 from .summary import RunSummary
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
-
-FORMATS = {
-    "github-action-benchmark": export.to_github_action_benchmark,
-    "bencher": export.to_bencher,
-}
 
 
 class _UsageError(Exception):
@@ -152,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     mrg.set_defaults(run=_merge)
 
     exp = commands.add_parser("export", help="write a report's metrics for a benchmark service")
-    exp.add_argument("--format", required=True, choices=sorted(FORMATS), dest="format")
+    exp.add_argument("--format", required=True, choices=sorted(export.FORMATS), dest="format")
     exp.add_argument("report", type=Path, metavar="REPORT")
     exp.add_argument("-o", "--output", type=Path, metavar="OUT", help="file (default: stdout)")
     exp.set_defaults(run=_export)
@@ -206,7 +198,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
 
 def _details(rec: TestRecord) -> str:
     # detail_section shows what it can of odd `benchmarks` entries (they are free-form).
-    return terminal.detail_section(rec, compare.Outcome())
+    return terminal.detail_section(rec, compare.Verdict())
 
 
 # -- compare ---------------------------------------------------------------------------------
@@ -215,19 +207,12 @@ def _details(rec: TestRecord) -> str:
 def _settings(args: argparse.Namespace) -> tuple[Settings, Path | None]:
     """The settings a `pytest --jaxperf` run would resolve with these flags, and the ini file
     they were read from (None without one)."""
-    pytest_args = []
-    if args.rootdir is not None:
-        # And DIR as the run's path: pytest finds the ini file from its paths' directories.
-        pytest_args += [f"--rootdir={args.rootdir}", str(args.rootdir)]
-    if args.config_file is not None:
-        pytest_args.append(f"--config-file={args.config_file}")
-    for opt in OPTIONS:
-        value = getattr(args, opt.dest, None) if opt.dest in GATING_OPTIONS else None
-        if value is not None:
-            pytest_args.append(f"{opt.flag}={value}")
+    flags = {dest: getattr(args, dest, None) for dest in GATING_OPTIONS}
+    rootdir = None if args.rootdir is None else Path(args.rootdir)
+    config_file = None if args.config_file is None else Path(args.config_file)
     try:
-        return settings_from_args(pytest_args)
-    except pytest.UsageError as exc:
+        return inifile.resolve(flags, config_file, rootdir)
+    except ConfigError as exc:
         raise _UsageError(str(exc)) from None
 
 
@@ -236,14 +221,14 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     runs = [Shard(path, _load(path)) for path in args.reports]
     check_disjoint(runs)
     settings, inifile = _settings(args)
-    outcomes: dict[str, compare.Outcome] = {}
+    verdicts: dict[str, compare.Verdict] = {}
     tests: dict[str, TestRecord] = {}
     # Shard by shard: a test's verdict needs its own entry and environment only, and a bad
     # marker keyword is then named with the report it came from.
     for shard in runs:
         try:
-            outcomes |= evaluate_all(base, shard.report, settings.tolerances, settings.timing_mode)
-        except pytest.UsageError as exc:  # a marker keyword saved in the report
+            verdicts |= evaluate_all(base, shard.report, settings.tolerances, settings.timing_mode)
+        except ConfigError as exc:  # a marker keyword saved in the report
             raise _UsageError(f"{shard.path}: {exc}") from None
         tests |= shard.report.tests
     if len(runs) == 1:
@@ -254,16 +239,16 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         )
     print(f"jaxperf: comparing {compared} with {args.baseline} ({len(base.tests)} tests)", file=out)
     print(f"jaxperf: {_settings_line(settings, inifile)}", file=out)
-    summary = RunSummary.of(outcomes)
+    summary = RunSummary.of(verdicts)
     for nodeid in summary.regressed:
-        print(terminal.failure_text(nodeid, outcomes[nodeid], str(args.baseline)), file=out)
+        print(terminal.failure_text(nodeid, verdicts[nodeid], str(args.baseline)), file=out)
         if tests[nodeid].outcome != "passed":
             print(f"  note: the test's outcome in the report: {tests[nodeid].outcome}", file=out)
     for nodeid in summary.gone:
-        for fn in outcomes[nodeid].gone:
+        for fn in verdicts[nodeid].gone:
             print(terminal.gone_line(fn, nodeid), file=out)
     for nodeid in summary.improved:
-        print(f"improved: {nodeid}: {'; '.join(outcomes[nodeid].improvements)}", file=out)
+        print(f"improved: {nodeid}: {'; '.join(verdicts[nodeid].improvements)}", file=out)
     for note, ids in summary.notes:
         print(f"note ({len(ids)} test{'s' if len(ids) != 1 else ''}): {note}", file=out)
     missing = len(set(base.tests) - set(tests))
@@ -280,19 +265,20 @@ def _settings_line(settings: Settings, inifile: Path | None) -> str:
         f"compile rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s "
         f"({tol.compile_clock} seconds); runtime rtol {tol.runtime_rtol:g} "
         f"({tol.runtime_clock} clock, timing {settings.timing_mode}); static rtol "
-        f"{tol.static_rtol:g}; ini file {inifile if inifile is not None else 'none'}"
+        f"{tol.static_rtol:g}; "
+        + (f"ini file {inifile}" if inifile is not None else "no ini file sets a jaxperf option")
     )
 
 
 def evaluate_all(
     base: Report, run: Report, tolerances: Tolerances, timing_mode: str = "gate"
-) -> dict[str, compare.Outcome]:
+) -> dict[str, compare.Verdict]:
     """The plugin's verdict for every test of `run` that passed or that the plugin failed
     ('regressed'), with the marker keywords saved in its record, each entry against the
     baseline entry's own environment (`timing_mode` as the run's). A test that failed by
     itself recorded only part of its work, so it is not compared. A bad saved keyword raises
-    pytest.UsageError."""
-    outcomes = {}
+    ConfigError."""
+    verdicts = {}
     for nodeid, rec in run.tests.items():
         if rec.outcome not in ("passed", "regressed"):
             continue
@@ -300,7 +286,7 @@ def evaluate_all(
         timing = timing_differences(before, now)
         if under_xdist(now):
             timing.append(UNDER_XDIST)
-        outcomes[nodeid] = compare.evaluate(
+        verdicts[nodeid] = compare.evaluate(
             rec,
             base.tests.get(nodeid),
             MarkerLimits.from_json(rec.marker, f"test {nodeid}"),
@@ -310,7 +296,7 @@ def evaluate_all(
             timing_mode=timing_mode,
             not_measured={**unmeasured(now), **unmeasured(before)},
         )
-    return outcomes
+    return verdicts
 
 
 # -- merge -----------------------------------------------------------------------------------
@@ -338,7 +324,7 @@ def _merge(args: argparse.Namespace, out: TextIO) -> int:
 
 def _export(args: argparse.Namespace, out: TextIO) -> int:
     run = _load(args.report)
-    text = json.dumps(FORMATS[args.format](run), indent=2, allow_nan=False) + "\n"
+    text = export.dumps(export.document(args.format, run))
     if args.output is None:
         out.write(text)
         return EXIT_OK

@@ -1,4 +1,4 @@
-"""Gating rules: a test's record, its baseline entry and its limits -> an Outcome (pure)."""
+"""Gating rules: a test's record, its baseline entry and its limits -> a Verdict (pure)."""
 
 from __future__ import annotations
 
@@ -73,7 +73,7 @@ class Breach:
 
 
 @dataclass
-class Outcome:
+class Verdict:
     status: Status = "ok"
     breaches: list[Breach] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
@@ -101,7 +101,7 @@ class Outcome:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Outcome:
+    def from_json(cls, d: dict[str, Any]) -> Verdict:
         return cls(
             status=_status(d["status"]),
             breaches=[Breach.from_json(b) for b in d["breaches"]],
@@ -201,10 +201,10 @@ def evaluate(
     static_differences: Sequence[str] = (),
     timing_mode: str = "gate",
     not_measured: Mapping[str, str] | None = None,
-) -> Outcome:
+) -> Verdict:
     """Compare one test against its marker limits and its baseline entry (see `Gating` for
     what each argument decides)."""
-    out = Outcome()
+    out = Verdict()
     skipped = set(not_measured or {})
     if "compiles" in skipped:  # compile time goes with the compile counts
         skipped.add(COMPILE_TIME)
@@ -232,7 +232,7 @@ def evaluate(
     return out
 
 
-def _verdict(out: Outcome, new: bool = False) -> Status:
+def _verdict(out: Verdict, new: bool = False) -> Status:
     """The most pressing of the test's findings (see `Status`)."""
     if out.errors:
         return "BAD LIMIT"
@@ -259,7 +259,7 @@ def _gone(base: TestRecord, matched: Mapping[str, FunctionRecord]) -> list[Funct
 
 
 def _count_and_time_limits(
-    out: Outcome, record: TestRecord, limits: MarkerLimits, gating: Gating
+    out: Verdict, record: TestRecord, limits: MarkerLimits, gating: Gating
 ) -> None:
     """max_traces, max_compiles and max_compile_time: for the test or named functions."""
     clock = gating.tol.compile_clock
@@ -291,7 +291,7 @@ def _count_and_time_limits(
 
 
 def _counts_vs_baseline(
-    out: Outcome,
+    out: Verdict,
     record: TestRecord,
     base: TestRecord,
     matched: Mapping[str, FunctionRecord],
@@ -333,7 +333,7 @@ def _counts_vs_baseline(
 
 
 def _compile_time_vs_baseline(
-    out: Outcome,
+    out: Verdict,
     record: TestRecord,
     base: TestRecord,
     matched: Mapping[str, FunctionRecord],
@@ -407,7 +407,7 @@ RUNTIME = "runtime"
 JIT = "jit"
 
 
-def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) -> None:
+def _benchmark_limits(out: Verdict, record: TestRecord, limits: MarkerLimits) -> None:
     """max_jaxpr_eqns and max_hlo_ops: for every benchmark or named ones."""
     benchmarks = dict(record.benchmark_entries())
     for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
@@ -431,7 +431,7 @@ def _benchmark_limits(out: Outcome, record: TestRecord, limits: MarkerLimits) ->
 
 
 def _benchmarks_vs_baseline(
-    out: Outcome, record: TestRecord, base: TestRecord, gating: Gating
+    out: Verdict, record: TestRecord, base: TestRecord, gating: Gating
 ) -> None:
     """Each benchmark that is in the baseline too: program metrics, then runtime."""
     old_benchmarks = dict(base.benchmark_entries())
@@ -452,7 +452,7 @@ def _benchmarks_vs_baseline(
 
 
 def _program_metrics(
-    out: Outcome, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
+    out: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Deterministic program metrics: above static_rtol is a breach."""
     if gating.static_differences:
@@ -479,7 +479,7 @@ def _program_metrics(
 
 
 def _runtime(
-    out: Outcome, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
+    out: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Steady-state runtime: median, fastest round, CPU per call and a rank test."""
     tol = gating.tol

@@ -1,15 +1,17 @@
-"""Settings resolved once (command line > ini > default) and validated marker arguments."""
+"""Settings resolved once (command line > ini > default) and validated marker arguments.
+
+Pure: imports neither pytest nor jax, so that `jaxperf compare` gates without them. The values
+come in from pytest's config (plugin.py) or from the CLI's own arguments (inifile.py); a bad
+one raises ConfigError, which pytest's side turns into a usage error."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import pytest
+from typing import Any, Protocol
 
 DEFAULT_BASELINE = ".jaxperf/baseline.json"
 DEFAULT_COMPILE_RTOL = 1.0
@@ -19,6 +21,9 @@ DEFAULT_STATIC_RTOL = 0.1
 DEFAULT_MIN_ROUNDS = 20
 DEFAULT_MAX_TIME = 0.5
 TIMING_MODES = ("gate", "report", "off")
+# The formats of --jaxperf-export, as export.FORMATS names them (not imported from there: this
+# module loads with pytest, export only with --jaxperf on).
+EXPORT_FORMATS = ("github-action-benchmark", "bencher", "pytest-benchmark")
 # Which seconds a timing gate reads: process CPU time (not inflated by other processes
 # sharing the machine) or wall time.
 CLOCKS = ("cpu", "wall")
@@ -79,10 +84,18 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_runtime_clock", "--jaxperf-runtime-clock", "clock", "cpu",
            "on the CPU backend a runtime slowdown fails only when the CPU seconds per call "
            "grew too (cpu, default); wall gates on wall time alone"),
+    Option("jaxperf_export", "--jaxperf-export", "export", None,
+           "also write this run's metrics for a benchmark service: FORMAT:PATH, FORMAT one of "
+           f"{', '.join(EXPORT_FORMATS)} (as jaxperf export --format FORMAT)"),
     Option("jaxperf_allow_partial", "--jaxperf-allow-partial", "bool", False,
            "when the start-up self-check finds a JAX hook missing, warn and mark the affected "
            "metrics 'not measured' (never gated) instead of refusing to run"),
 )  # fmt: skip
+
+
+class ConfigError(ValueError):
+    """A bad option, ini or marker value; the message names it and what it expects."""
+
 
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
@@ -115,6 +128,7 @@ class Settings:
     html: Path | None
     history: Path | None
     allow_partial: bool = False
+    export: tuple[str, Path] | None = None  # (format, path)
     # How the user named each option that was set: "--jaxperf-json" or "ini option
     # jaxperf_json", so that an error about its value names what to change.
     origins: Mapping[str, str] = field(default_factory=dict)
@@ -124,23 +138,33 @@ class Settings:
         return self.origins.get(dest) or next(o.flag for o in OPTIONS if o.dest == dest)
 
     @classmethod
-    def from_pytest_config(cls, config: pytest.Config) -> Settings:
+    def resolve(
+        cls,
+        given: Mapping[str, Any],
+        ini: Mapping[str, Any],
+        invocation_dir: Path,
+        ini_base: Path,
+        rootdir: Path,
+    ) -> Settings:
+        """The settings from the command line's values (`given`, by dest; None when not set)
+        over the ini file's (`ini`, by dest; "" when not set) over the defaults. Paths are
+        relative to where pytest was started (command line), to the ini file's directory
+        (ini) or to rootdir (defaults)."""
         values: dict[str, Any] = {}
         origins: dict[str, str] = {}
         for opt in OPTIONS:
             dest, flag, kind, default = opt.dest, opt.flag, opt.kind, opt.default
-            cli = config.getoption(dest, None)
+            cli = given.get(dest)
             if cli is not None:
-                values[dest] = _convert(flag, kind, cli, config.invocation_params.dir)
+                values[dest] = convert(flag, kind, cli, invocation_dir)
                 origins[dest] = flag
                 continue
-            ini = config.getini(dest)
-            if ini not in (None, ""):
-                ini_base = config.inipath.parent if config.inipath else config.rootpath
+            value = ini.get(dest)
+            if value not in (None, ""):
                 origins[dest] = f"ini option {dest}"
-                values[dest] = _convert(origins[dest], kind, ini, ini_base)
+                values[dest] = convert(origins[dest], kind, value, ini_base)
             elif kind == "path" and default is not None:
-                values[dest] = config.rootpath / default
+                values[dest] = rootdir / default
             else:
                 values[dest] = default
         return cls(
@@ -164,35 +188,14 @@ class Settings:
             html=values["jaxperf_html"],
             history=values["jaxperf_history"],
             allow_partial=values["jaxperf_allow_partial"],
+            export=values["jaxperf_export"],
             origins=origins,
         )
 
 
-def settings_from_args(args: Sequence[str]) -> tuple[Settings, Path | None]:
-    """The settings `pytest --jaxperf ARGS` would resolve, without running pytest: the ini
-    file found by pytest's own rules (`-c FILE`, `--rootdir DIR`, else from the current
-    directory), its `jaxperf_*` options read as the plugin reads them, and `--jaxperf-*` flags
-    in `args` over them. Imports no conftest.py and applies no addopts (a conftest's own
-    options there would not parse). Returns the settings and the ini file (None without one);
-    a bad value raises pytest.UsageError naming it."""
-    # pytest's own config object (private entry point: the public ones run a whole session),
-    # so that finding and reading the ini file cannot drift from what a run does.
-    from _pytest.config import get_config
-
-    from . import plugin
-
-    argv = ["-s", "--assert=plain", "--noconftest", *args]
-    config = get_config(argv)
-    try:
-        if config.pluginmanager.get_plugin("jaxperf") is None:
-            config.pluginmanager.register(plugin, "jaxperf")
-        config.parse(argv, addopts=False)
-        return Settings.from_pytest_config(config), config.inipath
-    finally:
-        config._ensure_unconfigure()  # runs the clean-ups parsing registered
-
-
-def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
+def convert(name: str, kind: str, value: Any, base: Path) -> Any:
+    """An option's value (`name` as the user gave it) as its `kind` says; a relative path is
+    taken from `base`."""
     if kind == "bool":
         if isinstance(value, bool):
             return value
@@ -201,12 +204,12 @@ def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
             return True
         if text in _FALSE:
             return False
-        raise pytest.UsageError(f"{name}: expected true or false, got {value!r}")
+        raise ConfigError(f"{name}: expected true or false, got {value!r}")
     if kind in ("mode", "clock"):
         choices = TIMING_MODES if kind == "mode" else CLOCKS
         text = str(value).strip().lower()
         if text not in choices:
-            raise pytest.UsageError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
+            raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
         return text
     if kind == "int":
         try:
@@ -214,13 +217,21 @@ def _convert(name: str, kind: str, value: Any, base: Path) -> Any:
         except ValueError:
             whole = 0
         if whole < 1:
-            raise pytest.UsageError(f"{name}: expected a whole number >= 1, got {value!r}")
+            raise ConfigError(f"{name}: expected a whole number >= 1, got {value!r}")
         return whole
     if kind == "float":
         number = parse_number(value, 0)
         if number is None:
-            raise pytest.UsageError(f"{name}: expected a number >= 0, got {value!r}")
+            raise ConfigError(f"{name}: expected a number >= 0, got {value!r}")
         return number
+    if kind == "export":
+        fmt, colon, where = str(value).partition(":")
+        if fmt not in EXPORT_FORMATS or not colon or not where.strip():
+            raise ConfigError(
+                f"{name}: expected FORMAT:PATH with FORMAT one of {', '.join(EXPORT_FORMATS)}, "
+                f"got {value!r}"
+            )
+        return fmt, convert(name, "path", where.strip(), base)
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
 
@@ -257,23 +268,23 @@ class MarkerLimits:
     runtime_clock: str | None = None
 
     @classmethod
-    def from_item(cls, item: pytest.Item) -> MarkerLimits:
-        """The merged marker arguments (the closest marker wins); bad ones raise UsageError."""
+    def from_marks(cls, nodeid: str, marks: Iterable[Mark]) -> MarkerLimits:
+        """The merged arguments of a test's `jaxperf` marks, closest first (as pytest's
+        `item.iter_markers` gives them: the closest wins); bad ones raise ConfigError."""
         kwargs: dict[str, Any] = {}
-        allowed = [f.name for f in dataclasses.fields(cls)]
-        for mark in reversed(list(item.iter_markers("jaxperf"))):
+        for mark in reversed(list(marks)):
             if mark.args:
-                raise pytest.UsageError(
-                    f"{item.nodeid}: @pytest.mark.jaxperf takes keyword arguments only, "
+                raise ConfigError(
+                    f"{nodeid}: @pytest.mark.jaxperf takes keyword arguments only, "
                     f"got positional {mark.args!r}"
                 )
             for key, value in mark.kwargs.items():
-                if key not in allowed:
-                    raise pytest.UsageError(
-                        f"{item.nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}; "
-                        f"expected one of {', '.join(allowed)}"
+                if key not in _MARKER_KEYS:
+                    raise ConfigError(
+                        f"{nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}; "
+                        f"expected one of {', '.join(_MARKER_KEYS)}"
                     )
-                kwargs[key] = _check_marker_value(item.nodeid, key, value)
+                kwargs[key] = _check_marker_value(nodeid, key, value)
         return cls(**kwargs)
 
     def to_json(self) -> dict[str, Any]:
@@ -288,29 +299,41 @@ class MarkerLimits:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], where: str) -> MarkerLimits:
-        """Keywords saved by `to_json`, checked as the marker's are (pytest.UsageError naming
+        """Keywords saved by `to_json`, checked as the marker's are (ConfigError naming
         `where` and the keyword)."""
-        allowed = [f.name for f in dataclasses.fields(cls)]
+        if not data:
+            return NO_LIMITS
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
-            if key not in allowed:
-                raise pytest.UsageError(
+            if key not in _MARKER_KEYS:
+                raise ConfigError(
                     f"{where}: unknown @pytest.mark.jaxperf argument {key!r} (saved by a newer "
-                    f"pytest-jaxperf?); expected one of {', '.join(allowed)}"
+                    f"pytest-jaxperf?); expected one of {', '.join(_MARKER_KEYS)}"
                 )
             kwargs[key] = _check_marker_value(where, key, value)
         return cls(**kwargs)
 
     def tolerances(self, defaults: Tolerances) -> Tolerances:
         """The defaults, overridden by this marker's tolerances where it sets them."""
-        return dataclasses.replace(
-            defaults,
-            **{
-                f.name: getattr(self, f.name)
-                for f in dataclasses.fields(Tolerances)
-                if getattr(self, f.name) is not None
-            },
-        )
+        changed = {
+            name: value for name in _TOLERANCE_KEYS if (value := getattr(self, name)) is not None
+        }
+        return dataclasses.replace(defaults, **changed) if changed else defaults
+
+
+class Mark(Protocol):
+    """What MarkerLimits reads of a pytest mark."""
+
+    @property
+    def args(self) -> tuple[Any, ...]: ...
+
+    @property
+    def kwargs(self) -> Mapping[str, Any]: ...
+
+
+_MARKER_KEYS = tuple(f.name for f in dataclasses.fields(MarkerLimits))
+_TOLERANCE_KEYS = tuple(f.name for f in dataclasses.fields(Tolerances))
+NO_LIMITS = MarkerLimits()
 
 
 def parse_number(text: Any, minimum: float) -> float | None:
@@ -334,7 +357,7 @@ def _number_ok(value: Any, integer: bool) -> bool:
 def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
     if key in ("compile_clock", "runtime_clock"):
         if value not in CLOCKS:
-            raise pytest.UsageError(
+            raise ConfigError(
                 f"{nodeid}: @pytest.mark.jaxperf({key}=...) expects one of "
                 f"{', '.join(map(repr, CLOCKS))}, got {value!r}"
             )
@@ -344,14 +367,14 @@ def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
     if key.startswith("max_") and isinstance(value, Mapping):
         for name, limit in value.items():
             if not isinstance(name, str) or not _number_ok(limit, integer):
-                raise pytest.UsageError(
+                raise ConfigError(
                     f"{nodeid}: @pytest.mark.jaxperf({key}=...) maps function names to {what}; "
                     f"got {name!r}: {limit!r}"
                 )
         return dict(value)
     if not _number_ok(value, integer):
         form = f"{what} or a dict {{function_name: limit}}" if key.startswith("max_") else what
-        raise pytest.UsageError(
+        raise ConfigError(
             f"{nodeid}: @pytest.mark.jaxperf({key}=...) expects {form}, got {value!r}"
         )
     return value

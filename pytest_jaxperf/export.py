@@ -9,6 +9,11 @@
   ``{"<benchmark name>": {"<measure slug>": {"value": number, "lower_value": number,
   "upper_value": number}}}``, lower/upper optional; benchmark names up to 1024 characters,
   measure slugs up to 64. A measure given by a slug that does not exist yet is created.
+- pytest-benchmark's JSON (``pytest --benchmark-json``: ``machine_info``, ``commit_info``,
+  ``benchmarks[]`` with ``name``, ``fullname`` and ``stats``), which dashboards built for it
+  and github-action-benchmark's ``pytest`` tool read (that tool plots ``stats.ops``, shows
+  ``stats.stddev``, ``stats.mean`` and ``stats.rounds``). One entry per benchmark that
+  measured a runtime; its stats are per-call seconds, as pytest-benchmark's are.
 
 Test-level metrics are exported under the test's nodeid; metrics of one ``jaxperf.benchmark``
 call under ``"<nodeid>::<label>"`` so that a test with several benchmarks keeps them apart.
@@ -17,9 +22,17 @@ All seconds are seconds (not Bencher's default nanoseconds).
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
+from datetime import datetime, timezone
 from typing import Any
 
 from .model import BenchmarkEntry, Report, RuntimeStats, TestRecord
+
+GITHUB_ACTION_BENCHMARK = "github-action-benchmark"
+BENCHER = "bencher"
+PYTEST_BENCHMARK = "pytest-benchmark"
+FORMATS = (GITHUB_ACTION_BENCHMARK, BENCHER, PYTEST_BENCHMARK)
 
 # Bencher measure slugs.
 TRACES = "traces"
@@ -27,6 +40,24 @@ COMPILES = "compiles"
 COMPILE_TIME = "compile-time"
 RUNTIME = "runtime"
 JAXPR_EQUATIONS = "jaxpr-equations"
+
+
+def document(fmt: str, run: Report, commit: Mapping[str, Any] | None = None) -> Any:
+    """`run` as the JSON document of format `fmt` (one of FORMATS). `commit` is the git state
+    of the code measured (`history.git_state`: "commit", "dirty"), for the formats that keep
+    it; leave it out when unknown."""
+    if fmt == PYTEST_BENCHMARK:
+        return to_pytest_benchmark(run, commit or {})
+    if fmt == BENCHER:
+        return to_bencher(run)
+    if fmt == GITHUB_ACTION_BENCHMARK:
+        return to_github_action_benchmark(run)
+    raise ValueError(f"unknown export format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+def dumps(doc: Any) -> str:
+    """A document as written: indented JSON, no NaN."""
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
 
 
 def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
@@ -107,3 +138,81 @@ def _benchmark_measures(entry: BenchmarkEntry) -> dict[str, dict[str, float]]:
     if entry.metrics is not None:
         measures[JAXPR_EQUATIONS] = {"value": entry.metrics.jaxpr_eqns}
     return measures
+
+
+def to_pytest_benchmark(run: Report, commit: Mapping[str, Any]) -> dict[str, Any]:
+    """pytest-benchmark's JSON layout. `machine_info` holds what the run recorded about its
+    machine (the environment, under pytest-benchmark's key names where one exists) and
+    `commit_info` the commit given (empty when unknown): nothing is made up for the keys a
+    run does not measure."""
+    env = run.environment
+    machine: dict[str, Any] = {"jaxperf_environment": dict(env)}
+    if "python" in env:
+        machine["python_version"] = env["python"]
+    if "cpu" in env or "cpu_count" in env:
+        machine["cpu"] = {
+            k: env[key] for k, key in (("brand_raw", "cpu"), ("count", "cpu_count")) if key in env
+        }
+    commit_info: dict[str, Any] = {}
+    if "commit" in commit:
+        commit_info["id"] = commit["commit"]
+    if "dirty" in commit:
+        commit_info["dirty"] = commit["dirty"]
+    benchmarks = []
+    for nodeid, rec in sorted(run.tests.items()):
+        for label, entry in rec.benchmark_entries():
+            if entry.runtime is not None:
+                benchmarks.append(_pytest_benchmark_entry(nodeid, label, entry, entry.runtime))
+    return {
+        "machine_info": machine,
+        "commit_info": commit_info,
+        "benchmarks": benchmarks,
+        "datetime": datetime.now(timezone.utc).isoformat(),
+    }
+
+
+def _pytest_benchmark_entry(
+    nodeid: str, label: str, entry: BenchmarkEntry, rt: RuntimeStats
+) -> dict[str, Any]:
+    stats: dict[str, Any] = {
+        "min": rt.min_s,
+        "max": rt.max_s,
+        "mean": rt.mean_s,
+        "stddev": rt.stddev_s,
+        "rounds": rt.rounds,
+        "median": rt.median_s,
+        "iqr": rt.iqr_s,
+        "q1": rt.q1_s,
+        "q3": rt.q3_s,
+        "iqr_outliers": rt.outliers,
+        "ops": 1.0 / rt.mean_s if rt.mean_s > 0 else None,
+        "total": rt.mean_s * rt.rounds,
+        "iterations": rt.iterations,
+    }
+    data = list(rt.samples_s)
+    if len(data) == rt.rounds and data:
+        # Every round was kept: the figures pytest-benchmark derives from them too. (Reports
+        # keep at most a hundred rounds; then these are left out, not estimated.)
+        low, high = rt.q1_s - 1.5 * rt.iqr_s, rt.q3_s + 1.5 * rt.iqr_s
+        stddev_outliers = sum(1 for x in data if abs(x - rt.mean_s) > rt.stddev_s)
+        inside = [x for x in data if low <= x <= high]
+        stats["stddev_outliers"] = stddev_outliers
+        stats["outliers"] = f"{stddev_outliers};{rt.outliers}"
+        stats["ld15iqr"] = min(inside, default=rt.min_s)
+        stats["hd15iqr"] = max(inside, default=rt.max_s)
+        stats["data"] = data
+    extra: dict[str, Any] = {"jaxperf_label": label}
+    if rt.cpu_median_s is not None:
+        extra["cpu_median_s"] = rt.cpu_median_s
+    if entry.metrics is not None:
+        extra["jaxpr_eqns"] = entry.metrics.jaxpr_eqns
+    return {
+        "group": None,
+        "name": f"{nodeid.rsplit('::', 1)[-1]}::{label}",
+        "fullname": f"{nodeid}::{label}",
+        "params": None,
+        "param": None,
+        "extra_info": extra,
+        "options": {"timer": "perf_counter"},
+        "stats": stats,
+    }

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import terminal
-from .compare import Outcome
+from .compare import Verdict
 from .environment import timing_differences
 from .history import number
 from .model import Report, TestRecord
@@ -62,7 +62,7 @@ def require_matplotlib() -> None:
 def render_html(
     run: Report,
     baseline: Report | None,
-    outcomes: Mapping[str, Outcome],
+    verdicts: Mapping[str, Verdict],
     history: list[dict[str, Any]] | None = None,
 ) -> str:
     """One HTML document: tally, regressions with causes, compile-time split per test (now
@@ -70,16 +70,16 @@ def render_html(
     `history` (with two entries or more) and a table of all recorded tests."""
     require_matplotlib()
     body: list[str] = ["<h1>pytest-jaxperf report</h1>"]
-    body += _summary(run, baseline, outcomes)
-    body += _verdicts(outcomes)
-    body += _compile_chart(run, baseline, outcomes)
+    body += _summary(run, baseline, verdicts)
+    body += _verdicts(verdicts)
+    body += _compile_chart(run, baseline, verdicts)
     body += _runtime_chart(run, baseline)
     body += _trends(history or [])
-    body += _table(run, baseline, outcomes)
+    body += _table(run, baseline, verdicts)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>pytest-jaxperf: {_e(terminal.tally(outcomes))}</title>\n"
+        f"<title>pytest-jaxperf: {_e(terminal.tally(verdicts))}</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
 
@@ -91,10 +91,10 @@ def _e(text: object) -> str:
 # -- text sections ---------------------------------------------------------------------------
 
 
-def _summary(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]) -> list[str]:
-    failed = any(o.failed for o in outcomes.values())
+def _summary(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]) -> list[str]:
+    failed = any(o.failed for o in verdicts.values())
     out = [
-        f'<p class="tally {"bad" if failed else "good"}">{_e(terminal.tally(outcomes))}</p>',
+        f'<p class="tally {"bad" if failed else "good"}">{_e(terminal.tally(verdicts))}</p>',
         f'<p class="muted">{len(run.tests)} recorded tests'
         + (f"; baseline with {len(baseline.tests)} tests" if baseline else "; no baseline")
         + "</p>",
@@ -114,35 +114,35 @@ def _summary(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcom
     return out
 
 
-def _verdicts(outcomes: Mapping[str, Outcome]) -> list[str]:
+def _verdicts(verdicts: Mapping[str, Verdict]) -> list[str]:
     out: list[str] = []
-    summary = RunSummary.of(outcomes)
+    summary = RunSummary.of(verdicts)
     failed = summary.regressed
     if failed:
         out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
         for nodeid in failed[:MAX_DETAILED]:
-            lines = terminal.failing_lines(outcomes[nodeid])
+            lines = terminal.failing_lines(verdicts[nodeid])
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(failed), MAX_DETAILED, "regressions")
     reported = summary.reported
     if reported:
         out.append(f"<h2>Reported only, not gated ({len(reported)})</h2>")
         for nodeid in reported[:MAX_DETAILED]:
-            lines = [line for b in outcomes[nodeid].breaches for line in terminal.breach_lines(b)]
+            lines = [line for b in verdicts[nodeid].breaches for line in terminal.breach_lines(b)]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(reported), MAX_DETAILED, "tests")
     gone = summary.gone
     if gone:
         out.append(f"<h2>Functions gone ({summary.functions_gone})</h2>")
         for nodeid in gone[:MAX_DETAILED]:
-            lines = [terminal.gone_line(fn) for fn in outcomes[nodeid].gone]
+            lines = [terminal.gone_line(fn) for fn in verdicts[nodeid].gone]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(gone), MAX_DETAILED, "tests")
     improved = summary.improved
     if improved:
         out.append(f'<h2 class="good">Improvements ({len(improved)})</h2><ul>')
         out += [
-            f"<li><code>{_e(k)}</code>: {_e('; '.join(outcomes[k].improvements))}</li>"
+            f"<li><code>{_e(k)}</code>: {_e('; '.join(verdicts[k].improvements))}</li>"
             for k in improved[:MAX_DETAILED]
         ]
         out.append("</ul>")
@@ -171,7 +171,7 @@ def _more(total: int, shown: int, noun: str) -> list[str]:
     return [f'<p class="muted">… {total - shown} more {noun} (see the table below).</p>']
 
 
-def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]) -> list[str]:
+def _table(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]) -> list[str]:
     if not run.tests:
         return ["<p>No test was recorded.</p>"]
     head = (
@@ -190,9 +190,9 @@ def _table(run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
             for label, entry in rec.benchmark_entries()
             if entry.runtime is not None
         )
-        outcome = outcomes.get(nodeid)
-        status = status_of(rec, outcome)
-        css = ' class="bad"' if outcome is not None and outcome.failed else ""
+        verdict = verdicts.get(nodeid)
+        status = status_of(rec, verdict)
+        css = ' class="bad"' if verdict is not None and verdict.failed else ""
         rows.append(
             f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
             f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "
@@ -263,7 +263,7 @@ def _truncation(shown: int, total: int, what: str) -> str:
 
 
 def _compile_chart(
-    run: Report, baseline: Report | None, outcomes: Mapping[str, Outcome]
+    run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]
 ) -> list[str]:
     if not run.tests:
         return []
@@ -272,8 +272,8 @@ def _compile_chart(
 
     def priority(item: tuple[str, TestRecord]) -> tuple[bool, float, str]:
         nodeid, rec = item
-        outcome = outcomes.get(nodeid)
-        return (not (outcome is not None and outcome.failed), -rec.total_s, nodeid)
+        verdict = verdicts.get(nodeid)
+        return (not (verdict is not None and verdict.failed), -rec.total_s, nodeid)
 
     chosen = sorted(run.tests.items(), key=priority)[:MAX_CHART_TESTS]
     bars: list[tuple[str, TestRecord, bool]] = []  # (label, record, is_baseline)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from . import terminal
-from .compare import Outcome
+from .compare import Verdict
 from .model import Report, TestRecord
 from .summary import RunSummary, status_of
 
@@ -24,14 +24,14 @@ _RANK: dict[str, int] = {
 
 def render_markdown(
     run: Report,
-    outcomes: Mapping[str, Outcome],
+    verdicts: Mapping[str, Verdict],
     baseline_path: str | None = None,
     *,
     max_rows: int = MAX_ROWS,
 ) -> str:
     """The whole summary: tally, regressions with causes, improvements, new tests, notes and
     a table of every recorded test (the first `max_rows`, problems first)."""
-    summary = RunSummary.of(outcomes)
+    summary = RunSummary.of(verdicts)
     out: list[str] = ["## pytest-jaxperf", ""]
     out.append(f"**{summary.tally()}** ({_plural(len(run.tests), 'recorded test')})")
     out.append("")
@@ -45,11 +45,11 @@ def render_markdown(
     out += _section(
         f"Regressions ({len(failed)})",
         failed,
-        lambda nodeid: _regression(outcomes[nodeid]),
+        lambda nodeid: _regression(verdicts[nodeid]),
         "regressions",
     )
     against_baseline = any(
-        b.gated and b.against == "baseline" for k in failed for b in outcomes[k].breaches
+        b.gated and b.against == "baseline" for k in failed for b in verdicts[k].breaches
     )
     if against_baseline and baseline_path:
         out += [
@@ -61,20 +61,20 @@ def render_markdown(
         f"Reported only, not gated ({len(summary.reported)})",
         summary.reported,
         lambda nodeid: _block(
-            line for b in outcomes[nodeid].breaches for line in terminal.breach_lines(b)
+            line for b in verdicts[nodeid].breaches for line in terminal.breach_lines(b)
         ),
         "tests",
     )
     out += _section(
         f"Functions gone ({summary.functions_gone})",
         summary.gone,
-        lambda nodeid: _block(terminal.gone_line(fn) for fn in outcomes[nodeid].gone),
+        lambda nodeid: _block(terminal.gone_line(fn) for fn in verdicts[nodeid].gone),
         "tests",
     )
     out += _section(
         f"Improvements ({len(summary.improved)})",
         summary.improved,
-        lambda nodeid: [f"- {_escape(i)}" for i in outcomes[nodeid].improvements] + [""],
+        lambda nodeid: [f"- {_escape(i)}" for i in verdicts[nodeid].improvements] + [""],
         "improvements",
     )
     new = summary.new
@@ -85,7 +85,7 @@ def render_markdown(
             out.append(f"- … and {len(new) - MAX_LISTED} more")
         out.append("")
     out += _notes(summary)
-    out += _table(run.tests, outcomes, max_rows)
+    out += _table(run.tests, verdicts, max_rows)
     return "\n".join(out).rstrip("\n") + "\n"
 
 
@@ -120,8 +120,8 @@ def _block(lines: Iterable[str]) -> list[str]:
     return [f"{fence}text", *body, fence, ""]
 
 
-def _regression(outcome: Outcome) -> list[str]:
-    return _block(terminal.failing_lines(outcome))
+def _regression(verdict: Verdict) -> list[str]:
+    return _block(terminal.failing_lines(verdict))
 
 
 def _section(
@@ -164,11 +164,11 @@ def _escape(text: str) -> str:
 
 
 def _table(
-    records: Mapping[str, TestRecord], outcomes: Mapping[str, Outcome], max_rows: int
+    records: Mapping[str, TestRecord], verdicts: Mapping[str, Verdict], max_rows: int
 ) -> list[str]:
     if not records:
         return ["No test was recorded.", ""]
-    rows = [(status_of(rec, outcomes.get(k)), k, rec) for k, rec in records.items()]
+    rows = [(status_of(rec, verdicts.get(k)), k, rec) for k, rec in records.items()]
     rows.sort(key=lambda r: (_RANK.get(r[0].split(" (")[0], 4), r[1]))
     out = [
         f"### All recorded tests ({len(rows)})",

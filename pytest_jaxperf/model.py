@@ -207,6 +207,8 @@ def short_name(name: str) -> str:
 class TestRecord(Counts):
     """Everything recorded for one test; the totals cover user functions only."""
 
+    # pytest's outcome (passed, failed, skipped), or "regressed" when the plugin failed the
+    # test; the plugin's judgement is compare.Verdict, not this.
     outcome: str = "passed"
     functions: dict[str, FunctionRecord] = field(default_factory=dict)
     # Compiles of JAX's own helpers during eager ops (jnp.ones -> broadcast_in_dim, ...).

@@ -99,6 +99,8 @@ def planned(settings: Settings) -> list[Output]:
         files.append(Output(s.origin("jaxperf_history"), s.history, "append", locked=True))
     if s.html is not None:
         files.append(Output(s.origin("jaxperf_html"), s.html, "write"))
+    if s.export is not None:
+        files.append(Output(s.origin("jaxperf_export"), s.export[1], "write"))
     return files
 
 

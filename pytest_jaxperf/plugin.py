@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .config import MARKER_DOC, OPTIONS, Settings, _convert
+from .config import MARKER_DOC, OPTIONS, ConfigError, Settings, convert
 
 if TYPE_CHECKING:
     from .fixture import JaxPerf
@@ -24,10 +24,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 opt.flag, action="store_true", dest=opt.dest, default=None, help=opt.help
             )
         else:
-            metavars = {"path": "PATH", "int": "N", "mode": "gate|report|off", "clock": "cpu|wall"}
+            metavars = {
+                "path": "PATH",
+                "int": "N",
+                "mode": "gate|report|off",
+                "clock": "cpu|wall",
+                "export": "FORMAT:PATH",
+            }
             metavar = metavars.get(opt.kind, "NUMBER")
             group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)
         parser.addini(opt.dest, help=f"{opt.help} (same as {opt.flag})", default="")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Before `-m` deselects (pytest's own hook): a test that requests the jaxperf fixture is
+    # recorded as a marked one is, so `-m jaxperf` selects it too.
+    for item in items:
+        if "jaxperf" in getattr(item, "fixturenames", ()) and not item.get_closest_marker(
+            "jaxperf"
+        ):
+            item.add_marker("jaxperf")
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -35,7 +52,25 @@ def _enabled(config: pytest.Config) -> bool:
     if cli is not None:
         return bool(cli)
     ini = config.getini("jaxperf")
-    return bool(ini) and bool(_convert("ini option jaxperf", "bool", ini, config.rootpath))
+    try:
+        return bool(ini) and bool(convert("ini option jaxperf", "bool", ini, config.rootpath))
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def settings_of(config: pytest.Config) -> Settings:
+    """The plugin's settings as this pytest run resolves them (command line > ini > default);
+    a bad value is a usage error naming it."""
+    try:
+        return Settings.resolve(
+            {opt.dest: config.getoption(opt.dest, None) for opt in OPTIONS},
+            {opt.dest: config.getini(opt.dest) for opt in OPTIONS},
+            invocation_dir=config.invocation_params.dir,
+            ini_base=config.inipath.parent if config.inipath else config.rootpath,
+            rootdir=config.rootpath,
+        )
+    except ConfigError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -46,7 +81,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from . import _xdist, outputs, store
     from .session import JaxPerfSession
 
-    settings = Settings.from_pytest_config(config)
+    settings = settings_of(config)
     # Before any test runs: a path that cannot be written would otherwise fail only at the
     # end, after the whole run.
     problem = outputs.startup_problem(settings)

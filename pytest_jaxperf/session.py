@@ -10,22 +10,23 @@ from typing import Any, TypeVar
 import pytest
 
 from . import _xdist, compare, outputs, store, terminal
-from .config import MarkerLimits, Settings
+from .config import ConfigError, MarkerLimits, Settings
 from .model import Report, TestRecord, test_from_json, test_to_json
+from .summary import RunSummary
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
 T = TypeVar("T")
 
 
 class JaxPerfSession:
-    """State of one --jaxperf run: records and outcomes by nodeid."""
+    """State of one --jaxperf run: records and verdicts by nodeid."""
 
     def __init__(self, config: pytest.Config, settings: Settings, base: Report | None) -> None:
         self.config = config
         self.settings = settings
         self.baseline = base
         self.records: dict[str, TestRecord] = {}
-        self.outcomes: dict[str, compare.Outcome] = {}
+        self.verdicts: dict[str, compare.Verdict] = {}
         self.scopes: dict[str, Any] = {}
         self.environment: dict[str, Any] | None = None
         # Listener failures are swallowed (never raised into the user's code): shown instead.
@@ -118,7 +119,11 @@ class JaxPerfSession:
             marked = item.get_closest_marker("jaxperf") is not None
             uses_fixture = "jaxperf" in getattr(item, "fixturenames", ())
             if marked or uses_fixture or self.settings.record_all:
-                item.stash[LIMITS_KEY] = MarkerLimits.from_item(item)
+                try:
+                    marks = item.iter_markers("jaxperf")
+                    item.stash[LIMITS_KEY] = MarkerLimits.from_marks(item.nodeid, marks)
+                except ConfigError as exc:
+                    raise pytest.UsageError(str(exc)) from None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -188,7 +193,7 @@ class JaxPerfSession:
         timing = timing_differences(base_env, env) if base is not None else []
         if base is not None and _xdist.is_worker(self.config):
             timing.append(UNDER_XDIST)
-        outcome = compare.evaluate(
+        verdict = compare.evaluate(
             record,
             base,
             item.stash[LIMITS_KEY],
@@ -199,8 +204,8 @@ class JaxPerfSession:
             timing_mode=self.settings.timing_mode,
             not_measured={**(self.not_measured or {}), **unmeasured(base_env)},
         )
-        self.outcomes[item.nodeid] = outcome
-        section = terminal.detail_section(record, outcome)
+        self.verdicts[item.nodeid] = verdict
+        section = terminal.detail_section(record, verdict)
         if item.nodeid in self.listener_errors:
             section += (
                 f"\nrecorder: {self.listener_errors[item.nodeid]} JAX event(s) could not be "
@@ -216,12 +221,12 @@ class JaxPerfSession:
 
         section += f"\nsources: {RECORDER.sources()}"
         rep.sections.append(("jaxperf", section))
-        if outcome.failed:
+        if verdict.failed:
             # The test itself passed: "regressed" keeps it apart from a real failure.
             record.outcome, rep.outcome = "regressed", "failed"
-            rep.longrepr = terminal.failure_text(item.nodeid, outcome, str(self.settings.baseline))
+            rep.longrepr = terminal.failure_text(item.nodeid, verdict, str(self.settings.baseline))
         # JUnit XML reads properties off the teardown report, which copies the item's.
-        item.user_properties += terminal.junit_properties(record, outcome)
+        item.user_properties += terminal.junit_properties(record, verdict)
         return rep
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -229,15 +234,17 @@ class JaxPerfSession:
             return
         tr = terminalreporter
         tr.write_sep("=", "jaxperf")
-        for line in terminal.summary_lines(self.records, self.outcomes):
-            tr.write_line(line)
-        for nodeid, out in sorted(self.outcomes.items()):
+        for line, status in terminal.summary_rows(self.records, self.verdicts):
+            tr.write_line(line, **terminal.markup(status))
+        for nodeid, out in sorted(self.verdicts.items()):
             for b in out.breaches:
                 if not b.gated:
-                    tr.write_line(f"reported only: {nodeid}: {terminal.breach_lines(b)[0]}")
+                    line = f"reported only: {nodeid}: {terminal.breach_lines(b)[0]}"
+                    tr.write_line(line, **terminal.markup("reported only"))
             for fn in out.gone:
-                tr.write_line(terminal.gone_line(fn, nodeid))
-        tr.write_line(terminal.tally(self.outcomes))
+                tr.write_line(terminal.gone_line(fn, nodeid), **terminal.markup("function gone"))
+        summary = RunSummary.of(self.verdicts)
+        tr.write_line(summary.tally(), **terminal.tally_markup(summary))
         for note in self.notes:
             tr.write_line(f"pytest-jaxperf: {note}", yellow=True)
         for line in self.write_errors:
@@ -248,7 +255,7 @@ class JaxPerfSession:
         return {
             "environment": self.environment,
             "tests": {k: test_to_json(r) for k, r in self.records.items()},
-            "outcomes": {k: o.to_json() for k, o in self.outcomes.items()},
+            "verdicts": {k: o.to_json() for k, o in self.verdicts.items()},
         }
 
     def merge_worker(self, data: dict[str, Any]) -> None:
@@ -256,8 +263,8 @@ class JaxPerfSession:
             self.environment = data["environment"]
         for nodeid, rec in data["tests"].items():
             self.records[nodeid] = test_from_json(rec, nodeid)
-        for nodeid, out in data["outcomes"].items():
-            self.outcomes[nodeid] = compare.Outcome.from_json(out)
+        for nodeid, out in data["verdicts"].items():
+            self.verdicts[nodeid] = compare.Verdict.from_json(out)
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if _xdist.is_worker(self.config):
@@ -282,8 +289,11 @@ class JaxPerfSession:
         if (html_path := s.html) is not None:
             from .html import render_html
 
-            html = render_html(run, self.baseline, self.outcomes, runs)
+            html = render_html(run, self.baseline, self.verdicts, runs)
             self._write_file("jaxperf_html", html_path, lambda: outputs.write_text(html_path, html))
+        if (exported := s.export) is not None:
+            fmt, path = exported
+            self._write_file("jaxperf_export", path, lambda: self._export(fmt, path, run))
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             # Exit 4, as for a path found wrong at start-up: what was asked for is missing.
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
@@ -302,8 +312,14 @@ class JaxPerfSession:
     def _markdown(self, path: Path, run: Report) -> None:
         from .markdown import render_markdown
 
-        text = render_markdown(run, self.outcomes, str(self.settings.baseline))
+        text = render_markdown(run, self.verdicts, str(self.settings.baseline))
         outputs.write_text(path, text, append=outputs.is_step_summary(path))
+
+    def _export(self, fmt: str, path: Path, run: Report) -> None:
+        from . import export, history
+
+        commit = history.git_state(self.config.rootpath)
+        outputs.write_text(path, export.dumps(export.document(fmt, run, commit)))
 
     def _history(self, path: Path, run: Report) -> list[dict[str, Any]] | None:
         from . import history

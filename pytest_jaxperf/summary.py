@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .compare import Outcome
+from .compare import Verdict
 from .model import TestRecord
 
 
@@ -26,11 +26,11 @@ class RunSummary:
     notes: tuple[tuple[str, tuple[str, ...]], ...]  # (note, its tests), most tests first
 
     @classmethod
-    def of(cls, outcomes: Mapping[str, Outcome]) -> RunSummary:
-        items = sorted(outcomes.items())
+    def of(cls, verdicts: Mapping[str, Verdict]) -> RunSummary:
+        items = sorted(verdicts.items())
         groups: dict[str, list[str]] = {}
-        for nodeid, outcome in items:
-            for note in outcome.notes:
+        for nodeid, verdict in items:
+            for note in verdict.notes:
                 groups.setdefault(note, []).append(nodeid)
         return cls(
             regressed=tuple(k for k, o in items if o.failed),
@@ -64,12 +64,12 @@ class RunSummary:
         return text
 
 
-def status_of(record: TestRecord, outcome: Outcome | None) -> str:
+def status_of(record: TestRecord, verdict: Verdict | None) -> str:
     """A test's status column: its verdict (`compare.Status`), with ' (not gated)' where a
     note left a metric out of a verdict that did not fail; the test's own outcome (passed,
     failed, ...) when it was not compared."""
-    if outcome is None:
+    if verdict is None:
         return record.outcome
-    if outcome.notes and not outcome.failed:
-        return f"{outcome.status} (not gated)"
-    return outcome.status
+    if verdict.notes and not verdict.failed:
+        return f"{verdict.status} (not gated)"
+    return verdict.status

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .compare import COMPILE_TIME, JIT, RUNTIME, Breach, Outcome
+from .compare import COMPILE_TIME, JIT, RUNTIME, Breach, Verdict
 from .model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry, TestRecord
 from .summary import RunSummary, status_of
 
@@ -61,17 +61,17 @@ def breach_lines(b: Breach) -> list[str]:
     return [head] + [f"    {label}: {r}" for r in b.reasons]
 
 
-def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
+def failure_text(nodeid: str, verdict: Verdict, baseline_path: str) -> str:
     """Why the plugin failed a test: each bad marker limit on a line of its own, then the
     metrics over the baseline or a limit with their causes."""
-    failing = [b for b in outcome.breaches if b.gated]
-    lines = [f"jaxperf: {nodeid}: {error}" for error in outcome.errors]
+    failing = [b for b in verdict.breaches if b.gated]
+    lines = [f"jaxperf: {nodeid}: {error}" for error in verdict.errors]
     if failing or not lines:
         lines.append(f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit")
     for b in failing:
         lines += ["  " + line for line in breach_lines(b)]
-    lines += ["  " + gone_line(fn) for fn in outcome.gone]
-    lines += [f"  note: {n}" for n in outcome.notes + outcome.info]
+    lines += ["  " + gone_line(fn) for fn in verdict.gone]
+    lines += [f"  note: {n}" for n in verdict.notes + verdict.info]
     if any(b.against == "baseline" for b in failing):
         lines.append(
             f"  baseline: {baseline_path} (if the change is intended, update it with "
@@ -80,13 +80,13 @@ def failure_text(nodeid: str, outcome: Outcome, baseline_path: str) -> str:
     return "\n".join(lines)
 
 
-def failing_lines(outcome: Outcome) -> list[str]:
+def failing_lines(verdict: Verdict) -> list[str]:
     """A failed test's findings for the markdown and HTML reports: bad marker limits, gated
     breaches with their causes, gone functions and notes."""
-    lines = list(outcome.errors)
-    lines += [line for b in outcome.breaches if b.gated for line in breach_lines(b)]
-    lines += [gone_line(fn) for fn in outcome.gone]
-    return lines + [f"note: {n}" for n in outcome.notes]
+    lines = list(verdict.errors)
+    lines += [line for b in verdict.breaches if b.gated for line in breach_lines(b)]
+    lines += [gone_line(fn) for fn in verdict.gone]
+    return lines + [f"note: {n}" for n in verdict.notes]
 
 
 def gone_line(fn: FunctionRecord, nodeid: str | None = None) -> str:
@@ -100,7 +100,7 @@ def gone_line(fn: FunctionRecord, nodeid: str | None = None) -> str:
     )
 
 
-def detail_section(record: TestRecord, outcome: Outcome) -> str:
+def detail_section(record: TestRecord, verdict: Verdict) -> str:
     """The per-function record of one test, shown as a report section."""
     lines = []
     for fn in sorted(record.functions.values(), key=lambda f: f.key):
@@ -118,9 +118,9 @@ def detail_section(record: TestRecord, outcome: Outcome) -> str:
     )
     for label, bench in sorted(record.benchmarks.items()):
         lines.append(benchmark_line(label, bench))
-    lines += [gone_line(fn) for fn in outcome.gone]
-    lines += [f"improved: {i}" for i in outcome.improvements]
-    lines += [f"note: {n}" for n in outcome.notes + outcome.info]
+    lines += [gone_line(fn) for fn in verdict.gone]
+    lines += [f"improved: {i}" for i in verdict.improvements]
+    lines += [f"note: {n}" for n in verdict.notes + verdict.info]
     return "\n".join(lines)
 
 
@@ -161,9 +161,9 @@ def seconds(value: float) -> str:
     return f"{value * 1e9:.3g} ns"
 
 
-def _vs_baseline(outcome: Outcome) -> str:
+def _vs_baseline(verdict: Verdict) -> str:
     parts: dict[str, str] = {}
-    for b in outcome.breaches:
+    for b in verdict.breaches:
         if b.against == "limit":
             parts.setdefault(f"{b.metric} > limit", "")
         elif b.metric == JIT:
@@ -173,19 +173,27 @@ def _vs_baseline(outcome: Outcome) -> str:
         else:
             grown = sum(
                 x.current - x.reference
-                for x in outcome.breaches
+                for x in verdict.breaches
                 if x.metric == b.metric and x.function is not None and x.against == "baseline"
             )
             parts.setdefault(b.metric, f"{b.metric} +{grown:g}")
     text = "; ".join(value or key for key, value in parts.items())
-    if not text and outcome.gone:
-        text = "gone: " + ", ".join(fn.name for fn in outcome.gone)
-    if not text and outcome.improvements:
+    if not text and verdict.gone:
+        text = "gone: " + ", ".join(fn.name for fn in verdict.gone)
+    if not text and verdict.improvements:
         text = "improved"
-    return text or ("new" if outcome.status == "new" else "=")
+    return text or ("new" if verdict.status == "new" else "=")
 
 
-def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outcome]) -> list[str]:
+def summary_lines(records: Mapping[str, TestRecord], verdicts: Mapping[str, Verdict]) -> list[str]:
+    """The summary table, a header and one line per test."""
+    return [line for line, _ in summary_rows(records, verdicts)]
+
+
+def summary_rows(
+    records: Mapping[str, TestRecord], verdicts: Mapping[str, Verdict]
+) -> list[tuple[str, str]]:
+    """The summary table's lines, each with its test's status ("" for the header)."""
     header = (
         "test",
         "traces",
@@ -196,9 +204,11 @@ def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outc
         "status",
     )
     rows = [header]
+    statuses = [""]
     for nodeid in sorted(records):
-        rec, out = records[nodeid], outcomes.get(nodeid)
+        rec, out = records[nodeid], verdicts.get(nodeid)
         status = status_of(rec, out)
+        statuses.append(status)
         rows.append(
             (
                 nodeid,
@@ -212,22 +222,47 @@ def summary_lines(records: Mapping[str, TestRecord], outcomes: Mapping[str, Outc
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     right = {1, 2}
-    return [
+    lines = [
         "  ".join(
             c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
         ).rstrip()
         for row in rows
     ]
+    return list(zip(lines, statuses))
 
 
-def tally(outcomes: Mapping[str, Outcome]) -> str:
-    return RunSummary.of(outcomes).tally()
+# How the terminal marks each status, as pytest colours its own outcomes (red for what
+# fails, yellow for what needs a look, green for the better); other statuses stay plain.
+_FAILS = {"red": True, "bold": True}
+STATUS_MARKUP: dict[str, dict[str, bool]] = {
+    "REGRESSED": _FAILS,
+    "OVER LIMIT": _FAILS,
+    "BAD LIMIT": _FAILS,
+    "reported only": {"yellow": True},
+    "function gone": {"yellow": True},
+    "improved": {"green": True},
+}
 
 
-def junit_properties(record: TestRecord, outcome: Outcome) -> list[tuple[str, object]]:
+def markup(status: str) -> dict[str, bool]:
+    """TerminalWriter markup for a line of this status (status_of's wording); {} for plain.
+    pytest's --color decides whether it shows."""
+    return STATUS_MARKUP.get(status.removesuffix(" (not gated)"), {})
+
+
+def tally_markup(summary: RunSummary) -> dict[str, bool]:
+    """The tally line red when a test regressed, else green, as pytest's last line."""
+    return _FAILS if summary.regressed else {"green": True}
+
+
+def tally(verdicts: Mapping[str, Verdict]) -> str:
+    return RunSummary.of(verdicts).tally()
+
+
+def junit_properties(record: TestRecord, verdict: Verdict) -> list[tuple[str, object]]:
     """Key metrics as JUnit XML properties, for CI systems that display them."""
     props: list[tuple[str, object]] = [
-        ("jaxperf_status", outcome.status),
+        ("jaxperf_status", verdict.status),
         ("jaxperf_traces", record.traces),
         ("jaxperf_compiles", record.compiles),
         ("jaxperf_compile_s", round(record.total_s, 6)),

@@ -8,7 +8,7 @@ from typing import Any
 import _records
 from _records import rec
 
-from pytest_jaxperf.compare import Outcome, evaluate
+from pytest_jaxperf.compare import Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.environment import timing_differences
 from pytest_jaxperf.model import (
@@ -119,7 +119,7 @@ def baseline_and_run() -> tuple[Report, Report]:
     return base, run
 
 
-def outcomes_for(base: Report | None, run: Report) -> dict[str, Outcome]:
+def outcomes_for(base: Report | None, run: Report) -> dict[str, Verdict]:
     differences = timing_differences(base.environment, run.environment) if base else []
     return {
         nodeid: evaluate(

@@ -192,6 +192,7 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
         GITHUB_STEP_SUMMARY=str(summary),
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
     out = done.stdout
     rows = table_rows(out)
     assert rows[(NODE_SCALE, "traces")] == ["1", "2", "REGRESSED"]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_jaxperf.ab import worker, worktree
+from pytest_jaxperf.ab import imports, worktree
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",
@@ -154,9 +154,9 @@ def test_outside_a_repository(tmp_path: Path) -> None:
 # -- the import check -----------------------------------------------------------------------
 
 
-def spec(tmp_path: Path, side: str = "base") -> worker.Spec:
+def spec(tmp_path: Path, side: str = "base") -> imports.Spec:
     other = "head" if side == "base" else "base"
-    return worker.Spec(
+    return imports.Spec(
         side=side,
         tree=str(tmp_path / side),
         other_side=other,
@@ -176,7 +176,7 @@ def module(name: str, file: Path) -> types.ModuleType:
 def test_the_package_from_its_own_tree_passes(tmp_path: Path) -> None:
     s = spec(tmp_path)
     modules = {"pkg": module("pkg", tmp_path / "base" / "pkg" / "__init__.py"), "os": os}
-    assert worker.problems(s, modules, final=True) == (
+    assert imports.problems(s, modules, final=True) == (
         [],
         {"pkg": str(tmp_path / "base" / "pkg" / "__init__.py")},
     )
@@ -185,7 +185,7 @@ def test_the_package_from_its_own_tree_passes(tmp_path: Path) -> None:
 def test_the_package_from_the_other_tree_is_named_with_its_origin(tmp_path: Path) -> None:
     s = spec(tmp_path)
     where = tmp_path / "head" / "pkg" / "__init__.py"
-    found, _ = worker.problems(s, {"pkg": module("pkg", where)}, final=False)
+    found, _ = imports.problems(s, {"pkg": module("pkg", where)}, final=False)
     assert found == [
         f"the base run imported pkg from {where} (the head tree), not from the base tree "
         f"{tmp_path / 'base'}: its --path ({tmp_path / 'base'}) did not come first; uninstall "
@@ -195,7 +195,7 @@ def test_the_package_from_the_other_tree_is_named_with_its_origin(tmp_path: Path
 
 def test_the_package_from_an_installed_copy_is_a_problem(tmp_path: Path) -> None:
     where = tmp_path / "venv" / "site-packages" / "pkg" / "__init__.py"
-    found, _ = worker.problems(spec(tmp_path, "head"), {"pkg": module("pkg", where)}, final=True)
+    found, _ = imports.problems(spec(tmp_path, "head"), {"pkg": module("pkg", where)}, final=True)
     assert len(found) == 1 and found[0].startswith(f"the head run imported pkg from {where}, ")
 
 
@@ -205,7 +205,7 @@ def test_another_module_from_the_other_tree_is_a_problem(tmp_path: Path) -> None
         "pkg": module("pkg", tmp_path / "base" / "pkg" / "__init__.py"),
         "helpers": module("helpers", tmp_path / "head" / "tools" / "helpers.py"),
     }
-    found, _ = worker.problems(s, modules, final=True)
+    found, _ = imports.problems(s, modules, final=True)
     assert found == [
         f"the base run imported helpers from {tmp_path / 'head' / 'tools' / 'helpers.py'}, in "
         f"the head tree {tmp_path / 'head'}: pass --path with the directory that holds helpers "
@@ -223,13 +223,13 @@ def test_a_virtualenv_inside_the_other_tree_is_not_code_under_test(
         "pkg": module("pkg", tmp_path / "base" / "pkg" / "__init__.py"),
         "numpy": module("numpy", venv / "lib" / "site-packages" / "numpy" / "__init__.py"),
     }
-    assert worker.problems(s, modules, final=True)[0] == []
+    assert imports.problems(s, modules, final=True)[0] == []
 
 
 def test_a_package_never_imported_is_a_problem_at_the_end_only(tmp_path: Path) -> None:
     s = spec(tmp_path)
-    assert worker.problems(s, {}, final=False) == ([], {})
-    found, _ = worker.problems(s, {}, final=True)
+    assert imports.problems(s, {}, final=False) == ([], {})
+    found, _ = imports.problems(s, {}, final=True)
     assert found == [
         f"the base run imported none of pkg (found in its --path: {tmp_path / 'base'}): pass "
         "--path with the directory that holds the package your tests import"
@@ -242,4 +242,4 @@ def test_find_packages(tmp_path: Path) -> None:
     for f in ("pkg/__init__.py", "tests/__init__.py", "docs/__init__.py", "conftest.py",
               "setup.py", "tool.py", "test_x.py", "notes.txt"):  # fmt: skip
         (tmp_path / f).write_text("")
-    assert worker.find_packages([tmp_path, tmp_path / "missing"]) == ["pkg", "tool"]
+    assert imports.find_packages([tmp_path, tmp_path / "missing"]) == ["pkg", "tool"]

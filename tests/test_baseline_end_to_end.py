@@ -59,6 +59,29 @@ def test_extra_retrace_fails_with_cause(jp: pytest.Pytester) -> None:
     assert baseline.read_text() == saved  # gating never writes the baseline
 
 
+RED, BOLD, GREEN = "\x1b[31m", "\x1b[1m", "\x1b[32m"
+
+
+def test_regressions_in_colour_as_pytest_colours_failures(jp: pytest.Pytester) -> None:
+    _save(jp, "f(jnp.ones(3))").assert_outcomes(passed=2)
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(3)); f(jnp.ones(4))"))
+    coloured = jp.runpytest("--jaxperf", "--color=yes", *COUNTS_ONLY)
+    coloured.assert_outcomes(passed=1, failed=1)
+    lines = coloured.outlines
+    regressed = next(x for x in lines if "test_mod.py::test_f " in x and "REGRESSED" in x)
+    ok = next(x for x in lines if "test_mod.py::test_other " in x)
+    tally = next(x for x in lines if "jaxperf: 1 regression" in x)
+    assert RED in regressed and BOLD in regressed
+    assert RED not in ok and GREEN not in ok
+    assert RED in tally
+    plain = jp.runpytest("--jaxperf", "--color=no", *COUNTS_ONLY)
+    assert not [x for x in plain.outlines if "\x1b[" in x]
+    # Nothing regressed: the tally in green.
+    _save(jp, "f(jnp.ones(3))").assert_outcomes(passed=2)
+    calm = jp.runpytest("--jaxperf", "--color=yes", *COUNTS_ONLY)
+    assert GREEN in next(x for x in calm.outlines if "jaxperf: 0 regressions" in x)
+
+
 def test_unchanged_code_passes_and_fewer_traces_is_an_improvement(jp: pytest.Pytester) -> None:
     _save(jp, "f(jnp.ones(3)); f(jnp.ones(4))").assert_outcomes(passed=2)
     jp.runpytest("--jaxperf", *COUNTS_ONLY).assert_outcomes(passed=2)

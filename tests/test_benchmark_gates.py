@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from _jaxperf_data import with_runtime
 
-from pytest_jaxperf.compare import RUNTIME, RUNTIME_ALPHA, Outcome, evaluate
+from pytest_jaxperf.compare import RUNTIME, RUNTIME_ALPHA, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.fixture import BenchmarkResult, ScalingResult, break_even, growth_exponent
 from pytest_jaxperf.model import (
@@ -75,7 +75,7 @@ def run(
     static_differences: tuple[str, ...] = (),
     timing_mode: str = "gate",
     gate_baseline: bool = True,
-) -> Outcome:
+) -> Verdict:
     return evaluate(
         current,
         base,

@@ -335,17 +335,47 @@ def test_python_dash_m_compare_exit_codes(files: tuple[Path, Path], tmp_path: Pa
     assert missing.stderr == f"jaxperf: {tmp_path / 'missing.json'}: no such file\n"
 
 
-def test_report_modules_import_neither_jax_nor_matplotlib() -> None:
+PURE = "jax", "jaxlib", "numpy", "matplotlib", "pytest", "_pytest"
+
+
+def test_gating_and_report_modules_import_neither_jax_nor_pytest() -> None:
     code = (
         "import sys\n"
         "import pytest_jaxperf.cli, pytest_jaxperf.markdown, pytest_jaxperf.history\n"
-        "import pytest_jaxperf.export, pytest_jaxperf.html\n"
-        "print(sorted(m for m in ('jax', 'jaxlib', 'matplotlib') if m in sys.modules))\n"
+        "import pytest_jaxperf.export, pytest_jaxperf.html, pytest_jaxperf.compare\n"
+        "import pytest_jaxperf.store, pytest_jaxperf.summary, pytest_jaxperf.terminal\n"
+        "import pytest_jaxperf.config, pytest_jaxperf.inifile, pytest_jaxperf.shards\n"
+        f"print(sorted(m for m in {PURE!r} if m in sys.modules))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
     )
     assert done.stdout.strip() == "[]"
+
+
+def test_compare_without_an_ini_option_does_not_import_pytest(
+    files: tuple[Path, Path], tmp_path: Path
+) -> None:
+    base_path, run_path = files
+    code = (
+        "import sys\n"
+        "from pytest_jaxperf.cli import main\n"
+        f"code = main(['compare', {str(base_path)!r}, {str(run_path)!r}])\n"
+        f"print(code, sorted(m for m in {PURE!r} if m in sys.modules))\n"
+    )
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -q\n")  # sets no jaxperf option
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.stdout.splitlines()[-1] == "1 []", done.stderr
+    assert "; no ini file sets a jaxperf option" in done.stdout
+    # An ini option: read through pytest's own config, so the file is found as a run finds it.
+    (tmp_path / "pytest.ini").write_text("[pytest]\njaxperf_static_rtol = 0.3\n")
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert "'pytest'" in done.stdout.splitlines()[-1]
+    assert f"static rtol 0.3; ini file {tmp_path / 'pytest.ini'}" in done.stdout
 
 
 # -- the same verdict as the plugin ---------------------------------------------------------
@@ -486,7 +516,7 @@ def test_compare_reads_the_ini_file_as_a_run_does(
     assert main([*args, "--static-rtol=0.1"]) == 1  # a flag over the ini file
     monkeypatch.chdir(elsewhere)
     assert main(args) == 1  # no ini file here: the default 0.1
-    assert "static rtol 0.1; ini file none" in capsys.readouterr().out
+    assert "static rtol 0.1; no ini file sets a jaxperf option" in capsys.readouterr().out
     assert main([*args, "-c", str(ini)]) == 0
     assert main([*args, f"--rootdir={project}"]) == 0
     assert main([*args, "--config-file", str(elsewhere / "missing.ini")]) == 2

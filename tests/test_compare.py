@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.compare: records + baseline entry + limits -> Outcome."""
+"""Unit tests for pytest_jaxperf.compare: records + baseline entry + limits -> Verdict."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from _records import Record, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
-from pytest_jaxperf.compare import COMPILE_TIME, Outcome, evaluate
+from pytest_jaxperf.compare import COMPILE_TIME, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.matching import match_functions
 from pytest_jaxperf.model import FunctionRecord
@@ -21,7 +21,7 @@ def run(
     limits: MarkerLimits = NO_LIMITS,
     differences: tuple[str, ...] = (),
     gate_baseline: bool = True,
-) -> Outcome:
+) -> Verdict:
     return evaluate(current, base, limits, DEFAULTS, list(differences), gate_baseline)
 
 
@@ -223,7 +223,7 @@ def test_function_gone_from_the_run_is_reported_as_gone_not_as_an_improvement() 
     assert out.gone == [g]
     assert out.improvements == []  # not "total traces: 3 -> 1", not "no longer compiled"
     assert not out.failed
-    assert Outcome.from_json(out.to_json()).gone == [g]
+    assert Verdict.from_json(out.to_json()).gone == [g]
 
 
 def test_a_gone_function_does_not_hide_an_improvement_of_the_others() -> None:
@@ -407,7 +407,7 @@ def test_known_and_unknown_keys_each_get_their_verdict() -> None:
     assert [(b.metric, b.function and b.function.name) for b in out.breaches] == [("traces", "f")]
     assert len(out.errors) == 1 and "names 'h'" in out.errors[0]
     assert out.status == "BAD LIMIT"
-    assert Outcome.from_json(out.to_json()).errors == out.errors
+    assert Verdict.from_json(out.to_json()).errors == out.errors
 
 
 def test_a_metric_not_measured_checks_no_names() -> None:

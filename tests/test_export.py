@@ -1,4 +1,5 @@
-"""Unit tests for pytest_jaxperf.export: github-action-benchmark and Bencher formats."""
+"""Unit tests for pytest_jaxperf.export: github-action-benchmark, Bencher and pytest-benchmark
+formats."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ from _jaxperf_data import (
     with_runtime,
 )
 
-from pytest_jaxperf.export import to_bencher, to_github_action_benchmark
+from pytest_jaxperf import config, export
+from pytest_jaxperf.export import to_bencher, to_github_action_benchmark, to_pytest_benchmark
 from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, Report, ScalingEntry
 
 
@@ -148,3 +150,58 @@ def test_benchmarks_without_measurements_are_not_exported() -> None:
 def test_an_empty_run_exports_empty_documents() -> None:
     assert to_github_action_benchmark(Report()) == []
     assert to_bencher(Report()) == {}
+
+
+# What pytest-benchmark writes in each benchmark's "stats" (its Stats.fields, plus ops, total,
+# iterations and the per-round data) and what github-action-benchmark's `pytest` tool reads.
+PYTEST_BENCHMARK_STATS = {
+    "min", "max", "mean", "stddev", "rounds", "median", "iqr", "q1", "q3", "iqr_outliers",
+    "stddev_outliers", "outliers", "ld15iqr", "hd15iqr", "ops", "total", "iterations", "data",
+}  # fmt: skip
+
+
+def test_pytest_benchmark_document_has_its_layout_and_our_statistics() -> None:
+    _, run = baseline_and_run()
+    doc = to_pytest_benchmark(run, {"commit": "abc123", "dirty": False})
+    json.dumps(doc, allow_nan=False)
+    assert set(doc) == {"machine_info", "commit_info", "benchmarks", "datetime"}
+    assert doc["commit_info"] == {"id": "abc123", "dirty": False}
+    assert doc["machine_info"]["python_version"] == run.environment["python"]
+    assert doc["machine_info"]["jaxperf_environment"] == run.environment
+    named = {b["fullname"]: b for b in doc["benchmarks"]}
+    assert sorted(named) == sorted([f"{NEW}::fresh", f"{REGRESSED}::step"])
+    step = named[f"{REGRESSED}::step"]
+    assert step["name"] == "test_step::step"
+    stats = step["stats"]
+    assert set(stats) == PYTEST_BENCHMARK_STATS
+    runtime = dict(run.tests[REGRESSED].benchmark_entries())["step"].runtime
+    assert runtime is not None
+    assert (stats["median"], stats["min"], stats["rounds"]) == (
+        runtime.median_s,
+        runtime.min_s,
+        runtime.rounds,
+    )
+    assert stats["iterations"] == runtime.iterations
+    assert stats["ops"] == pytest.approx(1 / runtime.mean_s)
+    assert stats["total"] == pytest.approx(runtime.mean_s * runtime.rounds)
+    assert stats["data"] == list(runtime.samples_s)
+    assert stats["ld15iqr"] >= runtime.min_s and stats["hd15iqr"] <= runtime.max_s
+    assert stats["outliers"] == f"{stats['stddev_outliers']};{runtime.outliers}"
+
+
+def test_pytest_benchmark_leaves_out_what_thinned_samples_cannot_give() -> None:
+    entry = with_runtime(bench(2e-3, n=40), rounds=400)  # 400 rounds, 40 samples kept
+    run = Report(tests={"t.py::test_a": rec(fn("f", "m.py:1"), benchmarks={"b": entry})})
+    stats = to_pytest_benchmark(run, {})["benchmarks"][0]["stats"]
+    assert not {"data", "stddev_outliers", "outliers", "ld15iqr", "hd15iqr"} & set(stats)
+    assert stats["rounds"] == 400
+    assert to_pytest_benchmark(run, {})["commit_info"] == {}
+
+
+def test_export_formats_are_the_options_formats() -> None:
+    assert export.FORMATS == config.EXPORT_FORMATS
+    _, run = baseline_and_run()
+    for fmt in export.FORMATS:
+        json.loads(export.dumps(export.document(fmt, run)))
+    with pytest.raises(ValueError, match="unknown export format 'csv'"):
+        export.document("csv", run)

@@ -112,6 +112,12 @@ def test_ini_tolerances(jp: pytest.Pytester) -> None:
         ([], "jaxperf = maybe", "ERROR: ini option jaxperf: expected true or false, got 'maybe'"),
         (["--jaxperf"], "jaxperf_compile_rtol = nan",
          "ERROR: ini option jaxperf_compile_rtol: expected a number >= 0, got 'nan'"),
+        (["--jaxperf", "--jaxperf-export=csv:out.json"], "",
+         "ERROR: --jaxperf-export: expected FORMAT:PATH with FORMAT one of "
+         "github-action-benchmark, bencher, pytest-benchmark, got 'csv:out.json'"),
+        (["--jaxperf"], "jaxperf_export = pytest-benchmark",
+         "ERROR: ini option jaxperf_export: expected FORMAT:PATH with FORMAT one of "
+         "github-action-benchmark, bencher, pytest-benchmark, got 'pytest-benchmark'"),
     ],
 )  # fmt: skip
 def test_bad_option_values(jp: pytest.Pytester, args: list[str], ini: str, message: str) -> None:
@@ -157,3 +163,31 @@ def test_broken_baseline_stops_the_run(jp: pytest.Pytester, kind: str, save: boo
     assert errors[0].endswith("re-create it with --jaxperf-save")
     result.stderr.fnmatch_lines(lit(MESSAGES[kind]))
     assert path.read_text() == BROKEN[kind]
+
+
+SELECTION = """
+import pytest
+
+@pytest.mark.jaxperf
+def test_marked():
+    pass
+
+def test_fixture_only(jaxperf):
+    pass
+
+def test_plain():
+    pass
+"""
+
+
+@pytest.mark.parametrize("on", [False, True])
+def test_dash_m_jaxperf_selects_tests_that_only_request_the_fixture(
+    jp: pytest.Pytester, on: bool
+) -> None:
+    jp.makepyfile(SELECTION)
+    result = jp.runpytest("-m", "jaxperf", "-v", *(["--jaxperf"] if on else []))
+    result.assert_outcomes(passed=2, deselected=1)
+    result.stdout.fnmatch_lines(["*::test_marked PASSED*", "*::test_fixture_only PASSED*"])
+    inverse = jp.runpytest("-m", "not jaxperf", "-v")
+    inverse.assert_outcomes(passed=1, deselected=2)
+    inverse.stdout.fnmatch_lines(["*::test_plain PASSED*"])

@@ -226,3 +226,54 @@ def test_markdown_to_the_step_summary_appends(
     # Any other markdown path is overwritten, as before.
     jp.runpytest("--jaxperf", f"--jaxperf-markdown={other}").assert_outcomes(passed=1)
     assert other.read_text().startswith("## pytest-jaxperf\n")
+
+
+# -- --jaxperf-export -------------------------------------------------------------------------
+
+BENCHMARKED = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def step(x):
+    return jnp.sin(x) * 2.0
+
+def test_step(jaxperf):
+    jaxperf.benchmark(step, jnp.ones(64), label="step")
+
+def test_counts_only(jaxperf):
+    step(jnp.ones(8))
+"""
+
+
+def test_export_writes_a_pytest_benchmark_document(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_bench=BENCHMARKED)
+    result = jp.runpytest(
+        "--jaxperf",
+        "--jaxperf-min-rounds=5",
+        "--jaxperf-max-time=0.01",
+        "--jaxperf-export=pytest-benchmark:out/bench.json",
+        "--jaxperf-json=run.json",
+    )
+    result.assert_outcomes(passed=2)
+    doc = read_json(jp.path / "out" / "bench.json")
+    run = read_json(jp.path / "run.json")
+    # One entry per benchmark that measured a runtime; the run's own figures.
+    [entry] = doc["benchmarks"]
+    assert entry["fullname"] == "test_bench.py::test_step::step"
+    runtime = run["tests"]["test_bench.py::test_step"]["benchmarks"]["step"]["runtime"]
+    assert entry["stats"]["median"] == runtime["median_s"]
+    assert entry["stats"]["rounds"] == runtime["rounds"] >= 5
+    assert entry["stats"]["ops"] == pytest.approx(1 / runtime["mean_s"])
+    assert doc["commit_info"] == {}  # not a git work tree: nothing made up
+    assert doc["machine_info"]["jaxperf_environment"]["jax"] == run["environment"]["jax"]
+
+
+def test_export_format_other_than_pytest_benchmark(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_bench=BENCHMARKED)
+    result = jp.runpytest(
+        "--jaxperf", "--jaxperf-timing=off", "--jaxperf-export=bencher:bmf.json"
+    )
+    result.assert_outcomes(passed=2)
+    doc = read_json(jp.path / "bmf.json")
+    assert doc["test_bench.py::test_counts_only"]["compiles"] == {"value": 1}

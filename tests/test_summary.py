@@ -9,7 +9,7 @@ from html import escape as html_escape
 import pytest
 from _records import Record, fn, rec
 
-from pytest_jaxperf.compare import STATUSES, Breach, Outcome, Status, evaluate
+from pytest_jaxperf.compare import STATUSES, Breach, Status, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.html import render_html
 from pytest_jaxperf.markdown import render_markdown
@@ -23,15 +23,15 @@ def _breach(gated: bool = True) -> Breach:
 
 
 OUTCOMES = {
-    "t::b_regressed": Outcome("REGRESSED", [_breach()]),
-    "t::a_regressed": Outcome("REGRESSED", [_breach()], notes=["env differs"]),
-    "t::saved": Outcome("reported only", [_breach(gated=False)]),
-    "t::faster": Outcome("improved", improvements=["runtime 2 s -> 1 s"]),
-    "t::fresh": Outcome("new"),
-    "t::quiet": Outcome("ok", notes=["env differs"]),
-    "t::other": Outcome("ok", notes=["load"]),
-    "t::plain": Outcome("ok"),
-    "t::unjitted": Outcome("function gone", gone=[fn("g", "m.py:9"), fn("h", "m.py:20")]),
+    "t::b_regressed": Verdict("REGRESSED", [_breach()]),
+    "t::a_regressed": Verdict("REGRESSED", [_breach()], notes=["env differs"]),
+    "t::saved": Verdict("reported only", [_breach(gated=False)]),
+    "t::faster": Verdict("improved", improvements=["runtime 2 s -> 1 s"]),
+    "t::fresh": Verdict("new"),
+    "t::quiet": Verdict("ok", notes=["env differs"]),
+    "t::other": Verdict("ok", notes=["load"]),
+    "t::plain": Verdict("ok"),
+    "t::unjitted": Verdict("function gone", gone=[fn("g", "m.py:9"), fn("h", "m.py:20")]),
 }
 
 
@@ -79,14 +79,14 @@ def test_status_words_are_one_literal() -> None:
     assert typing.get_args(Status) == STATUSES
 
 
-def _judged() -> dict[str, tuple[Status, Outcome]]:
+def _judged() -> dict[str, tuple[Status, Verdict]]:
     """One real verdict of each status, from compare.evaluate."""
     f = fn("f", "m.py:3")
     tol = Tolerances()
 
     def judge(
         now: Record, base: Record | None, limits: MarkerLimits | None = None, save: bool = False
-    ) -> Outcome:
+    ) -> Verdict:
         return evaluate(now, base, limits or MarkerLimits(), tol, [], gate_baseline=not save)
 
     bench = {"kind": "benchmark", "jaxpr_eqns": 5}
@@ -127,7 +127,7 @@ def test_every_status_reads_the_same_in_every_report() -> None:
 def test_timing_report_breaches_are_tallied_as_reported_only_not_as_saving() -> None:
     # --jaxperf-timing=report: a runtime breach is shown, never gated; nothing was saved.
     runtime = Breach("runtime", None, 1e-3, 3e-3, "baseline", (), gated=False, benchmark="b")
-    summary = RunSummary.of({"t::slow": Outcome("reported only", [runtime])})
+    summary = RunSummary.of({"t::slow": Verdict("reported only", [runtime])})
     assert summary.reported == ("t::slow",)
     assert summary.tally().endswith(", 0 not gated, 1 reported only")
     assert "saving" not in summary.tally()

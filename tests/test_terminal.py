@@ -8,7 +8,7 @@ import pytest
 from _records import Record, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
-from pytest_jaxperf.compare import COMPILE_TIME, Breach, Outcome, evaluate
+from pytest_jaxperf.compare import COMPILE_TIME, Breach, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.terminal import failure_text, summary_lines, tally
 
@@ -23,7 +23,7 @@ def judge(
     limits: MarkerLimits | None = None,
     differences: tuple[str, ...] = (),
     gate_baseline: bool = True,
-) -> Outcome:
+) -> Verdict:
     return evaluate(
         current, base, limits or MarkerLimits(), DEFAULTS, list(differences), gate_baseline
     )
@@ -257,40 +257,40 @@ def _breach(gated: bool = True) -> Breach:
         pytest.param([], "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated", id="none"),
         pytest.param(
             [
-                Outcome("REGRESSED", [_breach()]),
-                Outcome("improved", improvements=["traces of f: 2 -> 1"]),
-                Outcome("new"),
-                Outcome("ok", notes=["compile time not gated: environment differs (x64)"]),
+                Verdict("REGRESSED", [_breach()]),
+                Verdict("improved", improvements=["traces of f: 2 -> 1"]),
+                Verdict("new"),
+                Verdict("ok", notes=["compile time not gated: environment differs (x64)"]),
             ],
             "jaxperf: 1 regression, 1 improvement, 1 new, 1 not gated",
             id="singular",
         ),
         pytest.param(
             [
-                Outcome("REGRESSED", [_breach()]),
-                Outcome("OVER LIMIT", [Breach("traces", None, 1, 2, "limit")]),
-                Outcome("improved", improvements=["a"]),
-                Outcome("improved", improvements=["b"]),
-                Outcome("new"),
-                Outcome("new"),
-                Outcome("ok", notes=["n"]),
-                Outcome("improved", improvements=["c"], notes=["n"]),
-                Outcome("ok"),
+                Verdict("REGRESSED", [_breach()]),
+                Verdict("OVER LIMIT", [Breach("traces", None, 1, 2, "limit")]),
+                Verdict("improved", improvements=["a"]),
+                Verdict("improved", improvements=["b"]),
+                Verdict("new"),
+                Verdict("new"),
+                Verdict("ok", notes=["n"]),
+                Verdict("improved", improvements=["c"], notes=["n"]),
+                Verdict("ok"),
             ],
             "jaxperf: 2 regressions, 3 improvements, 2 new, 2 not gated",
             id="plural",
         ),
         pytest.param(
-            [Outcome("reported only", [_breach(gated=False)]), Outcome("ok")],
+            [Verdict("reported only", [_breach(gated=False)]), Verdict("ok")],
             "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only",
             id="saving",
         ),
     ],
 )
-def test_tally(outcomes: list[Outcome], expected: str) -> None:
+def test_tally(outcomes: list[Verdict], expected: str) -> None:
     assert tally({f"t::{i}": o for i, o in enumerate(outcomes)}) == expected
 
 
 def test_tally_counts_a_test_with_a_compile_time_note_and_a_breach_once_each() -> None:
-    outcome = Outcome("REGRESSED", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
+    outcome = Verdict("REGRESSED", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
     assert tally({"t::a": outcome}) == "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"

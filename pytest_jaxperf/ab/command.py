@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, parse_number
 from ..model import Report
 from ..outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
-from . import render, runner, stats, verdicts, worker, worktree
+from . import imports, render, runner, stats, verdicts, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -211,7 +211,7 @@ def _search_paths(project: Path, given: Sequence[str] | None, side: str) -> tupl
 
 def _tree(side: str, root: Path, project: Path, given: Sequence[str] | None) -> runner.Tree:
     paths = _search_paths(project, given, side)
-    packages = worker.find_packages(paths)
+    packages = imports.find_packages(paths)
     if not packages:
         shown = ", ".join(str(p) for p in paths)
         raise UsageError(

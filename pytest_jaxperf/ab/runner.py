@@ -1,5 +1,5 @@
 """One pytest process per tree and round for `jaxperf ab`: its command line, its environment,
-its log, its report, and the import check of `worker`.
+its log, its report, and the import check of `worker` (`imports`).
 
 Each run records with the plugin (`--jaxperf`, timing measured) and writes its JSON report to
 the command's temporary directory; it gates nothing against a committed baseline (the baseline
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..model import Report
 from ..store import BaselineError, load
-from . import worker
+from . import imports
 
 # How much of a failed run's output to show.
 LOG_TAIL_LINES = 40
@@ -90,7 +90,7 @@ def environment(tree: Tree, check: Path) -> dict[str, str]:
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
     env["JAX_ENABLE_COMPILATION_CACHE"] = "false"
-    env[worker.CHECK_ENV] = str(check)
+    env[imports.CHECK_ENV] = str(check)
     return env
 
 
@@ -109,7 +109,7 @@ def run(
     log = workdir / f"{name}.log"
     check = workdir / f"{name}.check.json"
     check_out = workdir / f"{name}.imports.json"
-    worker.Spec(
+    imports.Spec(
         side=tree.side,
         tree=str(tree.root),
         other_side=other.side,

@@ -120,7 +120,7 @@ def compare_rounds(
 
 def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Thresholds) -> list[Row]:
     """Counts and program metrics, by the plugin's rules, the base run as the baseline."""
-    outcome = compare.evaluate(
+    judged = compare.evaluate(
         head,
         base,
         MarkerLimits(),
@@ -128,14 +128,14 @@ def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Threshol
         [_TIMED_HERE],
         timing_mode="off",
     )
-    breaches = [b for b in outcome.breaches if b.against == "baseline" and b.gated]
+    breaches = [b for b in judged.breaches if b.against == "baseline" and b.gated]
     rows = []
     for metric in COUNTS:
         mine = [b for b in breaches if b.metric == metric]
         before, now = getattr(base, metric), getattr(head, metric)
         verdict = "REGRESSED" if mine else "improved" if now < before else "ok"
         rows.append(Row(nodeid, metric, verdict, before, now, causes=_causes(mine)))
-    gone = tuple(gone_line(fn.key, fn.traces, fn.compiles) for fn in outcome.gone)
+    gone = tuple(gone_line(fn.key, fn.traces, fn.compiles) for fn in judged.gone)
     if gone:  # shown under the test's counts; neither better nor worse
         rows[-1] = dataclasses.replace(rows[-1], causes=rows[-1].causes + gone)
     base_benchmarks = dict(base.benchmark_entries())
