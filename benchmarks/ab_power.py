@@ -2,9 +2,9 @@
 alarm, and what does it cost? And the stored-baseline gate on the same runs, for comparison.
 
 Run: ``.venv/bin/python benchmarks/ab_power.py [--same-runs 20] [--slow-runs 10] [--rounds 5]``
-(the defaults: 80 `jaxperf ab` runs of 5 rounds, 800 pytest processes plus a few plain runs,
-about 1.5-2 hours on 2 cores: in a smoke run on a machine shared with other work, one
-round of the two tests took 12-16 s quiet and about 26 s beside the hog); a smoke check:
+(the defaults: 80 `jaxperf ab` runs of 5 rounds, 800 pytest processes plus a few plain runs;
+the README's table comes from ``--rounds 3``, 480 processes, 2,556 s on 2 cores, one round
+of the two tests 8-12 s); a smoke check:
 ``--same-runs 1 --slow-runs 1 --rounds 2 --plain-runs 1`` (about 5 minutes).
 
 1. Builds a git repository from ``example_project/`` in the work directory: commit ``base``
