@@ -244,7 +244,7 @@ class JaxPerfSession:
             for fn in out.gone:
                 tr.write_line(terminal.gone_line(fn, nodeid), **terminal.markup("function gone"))
         summary = RunSummary.of(self.verdicts)
-        tr.write_line(summary.tally(), **terminal.tally_markup(summary))
+        tr.write_line(summary.tally(), **terminal.tally_markup(bool(summary.regressed)))
         for note in self.notes:
             tr.write_line(f"pytest-jaxperf: {note}", yellow=True)
         for line in self.write_errors:

@@ -7,6 +7,7 @@ unchanged code runs with thresholds no noise reaches."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import pytest_jaxperf
-from pytest_jaxperf.ab import render, stats, verdicts
+from pytest_jaxperf.ab import command, render, stats, verdicts
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.model import Report
 
@@ -400,7 +401,7 @@ def report_pair(base_factor: float, head_factor: float, seed: int) -> tuple[Repo
     return one(base_factor, seed), one(head_factor, seed + 1)
 
 
-def test_rows_from_reports_and_their_table() -> None:
+def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> None:
     rounds = [report_pair(1.0, 1.5, s) for s in range(3)]
     thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
     comparison = verdicts.compare_rounds(rounds, thresholds)
@@ -436,6 +437,18 @@ def test_rows_from_reports_and_their_table() -> None:
     md = render.markdown(comparison, context)
     assert "| `t.py::test_a` | traces | 1 | 1 |  |  | ok |" in md
     assert "**REGRESSED**" in md
+    # In colour where pytest colours (PY_COLORS=1 here): the regressed row and the tally red.
+    lines = render.terminal_lines(comparison, context)
+    assert "".join(f"{t}\n" for t, _ in lines) == text
+    for colours, expected in (("1", True), ("0", False)):
+        monkeypatch.setenv("PY_COLORS", colours)
+        out = io.StringIO()
+        command.show(out, lines)
+        shown = out.getvalue().splitlines()
+        regressed = next(x for x in shown if "runtime f" in x)
+        traces = next(x for x in shown if " traces " in x)
+        assert ("\x1b[31m" in regressed, "\x1b[31m" in shown[-1]) == (expected, expected)
+        assert "\x1b[" not in traces
 
 
 def test_tests_in_one_tree_only_and_failed_tests_are_listed_not_compared() -> None:

@@ -296,9 +296,19 @@ def _measure(args: argparse.Namespace, out: TextIO) -> int:
         runs=tuple(runs),
         seconds=time.perf_counter() - started,
     )
-    out.write(render.terminal(comparison, context))
+    show(out, render.terminal_lines(comparison, context))
     _write(args, comparison, context)
     return EXIT_REGRESSED if comparison.regressions else EXIT_OK
+
+
+def show(out: TextIO, lines: list[tuple[str, dict[str, bool]]]) -> None:
+    """Lines with their markup on `out` through pytest's TerminalWriter, which colours them
+    where pytest would: on a terminal, or with PY_COLORS=1 or FORCE_COLOR; not with NO_COLOR."""
+    from _pytest._io import TerminalWriter
+
+    tw = TerminalWriter(out)
+    for text, marks in lines:
+        tw.line(text, **marks)
 
 
 def _keep(done: runner.Run, reports_dir: Path | None) -> None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import TIME_DIGITS, significant
+from ..terminal import markup, tally_markup
 from .stats import Ratio
 from .verdicts import COMPILE_TIME, RUNTIME, Comparison, Row, Thresholds
 
@@ -130,6 +131,12 @@ def header(context: Context) -> str:
 
 def terminal(comparison: Comparison, context: Context) -> str:
     """The table, the causes of failed counts, notes and the tally line."""
+    return "".join(line + "\n" for line, _ in terminal_lines(comparison, context))
+
+
+def terminal_lines(comparison: Comparison, context: Context) -> list[tuple[str, dict[str, bool]]]:
+    """terminal()'s lines, each with its TerminalWriter markup: a row's as the plugin marks its
+    status, the tally red or green, the rest plain."""
     lines = [header(context), ""]
     titles = list(COLUMNS)
     titles[5] = f"{context.confidence:.0%} interval"
@@ -149,14 +156,19 @@ def terminal(comparison: Comparison, context: Context) -> str:
         return "  ".join(parts).rstrip()
 
     lines.append(line(titles))
-    lines += [line(cells) for cells in shown]
+    plain: dict[str, bool] = {}
+    out = [(text, plain) for text in lines]
+    out += [(line(cells), markup(row.verdict)) for cells, row in zip(shown, comparison.rows)]
     details = [(r, c) for r in comparison.rows for c in r.causes]
     if details:
-        lines.append("")
-        lines += [f"{r.test}: {c}" if not c.startswith(" ") else f"  {c}" for r, c in details]
-    lines += [f"note: {n}" for n in comparison.notes]
-    lines += ["", tally(comparison, context)]
-    return "\n".join(lines) + "\n"
+        out.append(("", plain))
+        out += [
+            (f"{r.test}: {c}" if not c.startswith(" ") else f"  {c}", plain) for r, c in details
+        ]
+    out += [(f"note: {n}", plain) for n in comparison.notes]
+    regressed = bool(comparison.regressions)
+    out += [("", plain), (tally(comparison, context), tally_markup(regressed))]
+    return out
 
 
 # -- markdown ------------------------------------------------------------------------------
