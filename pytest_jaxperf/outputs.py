@@ -106,11 +106,27 @@ def planned(settings: Settings) -> list[Output]:
 
 def startup_problem(settings: Settings) -> str | None:
     """The first file of the run that cannot be written (or read, for a baseline not being
-    saved), as one line; None when all look fine."""
-    for out in planned(settings):
+    saved), or two options naming one file, as one line; None when all look fine."""
+    files = planned(settings)
+    for out in files:
         found = problem(out)
         if found is not None:
             return found
+    return same_file(files)
+
+
+def same_file(files: list[Output]) -> str | None:
+    """Two of `files` that are one file, as one line: the later write would replace the
+    earlier one (a report written over the baseline it was gated against, say)."""
+    seen: dict[Path, Output] = {}
+    for out in files:
+        key = out.path.resolve()
+        first = seen.setdefault(key, out)
+        if first is not out:
+            return (
+                f"{first.option} and {out.option} both name {out.path}: the run would write one "
+                "over the other; give each its own path"
+            )
     return None
 
 

@@ -277,3 +277,28 @@ def test_export_format_other_than_pytest_benchmark(jp: pytest.Pytester) -> None:
     result.assert_outcomes(passed=2)
     doc = read_json(jp.path / "bmf.json")
     assert doc["test_bench.py::test_counts_only"]["compiles"] == {"value": 1}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--jaxperf-json=out.json", "--jaxperf-export=pytest-benchmark:out.json"],
+         "--jaxperf-json and --jaxperf-export both name {path}/out.json"),
+        (["--jaxperf-baseline=b.json", "--jaxperf-json=./b.json"],
+         "--jaxperf-baseline and --jaxperf-json both name {path}/b.json"),
+        (["--jaxperf-markdown=r.md", "--jaxperf-html=r.md"],
+         "--jaxperf-markdown and --jaxperf-html both name {path}/r.md"),
+    ],
+)  # fmt: skip
+def test_two_options_naming_one_file_stop_the_run(
+    jp: pytest.Pytester, args: list[str], message: str
+) -> None:
+    jp.makepyfile(ONE_JITTED_TEST)
+    (jp.path / "b.json").write_text("kept")
+    result = jp.runpytest("--jaxperf", *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        [f"ERROR: pytest-jaxperf: {message.format(path=jp.path)}*give each its own path"]
+    )
+    assert (jp.path / "b.json").read_text() == "kept"
+    assert not (jp.path / "out.json").exists()
