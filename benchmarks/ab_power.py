@@ -148,8 +148,11 @@ def build_repository(work: Path) -> Path:
     return repo
 
 
-def pytest_run(repo: Path, args: list[str]) -> tuple[float, subprocess.CompletedProcess[str]]:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf", *args]
+def pytest_run(
+    repo: Path, args: list[str], prefix: list[str]
+) -> tuple[float, subprocess.CompletedProcess[str]]:
+    cmd = [*prefix, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf"]
+    cmd += args
     start = time.perf_counter()
     done = subprocess.run(cmd, cwd=repo, env=_env(), capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -159,13 +162,21 @@ def pytest_run(repo: Path, args: list[str]) -> tuple[float, subprocess.Completed
 
 
 def ab_run(
-    repo: Path, work: Path, case: str, condition: str, index: int, rounds: int, extra: list[str]
+    repo: Path,
+    work: Path,
+    case: str,
+    condition: str,
+    index: int,
+    rounds: int,
+    extra: list[str],
+    prefix: list[str],
 ) -> AbRun:
     _git(repo, "checkout", "-q", case)
     name = f"{condition}-{case}-{index}"
     reports = work / name
     out_json = work / f"{name}.json"
     cmd = [
+        *prefix,
         sys.executable, "-m", "pytest_jaxperf", "ab", "--base", "base", "--rounds", str(rounds),
         "--json", str(out_json), "--reports-dir", str(reports), "--", *extra, *TESTS,
     ]  # fmt: skip
@@ -268,6 +279,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-time", type=float, default=None, help="--jaxperf-max-time for the "
                     "runs (default: the example's own, 0.1 s)")  # fmt: skip
     ap.add_argument("--workdir", type=Path, default=None, help="keep everything here")
+    ap.add_argument("--pin", default=None, metavar="CPUS", help="run jaxperf ab and the plain "
+                    "runs under `taskset -c CPUS` (the hogs stay free)")
     ns = ap.parse_args(argv)
     conditions = [c for c in ns.conditions.split(",") if c]
     thresholds = [float(t) for t in ns.thresholds.split(",")]
@@ -286,14 +299,17 @@ def main(argv: list[str] | None = None) -> int:
         f"ab_power: python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {ns.same_runs} "
         f"same and {ns.slow_runs} runs per slowdown per condition ({', '.join(conditions)}); "
         f"{ns.rounds} rounds each; tests {' '.join(TESTS)}; {ns.hogs} hog(s) under load; "
-        f"work in {work}",
+        f"{'pinned to CPUs ' + ns.pin + '; ' if ns.pin else ''}work in {work}",
         flush=True,
     )
     repo = build_repository(work)
 
     wait_for_quiet(ns.quiet_wait)
     stored_path = work / "stored.json"
-    pytest_run(repo, [f"--jaxperf-baseline={stored_path}", "--jaxperf-save", *extra, *TESTS])
+    prefix = [] if ns.pin is None else ["taskset", "-c", ns.pin]
+    pytest_run(
+        repo, [f"--jaxperf-baseline={stored_path}", "--jaxperf-save", *extra, *TESTS], prefix
+    )
     stored = store.load(stored_path)
     if stored is None or not set(TESTS) <= set(stored.tests):
         sys.exit(f"the stored baseline lacks the tests: {stored_path}")
@@ -305,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(ns.plain_runs):
             with _condition(condition, ns):
                 seconds, _done = pytest_run(
-                    repo, [f"--jaxperf-baseline={work / 'none.json'}", *extra, *TESTS]
+                    repo, [f"--jaxperf-baseline={work / 'none.json'}", *extra, *TESTS], prefix
                 )
             plain.setdefault(condition, []).append(seconds)
         plan = [("same", i) for i in range(ns.same_runs)]
@@ -314,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.sort(key=lambda p: (p[1], CASES.index(p[0])))
         for n, (case, i) in enumerate(plan, 1):
             with _condition(condition, ns):
-                run = ab_run(repo, work, case, condition, i, ns.rounds, extra)
+                run = ab_run(repo, work, case, condition, i, ns.rounds, extra, prefix)
             runs.append(run)
             print(
                 f"  {condition} {n}/{len(plan)}: {case:<11} exit {run.returncode}  "
