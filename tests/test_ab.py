@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 import pytest_jaxperf
-from pytest_jaxperf.ab import command, render, stats, verdicts
+from pytest_jaxperf.ab import command, cpus, render, stats, verdicts
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.model import Report
 
@@ -79,6 +79,14 @@ def test_work(jaxperf):
 
 def test_not_recorded():
     pass
+"""
+AFFINITY_CONFTEST = """\
+import os
+
+
+def pytest_sessionstart(session):
+    with open(os.environ["AFFINITY_FILE"], "a") as out:
+        out.write(str(sorted(os.sched_getaffinity(0))) + "\\n")
 """
 NODE_SCALE, NODE_WORK = "tests/test_core.py::test_scale", "tests/test_core.py::test_work"
 
@@ -239,17 +247,27 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
 def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> None:
     root = new_repo(tmp_path / "repo")
     sub = {f"sub/{k}": v for k, v in project("src/").items()}
+    # Each run says which CPUs it may use.
+    sub["sub/tests/conftest.py"] = AFFINITY_CONFTEST
     base = commit_files(root, sub, "base")
     commit_files(root, {"README.md": "a change that is no code\n"}, "docs")
+    cpu = max(os.sched_getaffinity(0))
+    seen = tmp_path / "affinity.txt"
     # Default --path: sub/ and sub/src; the package is only in src/ (not installed).
     done = ab(
         root / "sub",
         "--base", base,
         "--rounds", "1",
         "--runtime-threshold", "50",
+        "--cpus", str(cpu),
+        "--json", str(tmp_path / "ab.json"),
         "--", "-k", "scale or work",
+        AFFINITY_FILE=str(seen),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    assert seen.read_text().splitlines() == [f"[{cpu}]", f"[{cpu}]"]  # base and head
+    assert f"\n1 round on CPU {cpu}, 95% intervals;" in done.stdout
+    assert json.loads((tmp_path / "ab.json").read_text())["cpus"] == [cpu]
     rows = table_rows(done.stdout)
     assert rows[(NODE_SCALE, "traces")] == ["1", "1", "ok"]
     assert rows[(NODE_WORK, "runtime work")][-1] == "ok"
@@ -363,6 +381,10 @@ def test_usage_errors_are_one_line_and_exit_2(
         ("--base", base, "--json", str(tmp_path)): f"jaxperf ab: --json {tmp_path}: is a "
         "directory, not a file; pass the path of a file",
         ("--base", base, "-k", "x"): "jaxperf: unrecognized arguments: -k (see jaxperf --help)",
+        ("--base", base, "--cpus", "1-"): "jaxperf: argument --cpus: expected CPU numbers as "
+        "taskset -c takes them, such as 1, 0-3 or 0,2, got '1-' (see jaxperf ab --help)",
+        ("--base", base, "--cpus", "4096"): "jaxperf ab: --cpus 4096: CPU 4096 is not among "
+        f"those this process may use ({cpus.label(os.sched_getaffinity(0))}); pick from those",
     }
     for args, message in cases.items():
         assert in_process(root, monkeypatch, *args) == 2, args
@@ -466,3 +488,20 @@ def test_tests_in_one_tree_only_and_failed_tests_are_listed_not_compared() -> No
         "t.py::test_failed": "failed in head",
     }
     assert comparison.regressions == []
+
+
+def test_cpu_lists_read_and_written_as_taskset_does() -> None:
+    assert cpus.parse("0-2,5, 7-8") == frozenset({0, 1, 2, 5, 7, 8})
+    assert cpus.label(cpus.parse("0-2,5, 7-8")) == "0-2,5,7-8"
+    assert cpus.label({3}) == "3"
+    for bad in ("", "x", "2-1", "-1", "1,,2", "0-"):
+        with pytest.raises(ValueError, match="such as 1, 0-3 or 0,2"):
+            cpus.parse(bad)
+    assert cpus.problem(frozenset({1}), frozenset({0, 1})) is None
+    assert cpus.problem(frozenset({1, 2, 3}), frozenset({0, 1})) == (
+        "--cpus 1-3: CPU 2-3 is not among those this process may use (0-1); pick from those"
+    )
+    assert cpus.problem(frozenset({0}), None) == (
+        "--cpus needs a platform that confines a process to CPUs (Linux); leave it out"
+    )
+    assert cpus.confine(None) is None

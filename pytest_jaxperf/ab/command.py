@@ -22,13 +22,12 @@ from typing import Any, TextIO
 from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, parse_number
 from ..model import Report
 from ..outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
-from . import imports, render, runner, stats, verdicts, worktree
+from . import cpus, imports, render, runner, stats, verdicts, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
-# Provisional defaults, to be set from the measurement of benchmarks/ab_power.py: three
-# rounds let the spread between processes into every interval (one round cannot show it);
-# a 10% slowdown is about what a quiet 2-core machine resolves for a 1 ms function.
+# Chosen by benchmarks/ab_power.py (the README has its table): three rounds are the fewest
+# whose interval lets the spread between processes in (one round cannot show it).
 DEFAULT_ROUNDS = 3
 DEFAULT_RUNTIME_THRESHOLD = 1.10
 # Compile seconds of the same program vary far more than a steady state (the plugin's README:
@@ -55,6 +54,13 @@ def _threshold(text: str) -> float:
     if value is None:
         raise argparse.ArgumentTypeError(f"expected a ratio >= 1 such as 1.1, got {text!r}")
     return value
+
+
+def _cpus(text: str) -> frozenset[int]:
+    try:
+        return cpus.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _rtol(text: str) -> float:
@@ -119,6 +125,13 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         metavar="DIR",
         help="directory (relative to where you run) put first on sys.path in each tree's runs; "
         "repeat for several (default: . and src/ where it exists)",
+    )
+    ab.add_argument(
+        "--cpus",
+        type=_cpus,
+        metavar="LIST",
+        help="run every base and head process on these CPUs only (Linux; taskset -c syntax: "
+        "1, 0-3, 0,2), so that XLA's CPU code runs on the same CPUs in each process",
     )
     ab.add_argument(
         "--markdown",
@@ -225,6 +238,10 @@ def _tree(side: str, root: Path, project: Path, given: Sequence[str] | None) -> 
 def _measure(args: argparse.Namespace, out: TextIO) -> int:
     started = time.perf_counter()
     _outputs(args)
+    if args.cpus is not None:
+        found = cpus.problem(args.cpus, cpus.available())
+        if found:
+            raise UsageError(found)
     cwd = Path.cwd().resolve()
     root = worktree.repository(cwd)
     checkout = worktree.head(root)
@@ -263,7 +280,7 @@ def _measure(args: argparse.Namespace, out: TextIO) -> int:
             for number in range(1, args.rounds + 1):
                 pair = []
                 for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
-                    done = runner.run(tree, other, number, scratch, args.pytest_args)
+                    done = runner.run(tree, other, number, scratch, args.pytest_args, args.cpus)
                     runs.append(render.RunTime(done.side, number, done.seconds))
                     pair.append(done)
                     _keep(done, args.reports_dir)
@@ -293,6 +310,7 @@ def _measure(args: argparse.Namespace, out: TextIO) -> int:
         thresholds=thresholds,
         confidence=stats.CONFIDENCE,
         pytest_args=tuple(args.pytest_args),
+        cpus=args.cpus,
         runs=tuple(runs),
         seconds=time.perf_counter() - started,
     )

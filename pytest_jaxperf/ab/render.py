@@ -9,6 +9,7 @@ from typing import Any
 
 from ..model import TIME_DIGITS, significant
 from ..terminal import markup, tally_markup
+from . import cpus
 from .stats import Ratio
 from .verdicts import COMPILE_TIME, RUNTIME, Comparison, Row, Thresholds
 
@@ -36,6 +37,7 @@ class Context:
     thresholds: Thresholds
     confidence: float
     pytest_args: tuple[str, ...] = ()
+    cpus: frozenset[int] | None = None  # every run confined to these CPUs; None: not confined
     runs: tuple[RunTime, ...] = ()
     seconds: float = 0.0
 
@@ -116,9 +118,12 @@ def header(context: Context) -> str:
     t = context.thresholds
     where = f" in {context.project}" if context.project not in ("", ".") else ""
     args = f"; pytest {' '.join(context.pytest_args)}" if context.pytest_args else ""
+    on = ""
+    if context.cpus is not None:
+        on = f" on CPU{'s' if len(context.cpus) != 1 else ''} {cpus.label(context.cpus)}"
     return (
         f"jaxperf ab: base {context.base_label()} vs head {context.head_label()}{where}{args}\n"
-        f"{context.rounds} round{'s' if context.rounds != 1 else ''}, "
+        f"{context.rounds} round{'s' if context.rounds != 1 else ''}{on}, "
         f"{context.confidence:.0%} intervals; a slowdown fails when its whole interval lies "
         f"above {t.runtime:g}x (runtime) or {t.compile:g}x (compile time, and "
         f"+{t.compile_floor:g} s); counts fail on any increase, program metrics above "
@@ -231,6 +236,7 @@ def to_json(comparison: Comparison, context: Context) -> dict[str, Any]:
         "head": {"commit": context.head_commit, "uncommitted_changes": context.head_changed},
         "project": context.project,
         "pytest_args": list(context.pytest_args),
+        "cpus": None if context.cpus is None else sorted(context.cpus),
         "rounds": context.rounds,
         "confidence": context.confidence,
         "thresholds": {

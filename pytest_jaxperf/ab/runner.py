@@ -22,7 +22,7 @@ from pathlib import Path
 
 from ..model import Report
 from ..store import BaselineError, load
-from . import imports
+from . import cpus, imports
 
 # How much of a failed run's output to show.
 LOG_TAIL_LINES = 40
@@ -100,10 +100,12 @@ def run(
     round_: int,
     workdir: Path,
     pytest_args: Sequence[str],
+    on_cpus: frozenset[int] | None = None,
 ) -> Run:
-    """Run the tests of `tree` once; RunError when pytest fails to run them (usage error,
-    collection error, interrupted, nothing collected), imported the wrong code, or wrote no
-    report. Failed tests are not an error: they are left out of the comparison."""
+    """Run the tests of `tree` once, confined to `on_cpus` when given; RunError when pytest
+    fails to run them (usage error, collection error, interrupted, nothing collected), imported
+    the wrong code, or wrote no report. Failed tests are not an error: they are left out of the
+    comparison."""
     name = f"{tree.side}-{round_}"
     report_path = workdir / f"{name}.json"
     log = workdir / f"{name}.log"
@@ -128,6 +130,7 @@ def run(
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            preexec_fn=cpus.confine(on_cpus),
         )
         try:
             returncode = proc.wait()
