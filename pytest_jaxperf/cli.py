@@ -30,7 +30,7 @@ from .environment import (
 from .model import Report, TestRecord
 from .outputs import Output, OutputError, problem
 from .shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
-from .store import BaselineError, load
+from .store import BaselineError, collector_paused, load
 from .summary import RunSummary
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -158,7 +158,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        code: int = args.run(args, sys.stdout)
+        # The command's data are reports, up to millions of objects in no cycle: with the
+        # collector on, each collection the comparison sets off walks them all, for nothing.
+        with collector_paused():
+            code: int = args.run(args, sys.stdout)
         return code
     except _UsageError as exc:
         return _fail(str(exc))

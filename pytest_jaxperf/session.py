@@ -21,10 +21,12 @@ T = TypeVar("T")
 class JaxPerfSession:
     """State of one --jaxperf run: records and verdicts by nodeid."""
 
-    def __init__(self, config: pytest.Config, settings: Settings, base: Report | None) -> None:
+    def __init__(self, config: pytest.Config, settings: Settings, base: store.Loaded) -> None:
         self.config = config
         self.settings = settings
-        self.baseline = base
+        self.baseline = base.report
+        # The baseline file as read at the start: a save re-reads it only if it changed since.
+        self.baseline_read = base
         self.records: dict[str, TestRecord] = {}
         self.verdicts: dict[str, compare.Verdict] = {}
         self.scopes: dict[str, Any] = {}
@@ -277,8 +279,8 @@ class JaxPerfSession:
         # The baseline first; each file on its own, so that one that cannot be written is
         # reported and the others are still written.
         if s.save:
-            base = s.baseline
-            self._write_file("jaxperf_baseline", base, lambda: store.save_merged(base, run))
+            base, known = s.baseline, self.baseline_read
+            self._write_file("jaxperf_baseline", base, lambda: store.save_merged(base, run, known))
         if (json_path := s.json) is not None:
             self._write_file("jaxperf_json", json_path, lambda: store.save(json_path, run))
         if (markdown := s.markdown) is not None:

@@ -11,6 +11,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -38,18 +39,48 @@ class BaselineError(Exception):
 FIX_BASELINE = "fix it, or delete it and re-create it with --jaxperf-save"
 
 
+# What the file system says of one version of a file (device, inode, size, modification
+# time): a save, which renames a new file over the old, changes it.
+Stamp = tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A file as it was read: its report (None: no file) and the stamp of what was read."""
+
+    report: Report | None
+    stamp: Stamp | None
+
+
 def load(path: Path, hint: str = FIX_BASELINE) -> Report | None:
     """The report stored at `path`, or None when there is no file; a file that cannot be
     used raises BaselineError naming it, the problem and `hint` (what to do about it)."""
+    return read(path, hint).report
+
+
+def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
+    """load(), and the stamp of the version read (the same open file is read and stamped)."""
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open(encoding="utf-8") as fh:
+            stamp = _stamp(os.fstat(fh.fileno()))
+            text = fh.read()
     except FileNotFoundError:
-        return None
+        return Loaded(None, None)
     except (OSError, UnicodeDecodeError) as exc:
         raise BaselineError(f"cannot read {path}: {exc}") from None
     if not text.strip():
         raise BaselineError(f"{path} is empty; {hint}")
-    with _collector_paused():
+    with collector_paused():
+        if _fast_loads is not None:
+            # orjson where installed (the `fast` extra) parses a big report much faster. What
+            # it refuses (NaN, a lone surrogate, a broken file), or reads into values the reader
+            # refuses (an integer past 64 bits becomes a float, which is no count), is read
+            # again with json, so errors are json's. Such an integer where a float is taken
+            # (no file the plugin writes has one) reads as the nearest float.
+            try:
+                return Loaded(report_from_json(_fast_loads(text)), stamp)
+            except ValueError:  # FormatError is one
+                pass
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -64,13 +95,36 @@ def load(path: Path, hint: str = FIX_BASELINE) -> Report | None:
         except RecursionError:
             raise BaselineError(f"{path} is nested too deeply to read; {hint}") from None
         try:
-            return report_from_json(data)
+            return Loaded(report_from_json(data), stamp)
         except FormatError as exc:
             raise BaselineError(f"{path} is not a pytest-jaxperf baseline: {exc}; {hint}") from None
 
 
+def stamp_of(path: Path) -> Stamp | None:
+    """The stamp of the file at `path` now; None when there is none."""
+    try:
+        return _stamp(path.stat())
+    except FileNotFoundError:
+        return None
+
+
+def _stamp(st: os.stat_result) -> Stamp:
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _orjson_loads() -> Callable[[str], Any] | None:
+    try:
+        from orjson import loads
+    except ImportError:  # the extra is not installed
+        return None
+    return loads
+
+
+_fast_loads = _orjson_loads()
+
+
 @contextmanager
-def _collector_paused() -> Iterator[None]:
+def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a while. Reading or writing a big file makes
     hundreds of thousands of objects, none in a cycle, and the collections they would set off
     (each also walking whatever else the process holds, jax's objects in a test session) are
@@ -106,16 +160,18 @@ def placed(
     return rec if rec.environment == own else dataclasses.replace(rec, environment=own)
 
 
-def save_merged(path: Path, run: Report) -> Report:
+def save_merged(path: Path, run: Report, known: Loaded | None = None) -> Report:
     """Merge the passed tests of `run` into the baseline at `path` as it is now, not as it was
     when the run started, and save the result; returns it. The read, merge and write happen
     under the lock beside the file, so two runs saving at once (different -k subsets, say)
-    keep each other's entries. A file that became unreadable meanwhile raises BaselineError
-    and is left as it is."""
+    keep each other's entries; `known`, the file as the run read it at its start, stands in
+    for reading it again when its stamp says it is still that version. A file that became
+    unreadable meanwhile raises BaselineError and is left as it is."""
     from .outputs import locked
 
     with locked(path):
-        merged = merge(load(path), run)
+        old = known.report if known is not None and known.stamp == stamp_of(path) else load(path)
+        merged = merge(old, run)
         save(path, merged)
     return merged
 
@@ -178,7 +234,7 @@ def _value(value: Any) -> str:
 
 def dumps(report: Report) -> str:
     """The file text of `report`: exactly report_to_json's content, in the file layout."""
-    with _collector_paused():
+    with collector_paused():
         return _dumps(report)
 
 

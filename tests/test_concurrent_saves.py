@@ -26,15 +26,42 @@ def _run(*nodeids: str) -> Report:
 def test_save_merged_keeps_entries_saved_since_the_run_started(tmp_path: Path) -> None:
     path = tmp_path / ".jaxperf" / "baseline.json"
     store.save(path, _run("t::old"))
-    at_start = store.load(path)  # what this run read at start-up
+    at_start = store.read(path)  # what this run read at start-up
     store.save_merged(path, _run("t::other"))  # another run saved meanwhile
-    merged = store.save_merged(path, _run("t::mine"))
+    merged = store.save_merged(path, _run("t::mine"), at_start)
     assert set(merged.tests) == {"t::old", "t::other", "t::mine"}
     assert store.load(path) == merged
     # What saving did before: the start-up read merged, the other run's entry lost.
-    assert "t::other" not in store.merge(at_start, _run("t::mine")).tests
+    assert "t::other" not in store.merge(at_start.report, _run("t::mine")).tests
     assert outputs.lock_path(path) == tmp_path / ".jaxperf" / "baseline.json.lock"
     assert outputs.lock_path(path).exists()
+
+
+def test_save_merged_reads_an_unchanged_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "baseline.json"
+    store.save(path, _run("t::old"))
+    at_start = store.read(path)
+    assert at_start.stamp == store.stamp_of(path)
+
+    def no_second_read(*args: object, **kwargs: object) -> None:
+        raise AssertionError("read again")
+
+    monkeypatch.setattr(store, "load", no_second_read)
+    merged = store.save_merged(path, _run("t::mine"), at_start)
+    assert set(merged.tests) == {"t::old", "t::mine"}
+    monkeypatch.undo()
+    assert store.load(path) == merged
+    # The save replaced the file: the start-up read no longer stands for it.
+    assert store.stamp_of(path) != at_start.stamp
+    # No file at the start and none now: nothing to read either.
+    new = tmp_path / "new.json"
+    assert store.read(new) == store.Loaded(None, None)
+    monkeypatch.setattr(store, "load", no_second_read)
+    assert set(store.save_merged(new, _run("t::mine"), store.Loaded(None, None)).tests) == {
+        "t::mine"
+    }
 
 
 def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_jaxperf import model
+from pytest_jaxperf import model, store
 from pytest_jaxperf.model import (
     SCHEMA,
     BenchmarkEntry,
@@ -625,8 +625,21 @@ BROKEN_FILES = [
 ]
 
 
+@pytest.fixture(params=["orjson", "json"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Files read through orjson (the `fast` extra, installed with `test`) or through json."""
+    if request.param == "orjson":
+        orjson = pytest.importorskip("orjson")
+        assert store._fast_loads is orjson.loads
+    else:
+        monkeypatch.setattr(store, "_fast_loads", None)
+    return str(request.param)
+
+
 @pytest.mark.parametrize(("text", "problem"), BROKEN_FILES)
-def test_load_rejects_a_broken_file_naming_it(tmp_path: Path, text: str, problem: str) -> None:
+def test_load_rejects_a_broken_file_naming_it(
+    tmp_path: Path, text: str, problem: str, parser: str
+) -> None:
     path = tmp_path / "baseline.json"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(BaselineError) as info:
@@ -644,3 +657,48 @@ def test_load_of_undecodable_bytes_names_the_file(tmp_path: Path) -> None:
     with pytest.raises(BaselineError, match="cannot read") as info:
         load(path)
     assert str(path) in str(info.value)
+
+
+def odd_file(change: str) -> str:
+    """A report file with one value orjson and json might read differently."""
+    text = dumps(full_report())
+    assert '"traces": 3\n' in text
+    return {
+        "big-count": text.replace('"traces": 3\n', '"traces": 123456789012345678901234567890\n'),
+        "nan-seconds": text.replace('"compile_s": 1.125,', '"compile_s": NaN,'),
+        "lone-surrogate": text.replace('"tests/test_a.py::test_x"', '"tests/\\ud800.py::t"'),
+        "duplicate-key": text.replace('"traces": 3\n', '"traces": 1, "traces": 3\n'),
+    }[change]
+
+
+@pytest.mark.parametrize("change", ["big-count", "nan-seconds", "lone-surrogate", "duplicate-key"])
+def test_both_parsers_read_a_file_the_same(tmp_path: Path, change: str, parser: str) -> None:
+    path = tmp_path / "baseline.json"
+    path.write_text(odd_file(change), encoding="utf-8")
+    data = json.loads(path.read_text(encoding="utf-8"))
+    try:
+        expected: object = model.report_from_json(data)
+    except model.FormatError as exc:
+        expected = f"{path} is not a pytest-jaxperf baseline: {exc}"
+    try:
+        got: object = load(path)
+    except BaselineError as exc:
+        got = str(exc).rsplit("; ", 1)[0]
+    assert got == expected
+    if change == "big-count":  # read as the int it is, by either parser
+        assert isinstance(got, Report)
+        assert got.tests["tests/test_b.py::test_y"].traces == 123456789012345678901234567890
+
+
+def test_both_parsers_read_a_report_the_same(
+    tmp_path: Path, parser: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "baseline.json"
+    save(path, full_report())
+    if parser == "orjson":  # a file as the plugin writes it is read by orjson alone
+
+        def not_json(text: str) -> None:
+            raise AssertionError("read with json")
+
+        monkeypatch.setattr(store.json, "loads", not_json)
+    assert load(path) == full_report()
