@@ -261,6 +261,7 @@ def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> No
         "--runtime-threshold", "50",
         "--cpus", str(cpu),
         "--json", str(tmp_path / "ab.json"),
+        "--markdown", str(tmp_path / "ab.md"),
         "--", "-k", "scale or work",
         AFFINITY_FILE=str(seen),
     )  # fmt: skip
@@ -268,6 +269,7 @@ def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> No
     assert seen.read_text().splitlines() == [f"[{cpu}]", f"[{cpu}]"]  # base and head
     assert f"\n1 round on CPU {cpu}, 95% intervals;" in done.stdout
     assert json.loads((tmp_path / "ab.json").read_text())["cpus"] == [cpu]
+    assert f"; 1 round(s) on CPU {cpu}, 95% intervals," in (tmp_path / "ab.md").read_text()
     rows = table_rows(done.stdout)
     assert rows[(NODE_SCALE, "traces")] == ["1", "1", "ok"]
     assert rows[(NODE_WORK, "runtime work")][-1] == "ok"

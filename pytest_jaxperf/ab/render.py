@@ -51,6 +51,13 @@ class Context:
     def base_label(self) -> str:
         return f"{self.base_commit[:10]} ({self.base_ref})"
 
+    def where_run(self) -> str:
+        """Where the runs ran, for the header: 'on CPU 1' (with a leading space) when --cpus
+        confined them, else nothing."""
+        if self.cpus is None:
+            return ""
+        return f" on CPU{'s' if len(self.cpus) != 1 else ''} {cpus.label(self.cpus)}"
+
 
 # -- values --------------------------------------------------------------------------------
 
@@ -118,9 +125,7 @@ def header(context: Context) -> str:
     t = context.thresholds
     where = f" in {context.project}" if context.project not in ("", ".") else ""
     args = f"; pytest {' '.join(context.pytest_args)}" if context.pytest_args else ""
-    on = ""
-    if context.cpus is not None:
-        on = f" on CPU{'s' if len(context.cpus) != 1 else ''} {cpus.label(context.cpus)}"
+    on = context.where_run()
     return (
         f"jaxperf ab: base {context.base_label()} vs head {context.head_label()}{where}{args}\n"
         f"{context.rounds} round{'s' if context.rounds != 1 else ''}{on}, "
@@ -190,8 +195,8 @@ def markdown(comparison: Comparison, context: Context) -> str:
         f"### jaxperf ab: head `{context.head_label()}` vs base `{context.base_label()}`",
         "",
         f"{verdict}, {len(comparison.improvements)} improvement(s); "
-        f"{context.rounds} round(s), {context.confidence:.0%} intervals, runtime threshold "
-        f"{context.thresholds.runtime:g}x, compile-time threshold "
+        f"{context.rounds} round(s){context.where_run()}, {context.confidence:.0%} intervals, "
+        f"runtime threshold {context.thresholds.runtime:g}x, compile-time threshold "
         f"{context.thresholds.compile:g}x",
         "",
         "| " + " | ".join(COLUMNS[:5] + (f"{context.confidence:.0%} interval", "verdict")) + " |",
