@@ -17,7 +17,8 @@ of the two tests 8-12 s); a smoke check:
    --jaxperf-save``), for the stored-baseline gate, and times ``--plain-runs`` plain
    ``pytest --jaxperf`` runs of the same tests per condition (the cost to compare with).
 3. Two conditions, "quiet" then "load" (one CPU hog beside every run, ``--hogs``: a bounded
-   ``python -c "while ...: pass"`` started before the run and stopped after it). In each,
+   ``python -c "while ...: pass"`` started before the run and stopped after it; ``--pin``
+   confines the runs to CPUs, ``--hog-pin`` the hogs). In each,
    ``--same-runs`` runs of ``same`` and ``--slow-runs`` of each slow case: check the case's
    branch out and run ``jaxperf ab --base base --rounds R --json ... --reports-dir ... --
    TESTS``, as a user would. Its exit status at R rounds is kept, and so are the per-round
@@ -57,7 +58,7 @@ from _machine import wait_for_quiet
 from compile_under_load import _digest, _fmt, _median, finish, hogs
 
 from pytest_jaxperf import compare, environment, store
-from pytest_jaxperf.ab import stats, verdicts
+from pytest_jaxperf.ab import cpus, stats, verdicts
 from pytest_jaxperf.ab.command import DEFAULT_COMPILE_THRESHOLD, DEFAULT_RUNTIME_THRESHOLD
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import Report
@@ -229,7 +230,7 @@ def _condition(condition: str, ns: argparse.Namespace) -> Iterator[None]:
         wait_for_quiet(ns.quiet_wait)
         yield
         return
-    with hogs(ns.hogs, ns.hog_limit):
+    with hogs(ns.hogs, ns.hog_limit, None if ns.hog_pin is None else cpus.parse(ns.hog_pin)):
         yield
 
 
@@ -280,7 +281,9 @@ def main(argv: list[str] | None = None) -> int:
                     "runs (default: the example's own, 0.1 s)")  # fmt: skip
     ap.add_argument("--workdir", type=Path, default=None, help="keep everything here")
     ap.add_argument("--pin", default=None, metavar="CPUS", help="run jaxperf ab and the plain "
-                    "runs under `taskset -c CPUS` (the hogs stay free)")
+                    "runs under `taskset -c CPUS` (the hogs stay free, unless --hog-pin)")
+    ap.add_argument("--hog-pin", default=None, metavar="CPUS", help="confine the hogs to "
+                    "these CPUs (e.g. the --pin CPU: the load cannot move away from the runs)")
     ns = ap.parse_args(argv)
     conditions = [c for c in ns.conditions.split(",") if c]
     thresholds = [float(t) for t in ns.thresholds.split(",")]
@@ -290,6 +293,11 @@ def main(argv: list[str] | None = None) -> int:
         or not thresholds
     ):
         ap.error("runs and rounds must be >= 1; --conditions from quiet,load")
+    for given in (ns.pin, ns.hog_pin):
+        try:
+            cpus.parse(given or "0")
+        except ValueError as exc:
+            ap.error(str(exc))
     extra = [] if ns.max_time is None else [f"--jaxperf-max-time={ns.max_time}"]
     committed = _digest(COMMITTED)
     t_start = time.perf_counter()
@@ -298,7 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     print(
         f"ab_power: python {sys.version.split()[0]}, {os.cpu_count()} CPUs; {ns.same_runs} "
         f"same and {ns.slow_runs} runs per slowdown per condition ({', '.join(conditions)}); "
-        f"{ns.rounds} rounds each; tests {' '.join(TESTS)}; {ns.hogs} hog(s) under load; "
+        f"{ns.rounds} rounds each; tests {' '.join(TESTS)}; {ns.hogs} hog(s) under load"
+        f"{' on CPUs ' + ns.hog_pin if ns.hog_pin else ''}; "
         f"{'pinned to CPUs ' + ns.pin + '; ' if ns.pin else ''}work in {work}",
         flush=True,
     )

@@ -96,10 +96,12 @@ HOG = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < e
 # ----------------------------------------------------------------------------------------
 # CPU hogs
 # ----------------------------------------------------------------------------------------
-def _hog_preexec(limit: int) -> None:
+def _hog_preexec(limit: int, cpus: frozenset[int] | None = None) -> None:
     # The kernel ends the hog after `limit` CPU seconds even if its loop did not, and
     # (Linux) as soon as this script dies.
     resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
     with contextlib.suppress(Exception):
         import ctypes
 
@@ -107,16 +109,18 @@ def _hog_preexec(limit: int) -> None:
 
 
 @contextlib.contextmanager
-def hogs(count: int, limit: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+def hogs(
+    count: int, limit: int, cpus: frozenset[int] | None = None
+) -> Iterator[list[subprocess.Popen[bytes]]]:
     """`count` spinning child processes for the duration of the block (each at most
-    `limit` seconds)."""
+    `limit` seconds; confined to `cpus` when given, else where the scheduler puts them)."""
     procs: list[subprocess.Popen[bytes]] = []
     try:
         for _ in range(count):
             procs.append(
                 subprocess.Popen(
                     [sys.executable, "-c", HOG.format(limit=limit)],
-                    preexec_fn=lambda: _hog_preexec(limit),
+                    preexec_fn=lambda: _hog_preexec(limit, cpus),
                     stdin=subprocess.DEVNULL,
                 )
             )
