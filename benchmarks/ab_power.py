@@ -171,6 +171,7 @@ def ab_run(
     rounds: int,
     extra: list[str],
     prefix: list[str],
+    ab_cpus: str | None = None,
 ) -> AbRun:
     _git(repo, "checkout", "-q", case)
     name = f"{condition}-{case}-{index}"
@@ -179,6 +180,7 @@ def ab_run(
     cmd = [
         *prefix,
         sys.executable, "-m", "pytest_jaxperf", "ab", "--base", "base", "--rounds", str(rounds),
+        *([] if ab_cpus is None else ["--cpus", ab_cpus]),
         "--json", str(out_json), "--reports-dir", str(reports), "--", *extra, *TESTS,
     ]  # fmt: skip
     start = time.perf_counter()
@@ -282,6 +284,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=None, help="keep everything here")
     ap.add_argument("--pin", default=None, metavar="CPUS", help="run jaxperf ab and the plain "
                     "runs under `taskset -c CPUS` (the hogs stay free, unless --hog-pin)")
+    ap.add_argument("--ab-cpus", default=None, metavar="CPUS", help="jaxperf ab's --cpus "
+                    "(default: its own, one CPU; 'all' for runs not confined)")
     ap.add_argument("--hog-pin", default=None, metavar="CPUS", help="confine the hogs to "
                     "these CPUs (e.g. the --pin CPU: the load cannot move away from the runs)")
     ns = ap.parse_args(argv)
@@ -293,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         or not thresholds
     ):
         ap.error("runs and rounds must be >= 1; --conditions from quiet,load")
-    for given in (ns.pin, ns.hog_pin):
+    for given in (ns.pin, ns.hog_pin, ns.ab_cpus):
         try:
             cpus.parse(given or "0")
         except ValueError as exc:
@@ -308,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
         f"same and {ns.slow_runs} runs per slowdown per condition ({', '.join(conditions)}); "
         f"{ns.rounds} rounds each; tests {' '.join(TESTS)}; {ns.hogs} hog(s) under load"
         f"{' on CPUs ' + ns.hog_pin if ns.hog_pin else ''}; "
-        f"{'pinned to CPUs ' + ns.pin + '; ' if ns.pin else ''}work in {work}",
+        f"{'pinned to CPUs ' + ns.pin + '; ' if ns.pin else ''}"
+        f"{'jaxperf ab --cpus ' + ns.ab_cpus + '; ' if ns.ab_cpus else ''}work in {work}",
         flush=True,
     )
     repo = build_repository(work)
@@ -339,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
         plan.sort(key=lambda p: (p[1], CASES.index(p[0])))
         for n, (case, i) in enumerate(plan, 1):
             with _condition(condition, ns):
-                run = ab_run(repo, work, case, condition, i, ns.rounds, extra, prefix)
+                run = ab_run(repo, work, case, condition, i, ns.rounds, extra, prefix, ns.ab_cpus)
             runs.append(run)
             print(
                 f"  {condition} {n}/{len(plan)}: {case:<11} exit {run.returncode}  "

@@ -227,6 +227,11 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     data = json.loads((tmp_path / "ab.json").read_text())
     assert data["schema"] == render.SCHEMA and data["regressions"] == 7
     assert data["base"]["commit"] == base and data["rounds"] == 1
+    # By default every run is confined to one CPU, the highest the command may use.
+    cpu = max(os.sched_getaffinity(0))
+    assert data["cpus"] == [cpu]
+    assert f"\n1 round on CPU {cpu}, 95% intervals;" in out
+    assert f"; 1 round(s) on CPU {cpu}, 95% intervals," in text
     assert [(r["side"], r["round"]) for r in data["runs"]] == [("base", 1), ("head", 1)]
     verdict = {(r["test"], r["metric"], r["benchmark"]): r for r in data["rows"]}
     work_row = verdict[(NODE_WORK, "runtime", "work")]
@@ -251,7 +256,7 @@ def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> No
     sub["sub/tests/conftest.py"] = AFFINITY_CONFTEST
     base = commit_files(root, sub, "base")
     commit_files(root, {"README.md": "a change that is no code\n"}, "docs")
-    cpu = max(os.sched_getaffinity(0))
+    every = sorted(os.sched_getaffinity(0))
     seen = tmp_path / "affinity.txt"
     # Default --path: sub/ and sub/src; the package is only in src/ (not installed).
     done = ab(
@@ -259,17 +264,18 @@ def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> No
         "--base", base,
         "--rounds", "1",
         "--runtime-threshold", "50",
-        "--cpus", str(cpu),
+        "--cpus", "all",
         "--json", str(tmp_path / "ab.json"),
         "--markdown", str(tmp_path / "ab.md"),
         "--", "-k", "scale or work",
         AFFINITY_FILE=str(seen),
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
-    assert seen.read_text().splitlines() == [f"[{cpu}]", f"[{cpu}]"]  # base and head
-    assert f"\n1 round on CPU {cpu}, 95% intervals;" in done.stdout
-    assert json.loads((tmp_path / "ab.json").read_text())["cpus"] == [cpu]
-    assert f"; 1 round(s) on CPU {cpu}, 95% intervals," in (tmp_path / "ab.md").read_text()
+    # --cpus all: the runs (base and head) may use every CPU the command may.
+    assert seen.read_text().splitlines() == [str(every), str(every)]
+    assert "\n1 round, 95% intervals;" in done.stdout
+    assert json.loads((tmp_path / "ab.json").read_text())["cpus"] is None
+    assert "; 1 round(s), 95% intervals," in (tmp_path / "ab.md").read_text()
     rows = table_rows(done.stdout)
     assert rows[(NODE_SCALE, "traces")] == ["1", "1", "ok"]
     assert rows[(NODE_WORK, "runtime work")][-1] == "ok"
@@ -383,8 +389,9 @@ def test_usage_errors_are_one_line_and_exit_2(
         ("--base", base, "--json", str(tmp_path)): f"jaxperf ab: --json {tmp_path}: is a "
         "directory, not a file; pass the path of a file",
         ("--base", base, "-k", "x"): "jaxperf: unrecognized arguments: -k (see jaxperf --help)",
-        ("--base", base, "--cpus", "1-"): "jaxperf: argument --cpus: expected CPU numbers as "
-        "taskset -c takes them, such as 1, 0-3 or 0,2, got '1-' (see jaxperf ab --help)",
+        ("--base", base, "--cpus", "1-"): "jaxperf: argument --cpus: expected all, or CPU "
+        "numbers as taskset -c takes them, such as 1, 0-3 or 0,2, got '1-' (see jaxperf ab "
+        "--help)",
         ("--base", base, "--cpus", "4096"): "jaxperf ab: --cpus 4096: CPU 4096 is not among "
         f"those this process may use ({cpus.label(os.sched_getaffinity(0))}); pick from those",
     }
@@ -507,3 +514,19 @@ def test_cpu_lists_read_and_written_as_taskset_does() -> None:
         "--cpus needs a platform that confines a process to CPUs (Linux); leave it out"
     )
     assert cpus.confine(None) is None
+    assert cpus.parse("all") == cpus.ALL
+    assert cpus.default(frozenset({0, 1, 5})) == frozenset({5})  # one CPU, the highest
+    assert cpus.default(None) is None  # a platform that cannot confine: not confined
+
+
+def test_a_round_with_an_outlier_process_is_left_out_and_noted() -> None:
+    # 2x slower head; the base process of round 2 ran 4x as long as the other base processes.
+    rounds = [report_pair(b, 2.0, seed) for seed, b in enumerate((1.0, 4.0, 1.0))]
+    comparison = verdicts.compare_rounds(rounds, verdicts.Thresholds(1.1, 1.5))
+    row = next(r for r in comparison.rows if r.metric == verdicts.RUNTIME)
+    assert row.verdict == "REGRESSED"
+    assert row.ratio is not None and row.ratio.rounds == 2 and row.ratio.left_out == 1
+    assert comparison.notes == [
+        "t.py::test_a runtime f: 1 of 3 rounds left out: a process in it ran more than 2x "
+        "away from the median of its tree's processes (what ran beside it, not the code)"
+    ]

@@ -128,3 +128,37 @@ def test_no_positive_samples_no_ratio() -> None:
 )
 def test_verdicts(low: float, estimate: float, high: float, expected: str) -> None:
     assert stats.verdict(stats.Ratio(estimate, low, high, rounds=3), 1.10) == expected
+
+
+def test_a_process_far_from_the_others_of_its_tree_is_left_out_with_its_round() -> None:
+    # Head 2x slower in every round; in round 3 the base process ran 4x as long (a busy loop
+    # beside it), which alone would say 0.5x and drag the interval below the threshold.
+    base_levels, head_levels = (1e-3, 1e-3, 4e-3, 1e-3, 1e-3), (2e-3,) * 5
+    rounds = [
+        (spread(b, rel=0.01, seed=r), spread(h, rel=0.01, seed=100 + r))
+        for r, (b, h) in enumerate(zip(base_levels, head_levels, strict=True))
+    ]
+    r = stats.ratio(rounds)
+    assert r is not None
+    assert r.left_out == 1 and r.rounds == 4
+    assert 1.9 < r.low < r.estimate < r.high < 2.1
+    assert stats.verdict(r, 1.10) == "REGRESSED"
+    # Two rounds give no tree median to stand out from: both stay, and disagree.
+    two = stats.ratio(rounds[1:3])
+    assert two is not None and two.left_out == 0 and two.low < 1.10
+    # Three rounds: the odd one out goes, two stay.
+    three = stats.ratio(rounds[1:4])
+    assert three is not None and three.left_out == 1 and three.rounds == 2
+
+
+def test_a_change_that_moves_every_process_of_a_tree_is_never_left_out() -> None:
+    # 3x slower in every head process: far from base, but not from its own tree.
+    rounds = [(spread(1e-3, seed=r), spread(3e-3, seed=100 + r)) for r in range(5)]
+    r = stats.ratio(rounds)
+    assert r is not None and r.left_out == 0 and r.rounds == 5
+    assert r.estimate == pytest.approx(3.0, rel=0.02)
+    # Processes within 2x of their tree's median all stay (the spread goes into the interval).
+    wobbly = [(spread(1e-3 * f, seed=r), spread(1e-3, seed=9 + r))
+              for r, f in enumerate((1.0, 1.9, 0.55, 1.0, 1.2))]  # fmt: skip
+    w = stats.ratio(wobbly)
+    assert w is not None and w.left_out == 0

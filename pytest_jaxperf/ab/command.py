@@ -130,8 +130,9 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         "--cpus",
         type=_cpus,
         metavar="LIST",
-        help="run every base and head process on these CPUs only (Linux; taskset -c syntax: "
-        "1, 0-3, 0,2), so that XLA's CPU code runs on the same CPUs in each process",
+        help="confine every base and head run to these CPUs (Linux; taskset -c syntax: 1, "
+        "0-3, 0,2), or 'all' not to confine them (default: one CPU, the highest this "
+        "process may use: XLA's CPU code then runs alike in every process)",
     )
     ab.add_argument(
         "--markdown",
@@ -203,6 +204,19 @@ def _outputs(args: argparse.Namespace) -> None:
         raise UsageError(f"--reports-dir {reports}: is a file; pass a directory")
 
 
+def _confinement(given: frozenset[int] | None) -> frozenset[int] | None:
+    """The CPUs the runs are confined to (None: not confined), from --cpus (None: not given)."""
+    allowed = cpus.available()
+    if given is None:
+        return cpus.default(allowed)
+    if given == cpus.ALL:
+        return None
+    found = cpus.problem(given, allowed)
+    if found:
+        raise UsageError(found)
+    return given
+
+
 def _search_paths(project: Path, given: Sequence[str] | None, side: str) -> tuple[Path, ...]:
     """The --path directories inside one tree (`project` is where its runs run)."""
     if not given:
@@ -238,10 +252,7 @@ def _tree(side: str, root: Path, project: Path, given: Sequence[str] | None) -> 
 def _measure(args: argparse.Namespace, out: TextIO) -> int:
     started = time.perf_counter()
     _outputs(args)
-    if args.cpus is not None:
-        found = cpus.problem(args.cpus, cpus.available())
-        if found:
-            raise UsageError(found)
+    on_cpus = _confinement(args.cpus)
     cwd = Path.cwd().resolve()
     root = worktree.repository(cwd)
     checkout = worktree.head(root)
@@ -280,7 +291,7 @@ def _measure(args: argparse.Namespace, out: TextIO) -> int:
             for number in range(1, args.rounds + 1):
                 pair = []
                 for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
-                    done = runner.run(tree, other, number, scratch, args.pytest_args, args.cpus)
+                    done = runner.run(tree, other, number, scratch, args.pytest_args, on_cpus)
                     runs.append(render.RunTime(done.side, number, done.seconds))
                     pair.append(done)
                     _keep(done, args.reports_dir)
@@ -310,7 +321,7 @@ def _measure(args: argparse.Namespace, out: TextIO) -> int:
         thresholds=thresholds,
         confidence=stats.CONFIDENCE,
         pytest_args=tuple(args.pytest_args),
-        cpus=args.cpus,
+        cpus=on_cpus,
         runs=tuple(runs),
         seconds=time.perf_counter() - started,
     )

@@ -1,16 +1,24 @@
-"""`jaxperf ab --cpus`: the CPU list it takes (the syntax of `taskset -c`), checked against the
-CPUs this process may use, written back for the header and applied to each run (Linux)."""
+"""`jaxperf ab --cpus`: the CPUs every run is confined to (Linux): the list it takes (the
+syntax of `taskset -c`, or `all`), checked against the CPUs this process may use, the default
+(one CPU), written back for the header, and applied to each run."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable
 
-SYNTAX = "CPU numbers as taskset -c takes them, such as 1, 0-3 or 0,2"
+SYNTAX = "all, or CPU numbers as taskset -c takes them, such as 1, 0-3 or 0,2"
+
+
+# What `--cpus all` parses to: no confining.
+ALL: frozenset[int] = frozenset()
 
 
 def parse(text: str) -> frozenset[int]:
-    """The CPUs `text` names; ValueError (its message says what is expected) otherwise."""
+    """The CPUs `text` names, ALL for "all"; ValueError (its message says what is expected)
+    otherwise."""
+    if text.strip() == "all":
+        return ALL
     cpus: set[int] = set()
     for part in text.split(","):
         low, dash, high = part.strip().partition("-")
@@ -29,6 +37,12 @@ def available() -> frozenset[int] | None:
     if not hasattr(os, "sched_getaffinity") or not hasattr(os, "sched_setaffinity"):
         return None
     return frozenset(os.sched_getaffinity(0))
+
+
+def default(allowed: frozenset[int] | None) -> frozenset[int] | None:
+    """Where the runs go when --cpus is not given: one CPU, the highest this process may use;
+    None (not confined) where the platform cannot confine a process."""
+    return frozenset({max(allowed)}) if allowed else None
 
 
 def problem(cpus: frozenset[int], allowed: frozenset[int] | None) -> str | None:

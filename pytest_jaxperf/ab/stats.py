@@ -24,6 +24,14 @@ to see, so the interval holds only the noise within the two processes; with two 
 spans about the lowest to the highest round ratio (a whole resample of the lowest round is
 more likely than the 2.5% tail), that is, a regression needs every round to agree.
 
+From three rounds on, a round is left out when one of its processes is an outlier of its own
+tree: its median more than OUTLIER (2x) away from the median of that tree's processes. Every
+process of a tree ran the same code, so such a process measured what else ran beside it (with
+a busy loop beside the runs now and then one ran several times as long as the others; on a
+quiet machine they stayed closer than that: the README has benchmarks/ab_power.py's figures).
+A change to the code moves every process of its tree alike and is never left out; at least
+two rounds always stay.
+
 The resampling is seeded: the same samples always give the same interval.
 """
 
@@ -45,6 +53,9 @@ SEED = 13
 # Below this many samples per process, one round alone gives no interval (compile seconds,
 # one value per process, need two rounds).
 MIN_SAMPLES = 5
+# A process whose median is this many times above (or below) the median of its tree's
+# processes is left out with its round.
+OUTLIER = 2.0
 
 Verdict = Literal["REGRESSED", "unclear", "ok", "improved"]
 
@@ -60,6 +71,7 @@ class Ratio:
     confidence: float = CONFIDENCE
     base: float = 0.0  # the geometric mean over rounds of each side's median (seconds)
     head: float = 0.0
+    left_out: int = 0  # rounds left out: one of their processes was an outlier of its tree
 
 
 Samples = Sequence[float]
@@ -84,9 +96,12 @@ def ratio(
         if not b.size or not h.size:
             return None
         logs.append((b, h))
-    n = len(logs)
-    if n == 0 or (n == 1 and min(logs[0][0].size, logs[0][1].size) < MIN_SAMPLES):
+    if not logs or (len(logs) == 1 and min(logs[0][0].size, logs[0][1].size) < MIN_SAMPLES):
         return None
+    kept = _without_outliers(logs)
+    left_out = len(logs) - len(kept)
+    logs = kept
+    n = len(logs)
     base_level = float(np.mean([np.median(b) for b, _ in logs]))
     head_level = float(np.mean([np.median(h) for _, h in logs]))
     draws = _bootstrap(logs, resamples, np.random.default_rng(seed))
@@ -100,7 +115,26 @@ def ratio(
         confidence=confidence,
         base=float(np.exp(base_level)),
         head=float(np.exp(head_level)),
+        left_out=left_out,
     )
+
+
+def _without_outliers(logs: Logs) -> Logs:
+    """`logs` less the rounds in which a process's median lies more than OUTLIER times away
+    from the median of its own tree's processes (from three rounds on; never below two
+    rounds). The same code ran in every process of a tree, so such a process measured what
+    else ran beside it, not the code; see the module docstring."""
+    import numpy as np
+
+    if len(logs) < 3:
+        return logs
+    far = float(np.log(OUTLIER))
+    levels = np.array([[np.median(b), np.median(h)] for b, h in logs])
+    typical = np.median(levels, axis=0)
+    keep = np.all(np.abs(levels - typical) <= far, axis=1)
+    if keep.all() or keep.sum() < 2:
+        return logs
+    return [pair for pair, ok in zip(logs, keep, strict=True) if ok]
 
 
 def _bootstrap(logs: Logs, resamples: int, rng: np.random.Generator) -> NDArray[np.float64]:

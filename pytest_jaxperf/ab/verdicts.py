@@ -113,9 +113,23 @@ def compare_rounds(
             for b, h in records
             if b is not None and h is not None and {b.outcome, h.outcome} <= set(_COMPARABLE)
         ]
-        out.rows += _compile_time(nodeid, complete, thresholds, confidence)
-        out.rows += _runtimes(nodeid, complete, thresholds, confidence)
+        timed = _compile_time(nodeid, complete, thresholds, confidence)
+        timed += _runtimes(nodeid, complete, thresholds, confidence)
+        out.rows += timed
+        out.notes += [_left_out_line(row) for row in timed if row.ratio and row.ratio.left_out]
     return out
+
+
+def _left_out_line(row: Row) -> str:
+    r = row.ratio
+    assert r is not None
+    what = f"{row.metric} {row.benchmark}" if row.benchmark else row.metric
+    n = r.left_out
+    return (
+        f"{row.test} {what}: {n} of {n + r.rounds} rounds left out: a process in "
+        f"{'each' if n > 1 else 'it'} ran more than {stats.OUTLIER:g}x away from the median of "
+        "its tree's processes (what ran beside it, not the code)"
+    )
 
 
 def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Thresholds) -> list[Row]:
