@@ -2,10 +2,13 @@
 alarm, and what does it cost? And the stored-baseline gate on the same runs, for comparison.
 
 Run: ``.venv/bin/python benchmarks/ab_power.py [--same-runs 20] [--slow-runs 10] [--rounds 5]``
-(the defaults: 80 `jaxperf ab` runs of 5 rounds, 800 pytest processes plus a few plain runs;
-the README's table comes from ``--rounds 3``, 480 processes, 2,556 s on 2 cores, one round
-of the two tests 8-12 s); a smoke check:
-``--same-runs 1 --slow-runs 1 --rounds 2 --plain-runs 1`` (about 5 minutes).
+(the defaults: 80 `jaxperf ab` runs of 5 rounds, 800 pytest processes plus a few plain runs,
+about 55 minutes on 2 cores); a smoke check:
+``--same-runs 1 --slow-runs 1 --rounds 2 --plain-runs 1`` (about 5 minutes). The README's
+tables: ``--ab-cpus all --rounds 3`` (runs not confined), ``--pin 1`` (confined to CPU 1, as
+jaxperf ab's default does on 2 CPUs) and ``--conditions load --hog-pin 1`` (the load on the
+runs' CPU). ``--workdir DIR --analyse`` prints the tables again from the runs kept in DIR
+with this checkout's statistics, measuring nothing.
 
 1. Builds a git repository from ``example_project/`` in the work directory: commit ``base``
    (the example as it is, its committed baseline left out), and one branch per case on top of
@@ -75,6 +78,7 @@ STEADY = (NEIGHBOURS, "pair_energy")  # about 1 ms, unchanged in every case
 CASES = ("same", "slow_2x", "slow_1_25x")
 CONDITIONS = ("quiet", "load")
 DEFAULT_SWITCH = 'os.environ.get(VARIABLE, "")'
+RUNS_FILE = "runs.json"  # in the work directory: what --analyse reads
 
 
 @dataclass
@@ -188,7 +192,15 @@ def ab_run(
     seconds = time.perf_counter() - start
     if done.returncode not in (0, 1):
         sys.exit(f"jaxperf ab failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-3000:]}")
-    data = json.loads(out_json.read_text())
+    return load_run(work, name, done.returncode, seconds)
+
+
+def load_run(work: Path, name: str, returncode: int, seconds: float) -> AbRun:
+    """One `jaxperf ab` run from what it left in `work`: its --json and its kept reports."""
+    condition, case, _ = name.split("-")
+    reports = work / name
+    data = json.loads((work / f"{name}.json").read_text())
+    rounds = int(data["rounds"])
     pairs = []
     for r in range(1, rounds + 1):
         b, h = (store.load(reports / f"{side}-{r}.json") for side in ("base", "head"))
@@ -201,7 +213,17 @@ def ab_run(
         )
         for r in range(1, rounds + 1)
     ]
-    return AbRun(case, condition, done.returncode, pairs, run_seconds, seconds, data)
+    return AbRun(case, condition, returncode, pairs, run_seconds, seconds, data)
+
+
+def load_runs(work: Path) -> tuple[list[AbRun], dict[str, list[float]], Report]:
+    """What an earlier run of this script left in `work` (--analyse): its jaxperf ab runs in
+    the order they ran, the plain runs' seconds and the stored baseline."""
+    made = json.loads((work / RUNS_FILE).read_text())
+    runs = [load_run(work, r["name"], r["returncode"], r["seconds"]) for r in made["runs"]]
+    stored = store.load(work / "stored.json")
+    assert stored is not None
+    return runs, made["plain"], stored
 
 
 # ----------------------------------------------------------------------------------------
@@ -288,9 +310,18 @@ def main(argv: list[str] | None = None) -> int:
                     "(default: its own, one CPU; 'all' for runs not confined)")
     ap.add_argument("--hog-pin", default=None, metavar="CPUS", help="confine the hogs to "
                     "these CPUs (e.g. the --pin CPU: the load cannot move away from the runs)")
+    ap.add_argument("--analyse", action="store_true", help="measure nothing: print the tables "
+                    "from the runs an earlier run left in --workdir, with this checkout's "
+                    "statistics")  # fmt: skip
     ns = ap.parse_args(argv)
     conditions = [c for c in ns.conditions.split(",") if c]
     thresholds = [float(t) for t in ns.thresholds.split(",")]
+    if ns.analyse:
+        if ns.workdir is None or not (ns.workdir / RUNS_FILE).is_file():
+            ap.error(f"--analyse needs the --workdir of an earlier run (with its {RUNS_FILE})")
+        runs, plain, stored = load_runs(ns.workdir)
+        analyse(runs, plain, stored, max(len(r.rounds) for r in runs), thresholds)
+        return 0
     if (
         min(ns.same_runs, ns.slow_runs, ns.rounds, ns.plain_runs) < 1
         or not set(conditions) <= set(CONDITIONS)
@@ -330,6 +361,7 @@ def main(argv: list[str] | None = None) -> int:
 
     plain: dict[str, list[float]] = {}
     runs: list[AbRun] = []
+    made: list[dict[str, Any]] = []
     for condition in conditions:
         t_block = time.perf_counter()
         for _ in range(ns.plain_runs):
@@ -346,12 +378,28 @@ def main(argv: list[str] | None = None) -> int:
             with _condition(condition, ns):
                 run = ab_run(repo, work, case, condition, i, ns.rounds, extra, prefix, ns.ab_cpus)
             runs.append(run)
+            made.append({"name": f"{condition}-{case}-{i}", "returncode": run.returncode,
+                         "seconds": run.seconds})  # fmt: skip
+            (work / RUNS_FILE).write_text(json.dumps({"plain": plain, "runs": made}))
             print(
                 f"  {condition} {n}/{len(plan)}: {case:<11} exit {run.returncode}  "
                 f"{run.seconds:.0f} s",
                 flush=True,
             )
         print(f"  {condition} block: {time.perf_counter() - t_block:.0f} s", flush=True)
+    analyse(runs, plain, stored, ns.rounds, thresholds)
+    return finish(committed, work, ns.workdir is None, t_start)
+
+
+def analyse(
+    runs: list[AbRun],
+    plain: dict[str, list[float]],
+    stored: Report,
+    rounds: int,
+    thresholds: list[float],
+) -> None:
+    """The tables, from the runs alone: every k <= `rounds` and every threshold."""
+    conditions = [c for c in CONDITIONS if any(r.condition == c for r in runs)]
 
     # -- jaxperf ab, offline at every k and threshold ------------------------------------
     print()
@@ -363,14 +411,14 @@ def main(argv: list[str] | None = None) -> int:
     print(header)
     comparisons: dict[tuple[int, int], verdicts.Comparison] = {}
     for index, run in enumerate(runs):
-        for k in range(1, ns.rounds + 1):
+        for k in range(1, rounds + 1):
             comparisons[(index, k)] = verdicts.compare_rounds(
                 run.rounds[:k],
                 verdicts.Thresholds(runtime=DEFAULT_RUNTIME_THRESHOLD,
                                     compile=DEFAULT_COMPILE_THRESHOLD),
             )  # fmt: skip
     for condition in conditions:
-        for k in range(1, ns.rounds + 1):
+        for k in range(1, rounds + 1):
             for threshold in thresholds:
                 cells = []
                 for case in CASES:
@@ -398,7 +446,7 @@ def main(argv: list[str] | None = None) -> int:
     for target, cases in ((SLOWED, CASES), (STEADY, ("same",))):
         for case in cases:
             for condition in conditions:
-                for k in range(1, ns.rounds + 1):
+                for k in range(1, rounds + 1):
                     ratios = [
                         found.ratio
                         for i, r in enumerate(runs)
@@ -436,21 +484,19 @@ def main(argv: list[str] | None = None) -> int:
     print("wall time: jaxperf ab (set-up + k rounds) over one plain pytest --jaxperf run of the "
           "same tests (median seconds)")  # fmt: skip
     print(f"{'condition':<10}{'plain s':>8}" + "".join(f"{f'k={k}':>9}" for k in
-                                                        range(1, ns.rounds + 1)))  # fmt: skip
+                                                        range(1, rounds + 1)))  # fmt: skip
     for condition in conditions:
         base_s = _median(plain.get(condition, []))
         chosen = [r for r in runs if r.condition == condition]
         cells = []
-        for k in range(1, ns.rounds + 1):
+        for k in range(1, rounds + 1):
             s = _median([r.seconds_at(k) for r in chosen])
             cells.append(_fmt(s / base_s if s and base_s else None, ".2f", "x"))
         print(f"{condition:<10}{_fmt(base_s, '.1f'):>8}" + "".join(f"{c:>9}" for c in cells))
     setup = _median([r.setup_seconds for r in runs])
     print(f"  (set-up, statistics and output outside the pytest runs: median "
-          f"{_fmt(setup, '.1f')} s per jaxperf ab run; exit status at {ns.rounds} rounds: "
+          f"{_fmt(setup, '.1f')} s per jaxperf ab run; exit status at {rounds} rounds: "
           f"{sum(r.returncode == 1 for r in runs)} of {len(runs)} runs exited 1)")  # fmt: skip
-
-    return finish(committed, work, ns.workdir is None, t_start)
 
 
 if __name__ == "__main__":
