@@ -526,6 +526,12 @@ def test_a_round_with_an_outlier_process_is_left_out_and_noted() -> None:
     row = next(r for r in comparison.rows if r.metric == verdicts.RUNTIME)
     assert row.verdict == "REGRESSED"
     assert row.ratio is not None and row.ratio.rounds == 2 and row.ratio.left_out == 1
+    context = render.Context("base", "b" * 40, "h" * 40, 0, ".", 3, verdicts.Thresholds(1.1, 1.5),
+                             0.95)  # fmt: skip
+    data = render.to_json(comparison, context)
+    runtime = next(r for r in data["rows"] if r["metric"] == verdicts.RUNTIME)
+    assert runtime["ratio"]["rounds"] == 2 and runtime["ratio"]["left_out"] == 1
+    assert data["notes"] == comparison.notes
     assert comparison.notes == [
         "t.py::test_a runtime f: 1 of 3 rounds left out: a process in it ran more than 2x "
         "away from the median of its tree's processes (what ran beside it, not the code)"

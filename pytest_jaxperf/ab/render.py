@@ -233,7 +233,7 @@ def to_json(comparison: Comparison, context: Context) -> dict[str, Any]:
         if r is None:
             return None
         return {"estimate": _num(r.estimate), "low": _num(r.low), "high": _num(r.high),
-                "rounds": r.rounds}  # fmt: skip
+                "rounds": r.rounds, "left_out": r.left_out}  # fmt: skip
 
     return {
         "schema": SCHEMA,
