@@ -24,7 +24,6 @@ class JaxPerfSession:
     def __init__(self, config: pytest.Config, settings: Settings, base: store.Loaded) -> None:
         self.config = config
         self.settings = settings
-        self.baseline = base.report
         # The baseline file as read at the start: a save re-reads it only if it changed since.
         self.baseline_read = base
         self.records: dict[str, TestRecord] = {}
@@ -42,6 +41,10 @@ class JaxPerfSession:
         # read (history lines skipped): shown in the summary.
         self.write_errors: list[str] = []
         self.notes: list[str] = []
+
+    @property
+    def baseline(self) -> Report | None:
+        return self.baseline_read.report
 
     def configure_dispatch(self) -> None:
         """For the CPU runtime clock: run CPU computations on the calling thread, so that a
