@@ -58,6 +58,7 @@ from typing import Any
 from _machine import machine_busy_s, wait_for_quiet
 
 from pytest_jaxperf import compare, config, environment, store
+from pytest_jaxperf.ab import cpus as ab_cpus
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import BenchmarkEntry, Entry, Report, TestRecord
 
@@ -100,8 +101,8 @@ def _hog_preexec(limit: int, cpus: frozenset[int] | None = None) -> None:
     # The kernel ends the hog after `limit` CPU seconds even if its loop did not, and
     # (Linux) as soon as this script dies.
     resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
-    if cpus is not None:
-        os.sched_setaffinity(0, cpus)
+    if (confine := ab_cpus.confine(cpus)) is not None:
+        confine()
     with contextlib.suppress(Exception):
         import ctypes
 

@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         failed = sum(o.failed for o in verdicts.values())
         reader = (
             "orjson (the `fast` extra)"
-            if store._fast_loads is not None
+            if store.parser() == "orjson"
             else "json (orjson, the `fast` extra, is not installed)"
         )
         print(f"1. load, compare all tests, save; files read with {reader}")

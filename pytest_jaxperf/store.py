@@ -123,6 +123,11 @@ def _orjson_loads() -> Callable[[str], Any] | None:
 _fast_loads = _orjson_loads()
 
 
+def parser() -> str:
+    """Which parser reads files first: "orjson" (the `fast` extra) or "json"."""
+    return "json" if _fast_loads is None else "orjson"
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """The cyclic garbage collector off for a while. Reading or writing a big file makes

@@ -631,8 +631,10 @@ def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
     if request.param == "orjson":
         orjson = pytest.importorskip("orjson")
         assert store._fast_loads is orjson.loads
+        assert store.parser() == "orjson"
     else:
         monkeypatch.setattr(store, "_fast_loads", None)
+        assert store.parser() == "json"
     return str(request.param)
 
 

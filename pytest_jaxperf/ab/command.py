@@ -26,8 +26,10 @@ from . import cpus, imports, render, runner, stats, verdicts, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
-# Chosen by benchmarks/ab_power.py (the README has its table): three rounds are the fewest
-# whose interval lets the spread between processes in (one round cannot show it).
+# Chosen by benchmarks/ab_power.py (the README has its tables): two rounds already let the
+# spread between processes into the interval (one cannot), but leaving out a round whose
+# process was an outlier of its tree needs three, and three caught more than two when a load
+# shared the runs' CPU.
 DEFAULT_ROUNDS = 3
 DEFAULT_RUNTIME_THRESHOLD = 1.10
 # Compile seconds of the same program vary far more than a steady state (the plugin's README:
