@@ -7,6 +7,7 @@ unchanged code runs with thresholds no noise reaches."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import os
@@ -14,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -191,6 +193,8 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     summary = tmp_path / "summary.md"
     summary.write_text("earlier step\n")
     status_before = git(root, "status", "--porcelain", "--ignored")
+    # A temporary directory of its own: no other jaxperf ab's CPU lock in it.
+    (tmp_path / "tmp").mkdir()
     done = ab(
         root,
         "--base", base,
@@ -199,6 +203,7 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
         "--markdown", str(summary),
         "--reports-dir", str(tmp_path / "reports"),
         GITHUB_STEP_SUMMARY=str(summary),
+        TMPDIR=str(tmp_path / "tmp"),
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr, done.stderr
@@ -284,6 +289,42 @@ def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> No
     assert " in sub; pytest -k scale or work" in done.stdout
     assert done.stdout.splitlines()[-1].startswith("jaxperf ab: 0 regressions, 0 improvements;")
     assert worktrees(root) == [str(root)]
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="confining needs Linux")
+def test_a_second_jaxperf_ab_on_the_machine_takes_another_cpu(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "repo")
+    files = project()
+    files["tests/conftest.py"] = AFFINITY_CONFTEST
+    base = commit_files(root, files, "base")
+    seen = tmp_path / "affinity.txt"
+    (tmp_path / "tmp").mkdir()
+    allowed = sorted(os.sched_getaffinity(0))
+    # Another jaxperf ab holds the highest CPU for as long as this one runs.
+    with lock_held_elsewhere(tmp_path / "tmp" / cpus.LOCK_NAME.format(allowed[-1])):
+        done = ab(
+            root,
+            "--base", base,
+            "--rounds", "1",
+            "--runtime-threshold", "50",
+            "--json", str(tmp_path / "ab.json"),
+            "--", "-k", "scale",
+            AFFINITY_FILE=str(seen),
+            TMPDIR=str(tmp_path / "tmp"),
+        )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    if len(allowed) >= 2:
+        cpu = allowed[-2]  # the next highest
+        assert "in use by another jaxperf ab" not in done.stdout
+    else:
+        cpu = allowed[-1]
+        assert (
+            f"jaxperf ab: every CPU this may use ({cpu}) is in use by another jaxperf ab; the "
+            f"runs share CPU {cpu} with one (pass --cpus to choose)"
+        ) in done.stdout
+    assert seen.read_text().splitlines() == [str([cpu]), str([cpu])]
+    assert json.loads((tmp_path / "ab.json").read_text())["cpus"] == [cpu]
+    assert f"\n1 round on CPU {cpu}, 95% intervals;" in done.stdout
 
 
 def test_a_run_that_imports_the_other_trees_code_stops_with_its_origin(
@@ -517,6 +558,51 @@ def test_cpu_lists_read_and_written_as_taskset_does() -> None:
     assert cpus.parse("all") == cpus.ALL
     assert cpus.default(frozenset({0, 1, 5})) == frozenset({5})  # one CPU, the highest
     assert cpus.default(None) is None  # a platform that cannot confine: not confined
+
+
+HOLD_LOCK = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY | os.O_CREAT)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def lock_held_elsewhere(path: Path) -> Iterator[None]:
+    """`path` flocked by another process (as another jaxperf ab holds its CPU) for the block."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLD_LOCK, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == "held\n"
+        yield
+    finally:
+        proc.communicate("")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="confining needs Linux")
+def test_the_default_cpu_is_the_highest_no_other_jaxperf_ab_holds(tmp_path: Path) -> None:
+    allowed = frozenset({0, 1, 5})
+    with cpus.claimed(allowed, tmp_path) as first:
+        assert first == cpus.Claim(frozenset({5}), shared=False)
+        with cpus.claimed(allowed, tmp_path) as second, cpus.claimed(allowed, tmp_path) as third:
+            assert (second.cpus, third.cpus) == ({1}, {0})
+            # Every CPU taken: the highest, shared, and said so.
+            with cpus.claimed(allowed, tmp_path) as fourth:
+                assert fourth == cpus.Claim(frozenset({5}), shared=True)
+        with cpus.claimed(allowed, tmp_path) as again:
+            assert again.cpus == {1}  # released at the end of its block
+    # Held by another process, as a second jaxperf ab on the machine would hold it.
+    held = tmp_path / cpus.LOCK_NAME.format(5)
+    with lock_held_elsewhere(held), cpus.claimed(allowed, tmp_path) as beside:
+        assert beside.cpus == {1}
+    with cpus.claimed(allowed, tmp_path) as alone:
+        assert alone.cpus == {5}  # that process ended: its lock went with it
 
 
 def test_a_round_with_an_outlier_process_is_left_out_and_noted() -> None:

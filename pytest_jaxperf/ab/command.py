@@ -134,7 +134,8 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         metavar="LIST",
         help="confine every base and head run to these CPUs (Linux; taskset -c syntax: 1, "
         "0-3, 0,2), or 'all' not to confine them (default: one CPU, the highest this "
-        "process may use: XLA's CPU code then runs alike in every process)",
+        "process may use that no other jaxperf ab holds: XLA's CPU code then runs alike in "
+        "every process)",
     )
     ab.add_argument(
         "--markdown",
@@ -161,8 +162,8 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """`jaxperf ab`; errors are one line on stderr and exit status 2."""
     try:
-        with _sigterm_as_interrupt():
-            return _measure(args, out)
+        with _sigterm_as_interrupt(), contextlib.ExitStack() as held:
+            return _measure(args, out, held)
     except KeyboardInterrupt:
         print("jaxperf ab: interrupted; the base worktree was removed", file=sys.stderr)
         return EXIT_USAGE
@@ -206,11 +207,25 @@ def _outputs(args: argparse.Namespace) -> None:
         raise UsageError(f"--reports-dir {reports}: is a file; pass a directory")
 
 
-def _confinement(given: frozenset[int] | None) -> frozenset[int] | None:
-    """The CPUs the runs are confined to (None: not confined), from --cpus (None: not given)."""
+def _confinement(
+    given: frozenset[int] | None, held: contextlib.ExitStack, out: TextIO
+) -> frozenset[int] | None:
+    """The CPUs the runs are confined to (None: not confined), from --cpus (None: not given,
+    the default CPU is claimed for as long as `held` is open)."""
     allowed = cpus.available()
     if given is None:
-        return cpus.default(allowed)
+        if not allowed:
+            return None
+        claim = held.enter_context(cpus.claimed(allowed))
+        if claim.shared:
+            print(
+                f"jaxperf ab: every CPU this may use ({cpus.label(allowed)}) is in use by "
+                f"another jaxperf ab; the runs share CPU {cpus.label(claim.cpus)} with one "
+                "(pass --cpus to choose)",
+                file=out,
+                flush=True,
+            )
+        return claim.cpus
     if given == cpus.ALL:
         return None
     found = cpus.problem(given, allowed)
@@ -251,10 +266,10 @@ def _tree(side: str, root: Path, project: Path, given: Sequence[str] | None) -> 
     return runner.Tree(side, root, project, paths, tuple(packages))
 
 
-def _measure(args: argparse.Namespace, out: TextIO) -> int:
+def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) -> int:
     started = time.perf_counter()
     _outputs(args)
-    on_cpus = _confinement(args.cpus)
+    on_cpus = _confinement(args.cpus, held, out)
     cwd = Path.cwd().resolve()
     root = worktree.repository(cwd)
     checkout = worktree.head(root)

@@ -1,13 +1,21 @@
 """`jaxperf ab --cpus`: the CPUs every run is confined to (Linux): the list it takes (the
 syntax of `taskset -c`, or `all`), checked against the CPUs this process may use, the default
-(one CPU), written back for the header, and applied to each run."""
+(one CPU, claimed so that two `jaxperf ab` on one machine take different ones), written back
+for the header, and applied to each run."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable, Iterable
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 SYNTAX = "all, or CPU numbers as taskset -c takes them, such as 1, 0-3 or 0,2"
+# In the temporary directory, one per CPU: a `jaxperf ab` whose runs use that CPU by default
+# holds an flock on it (the kernel drops it when the process ends, however it ends).
+LOCK_NAME = "pytest-jaxperf-ab-cpu{}.lock"
 
 
 # What `--cpus all` parses to: no confining.
@@ -40,9 +48,45 @@ def available() -> frozenset[int] | None:
 
 
 def default(allowed: frozenset[int] | None) -> frozenset[int] | None:
-    """Where the runs go when --cpus is not given: one CPU, the highest this process may use;
-    None (not confined) where the platform cannot confine a process."""
+    """One CPU, the highest this process may use (what `claimed` prefers); None (not confined)
+    where the platform cannot confine a process."""
     return frozenset({max(allowed)}) if allowed else None
+
+
+@dataclass(frozen=True)
+class Claim:
+    """The default CPU this command took."""
+
+    cpus: frozenset[int]
+    shared: bool  # every allowed CPU was in use by another jaxperf ab: this one shares one
+
+
+@contextlib.contextmanager
+def claimed(allowed: frozenset[int], directory: Path | None = None) -> Iterator[Claim]:
+    """The default CPU, held for the block: the highest of `allowed` that no other `jaxperf ab`
+    on this machine holds (two jobs on one CPU would each time the other), else the highest,
+    shared. `directory` holds the lock files (default: the temporary directory)."""
+    import fcntl  # Linux only, as confining is
+
+    where = Path(directory) if directory is not None else Path(tempfile.gettempdir())
+    for cpu in sorted(allowed, reverse=True):
+        try:
+            fd = os.open(where / LOCK_NAME.format(cpu), os.O_RDONLY | os.O_CREAT, 0o644)
+        except OSError:
+            # Nowhere to coordinate (another user's file, a read-only directory): take it.
+            yield Claim(frozenset({cpu}), shared=False)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)  # held by another jaxperf ab
+            continue
+        try:
+            yield Claim(frozenset({cpu}), shared=False)
+        finally:
+            os.close(fd)
+        return
+    yield Claim(frozenset({max(allowed)}), shared=True)
 
 
 def problem(cpus: frozenset[int], allowed: frozenset[int] | None) -> str | None:
