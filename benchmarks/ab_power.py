@@ -8,7 +8,8 @@ about 55 minutes on 2 cores); a smoke check:
 tables: ``--ab-cpus all --rounds 3`` (runs not confined), ``--pin 1`` (confined to CPU 1, as
 jaxperf ab's default does on 2 CPUs) and ``--conditions load --hog-pin 1`` (the load on the
 runs' CPU). ``--workdir DIR --analyse`` prints the tables again from the runs kept in DIR
-with this checkout's statistics, measuring nothing.
+with this checkout's statistics, measuring nothing (with ``--pin CPUS`` when the runs' --json
+files predate their "cpus" field and the runs were pinned there).
 
 1. Builds a git repository from ``example_project/`` in the work directory: commit ``base``
    (the example as it is, its committed baseline left out), and one branch per case on top of
@@ -320,6 +321,10 @@ def main(argv: list[str] | None = None) -> int:
         if ns.workdir is None or not (ns.workdir / RUNS_FILE).is_file():
             ap.error(f"--analyse needs the --workdir of an earlier run (with its {RUNS_FILE})")
         runs, plain, stored = load_runs(ns.workdir)
+        # Runs whose --json predates its "cpus" ran where --pin put them.
+        pinned = None if ns.pin is None else sorted(cpus.parse(ns.pin))
+        for run in runs:
+            run.data.setdefault("cpus", pinned)
         analyse(runs, plain, stored, max(len(r.rounds) for r in runs), thresholds)
         return 0
     if (
@@ -411,11 +416,15 @@ def analyse(
     print(header)
     comparisons: dict[tuple[int, int], verdicts.Comparison] = {}
     for index, run in enumerate(runs):
+        confined = run.data.get("cpus")
         for k in range(1, rounds + 1):
+            # As jaxperf ab at --rounds k would read them (runtime_clock).
+            clock = verdicts.runtime_clock(frozenset(confined) if confined else None, k)
             comparisons[(index, k)] = verdicts.compare_rounds(
                 run.rounds[:k],
                 verdicts.Thresholds(runtime=DEFAULT_RUNTIME_THRESHOLD,
                                     compile=DEFAULT_COMPILE_THRESHOLD),
+                clock=clock,
             )  # fmt: skip
     for condition in conditions:
         for k in range(1, rounds + 1):

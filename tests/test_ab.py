@@ -23,7 +23,7 @@ import pytest
 import pytest_jaxperf
 from pytest_jaxperf.ab import command, cpus, render, stats, verdicts
 from pytest_jaxperf.cli import main
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import BenchmarkEntry, Report
 
 PLUGIN_SOURCE = Path(pytest_jaxperf.__file__).resolve().parent.parent
 GIT_ENV = {
@@ -373,7 +373,7 @@ def test_no_recorded_test_is_a_usage_error(repo: tuple[Path, str]) -> None:
         "jaxperf ab: no test was recorded in either tree: mark tests with @pytest.mark.jaxperf "
         "or use the jaxperf fixture, or record all with -- --jaxperf-all\n"
     )
-    assert "round 1/3" in done.stdout  # stopped after the first round
+    assert f"round 1/{command.DEFAULT_ROUNDS}" in done.stdout  # stopped after the first round
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
@@ -521,6 +521,75 @@ def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> N
         traces = next(x for x in shown if " traces " in x)
         assert ("\x1b[31m" in regressed, "\x1b[31m" in shown[-1]) == (expected, expected)
         assert "\x1b[" not in traces
+
+
+def with_cpu(report: Report, cpu_s: float | None) -> Report:
+    """`report` whose benchmark recorded `cpu_s` CPU seconds per call (its median)."""
+    import dataclasses
+
+    rec = report.tests["t.py::test_a"]
+    entry = rec.benchmarks["f"]
+    assert isinstance(entry, BenchmarkEntry) and entry.runtime is not None
+    runtime = dataclasses.replace(entry.runtime, cpu_median_s=cpu_s)
+    benchmarks = {"f": dataclasses.replace(entry, runtime=runtime)}
+    return Report(tests={"t.py::test_a": dataclasses.replace(rec, benchmarks=benchmarks)})
+
+
+def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
+    assert verdicts.runtime_clock(frozenset({1}), 2) == "cpu"
+    assert verdicts.runtime_clock(frozenset({1}), 1) == "wall"  # one value per run: no interval
+    assert verdicts.runtime_clock(frozenset({0, 1}), 3) == "wall"  # threads at once
+    assert verdicts.runtime_clock(None, 3) == "wall"  # not confined
+    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
+
+    def rounds(head_wall: float, head_cpu: list[float | None]) -> list[tuple[Report, Report]]:
+        # Each head run waited for its CPU (a load bound to it): wall seconds head_wall x base.
+        made = []
+        for seed, cpu in enumerate(head_cpu):
+            base, head = report_pair(1.0, head_wall, seed)
+            made.append((with_cpu(base, 1e-3), with_cpu(head, None if cpu is None else cpu)))
+        return made
+
+    def runtime_row(comparison: verdicts.Comparison) -> verdicts.Row:
+        return next(r for r in comparison.rows if r.metric == verdicts.RUNTIME)
+
+    waited = rounds(2.0, [1.01e-3, 0.99e-3])
+    on_wall = runtime_row(verdicts.compare_rounds(waited, thresholds, clock="wall"))
+    on_cpu = runtime_row(verdicts.compare_rounds(waited, thresholds, clock="cpu"))
+    assert (on_wall.verdict, on_wall.clock) == ("REGRESSED", "wall")
+    assert (on_cpu.verdict, on_cpu.clock) == ("ok", "cpu")
+    assert on_cpu.base == pytest.approx(1e-3) and on_cpu.head == pytest.approx(1e-3, rel=0.01)
+    # A slowdown of the code shows on the CPU clock.
+    slower = runtime_row(verdicts.compare_rounds(rounds(2.0, [1.5e-3, 1.6e-3]), thresholds,
+                                                 clock="cpu"))  # fmt: skip
+    assert (slower.verdict, slower.clock) == ("REGRESSED", "cpu")
+    # A run without CPU seconds (not the CPU backend): wall seconds, and a note says so.
+    partly = verdicts.compare_rounds(rounds(1.0, [1e-3, None]), thresholds, clock="cpu")
+    assert runtime_row(partly).clock == "wall"
+    assert partly.notes == [
+        "t.py::test_a runtime f: wall seconds per call, not CPU seconds: not every run recorded "
+        "CPU seconds (they are read on the CPU backend)"
+    ]
+    context = render.Context(
+        base_ref="main",
+        base_commit="a" * 40,
+        head_commit="b" * 40,
+        head_changed=0,
+        project=".",
+        rounds=2,
+        thresholds=thresholds,
+        confidence=stats.CONFIDENCE,
+        cpus=frozenset({1}),
+        runtime_clock="cpu",
+    )
+    comparison = verdicts.compare_rounds(waited, thresholds, clock="cpu")
+    assert "above 1.1x (runtime, CPU seconds per call) or 1.5x" in render.terminal(
+        comparison, context
+    )
+    assert "runtime threshold 1.1x (CPU seconds per call)" in render.markdown(comparison, context)
+    data = render.to_json(comparison, context)
+    assert data["runtime_clock"] == "cpu"
+    assert [r["clock"] for r in data["rows"] if r["metric"] == "runtime"] == ["cpu"]
 
 
 def test_tests_in_one_tree_only_and_failed_tests_are_listed_not_compared() -> None:

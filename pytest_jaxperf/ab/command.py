@@ -26,11 +26,11 @@ from . import cpus, imports, render, runner, stats, verdicts, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
-# Chosen by benchmarks/ab_power.py (the README has its tables): two rounds already let the
-# spread between processes into the interval (one cannot), but leaving out a round whose
-# process was an outlier of its tree needs three, and three caught more than two when a load
-# shared the runs' CPU.
-DEFAULT_ROUNDS = 3
+# Chosen by benchmarks/ab_power.py (the README has its tables): the fewest rounds that let the
+# spread between processes into the interval and read runtime on the CPU clock (one round can
+# do neither); on one CPU, two caught as many slowdowns as three or five, quiet, beside a load
+# and with the load on the runs' own CPU, with no false alarm, at two thirds of the cost.
+DEFAULT_ROUNDS = 2
 DEFAULT_RUNTIME_THRESHOLD = 1.10
 # Compile seconds of the same program vary far more than a steady state (the plugin's README:
 # up to 1.65x against a quiet baseline on the CPU clock); the traps this is for compile 2-10x.
@@ -327,7 +327,8 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
                     )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    comparison = verdicts.compare_rounds(rounds, thresholds, stats.CONFIDENCE)
+    clock = verdicts.runtime_clock(on_cpus, args.rounds)
+    comparison = verdicts.compare_rounds(rounds, thresholds, stats.CONFIDENCE, clock)
     context = render.Context(
         base_ref=args.base,
         base_commit=base_commit,
@@ -341,6 +342,7 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
         cpus=on_cpus,
         runs=tuple(runs),
         seconds=time.perf_counter() - started,
+        runtime_clock=clock,
     )
     show(out, render.terminal_lines(comparison, context))
     _write(args, comparison, context)

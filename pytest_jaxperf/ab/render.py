@@ -11,7 +11,7 @@ from ..model import TIME_DIGITS, significant
 from ..terminal import markup, tally_markup
 from . import cpus
 from .stats import Ratio
-from .verdicts import COMPILE_TIME, RUNTIME, Comparison, Row, Thresholds
+from .verdicts import COMPILE_TIME, RUNTIME, Clock, Comparison, Row, Thresholds
 
 SCHEMA = "pytest-jaxperf-ab/1"
 COLUMNS = ("test", "metric", "base", "head", "ratio", "interval", "verdict")
@@ -40,6 +40,7 @@ class Context:
     cpus: frozenset[int] | None = None  # every run confined to these CPUs; None: not confined
     runs: tuple[RunTime, ...] = ()
     seconds: float = 0.0
+    runtime_clock: Clock = "wall"  # what runtime rows compare (verdicts.runtime_clock)
 
     def head_label(self) -> str:
         changes = ""
@@ -57,6 +58,10 @@ class Context:
         if self.cpus is None:
             return ""
         return f" on CPU{'s' if len(self.cpus) != 1 else ''} {cpus.label(self.cpus)}"
+
+    def per_call(self) -> str:
+        """What a runtime row's base and head are."""
+        return f"{'CPU' if self.runtime_clock == 'cpu' else 'wall'} seconds per call"
 
 
 # -- values --------------------------------------------------------------------------------
@@ -130,7 +135,8 @@ def header(context: Context) -> str:
         f"jaxperf ab: base {context.base_label()} vs head {context.head_label()}{where}{args}\n"
         f"{context.rounds} round{'s' if context.rounds != 1 else ''}{on}, "
         f"{context.confidence:.0%} intervals; a slowdown fails when its whole interval lies "
-        f"above {t.runtime:g}x (runtime) or {t.compile:g}x (compile time, and "
+        f"above {t.runtime:g}x (runtime, {context.per_call()}) or {t.compile:g}x (compile "
+        "time, and "
         f"+{t.compile_floor:g} s); counts fail on any increase, program metrics above "
         f"+{t.static_rtol:.0%}"
     )
@@ -196,7 +202,8 @@ def markdown(comparison: Comparison, context: Context) -> str:
         "",
         f"{verdict}, {len(comparison.improvements)} improvement(s); "
         f"{context.rounds} round(s){context.where_run()}, {context.confidence:.0%} intervals, "
-        f"runtime threshold {context.thresholds.runtime:g}x, compile-time threshold "
+        f"runtime threshold {context.thresholds.runtime:g}x ({context.per_call()}), "
+        "compile-time threshold "
         f"{context.thresholds.compile:g}x",
         "",
         "| " + " | ".join(COLUMNS[:5] + (f"{context.confidence:.0%} interval", "verdict")) + " |",
@@ -242,6 +249,7 @@ def to_json(comparison: Comparison, context: Context) -> dict[str, Any]:
         "project": context.project,
         "pytest_args": list(context.pytest_args),
         "cpus": None if context.cpus is None else sorted(context.cpus),
+        "runtime_clock": context.runtime_clock,
         "rounds": context.rounds,
         "confidence": context.confidence,
         "thresholds": {
@@ -265,6 +273,7 @@ def to_json(comparison: Comparison, context: Context) -> dict[str, Any]:
                 "head": _num(r.head),
                 "ratio": ratio(r.ratio),
                 "verdict": r.verdict,
+                "clock": r.clock,
                 "causes": list(r.causes),
             }
             for r in comparison.rows

@@ -6,7 +6,8 @@ drifting over the job hits both sides of a round alike and cancels out of its ra
 rounds are pooled:
 
 - per round r: d_r = median(log head samples) - median(log base samples), the log of the
-  ratio of the two processes' median per-call times (compile seconds: one value per process);
+  ratio of the two processes' median per-call times (compile seconds, and per-call CPU
+  seconds on one CPU: one value per process);
 - estimate: the mean of the d_r, i.e. the geometric mean of the per-round ratios;
 - interval: a two-level (cluster) percentile bootstrap. Each resample draws the rounds with
   replacement, then within every drawn round each process's samples with replacement, and

@@ -9,6 +9,9 @@
   benchmark) are head/base ratios over all rounds with their intervals (`stats`): a slowdown
   fails when the whole interval lies above its threshold (compile time: and the growth is
   above the plugin's compile floor, so that a 10 ms compile does not fail over 20 ms).
+- Runtime per call is read on one of two clocks (`runtime_clock`): each run's median CPU
+  seconds per call where every run was confined to one CPU (from two rounds), else the wall
+  seconds of every timed round.
 """
 
 from __future__ import annotations
@@ -16,10 +19,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from .. import compare
 from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, MarkerLimits, Tolerances
-from ..model import STATIC_METRICS, BenchmarkEntry, Report, TestRecord
+from ..model import STATIC_METRICS, BenchmarkEntry, Report, RuntimeStats, TestRecord
 from . import stats
 
 RUNTIME = "runtime"
@@ -35,6 +39,23 @@ Status = str
 # A compile-time change beyond the threshold but within the plugin's compile floor (seconds).
 UNDER_FLOOR = "ok (under floor)"
 
+Clock = Literal["cpu", "wall"]
+
+
+def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> Clock:
+    """What runtime rows compare: "cpu" (each run's median CPU seconds per call) when every run
+    was confined to one CPU and there are two rounds or more, else "wall" (the wall seconds of
+    every timed round).
+
+    On one CPU a process's CPU seconds are the time it computed, while its wall seconds also
+    count the time it waited for that CPU: a load bound to the same CPU (benchmarks/ab_power.py)
+    swung wall medians 2-3x from one run to the next and hid slowdowns, the CPU seconds did not
+    move. And on one CPU the threads of a process take turns, so CPU seconds cannot reward or
+    hide a change in how many of them work. A run keeps only the median of its CPU seconds,
+    one value, so an interval needs two rounds; with one, or runs not confined to one CPU
+    (several threads at once), wall seconds."""
+    return "cpu" if on_cpus is not None and len(on_cpus) == 1 and rounds >= 2 else "wall"
+
 
 @dataclass(frozen=True)
 class Row:
@@ -49,6 +70,7 @@ class Row:
     ratio: stats.Ratio | None = None
     benchmark: str | None = None
     causes: tuple[str, ...] = ()
+    clock: Clock | None = None  # runtime rows: the clock the ratio was read on
 
     @property
     def regressed(self) -> bool:
@@ -86,8 +108,10 @@ def compare_rounds(
     rounds: Sequence[tuple[Report, Report]],
     thresholds: Thresholds,
     confidence: float = stats.CONFIDENCE,
+    clock: Clock = "wall",
 ) -> Comparison:
-    """The comparison of `rounds`, each (base report, head report) of one round."""
+    """The comparison of `rounds`, each (base report, head report) of one round; runtime rows
+    on `clock` (see runtime_clock) where every run measured it."""
     out = Comparison()
     if not rounds:
         return out
@@ -114,9 +138,16 @@ def compare_rounds(
             if b is not None and h is not None and {b.outcome, h.outcome} <= set(_COMPARABLE)
         ]
         timed = _compile_time(nodeid, complete, thresholds, confidence)
-        timed += _runtimes(nodeid, complete, thresholds, confidence)
+        runtimes = _runtimes(nodeid, complete, thresholds, confidence, clock)
+        timed += runtimes
         out.rows += timed
         out.notes += [_left_out_line(row) for row in timed if row.ratio and row.ratio.left_out]
+        out.notes += [
+            f"{nodeid} {RUNTIME} {row.benchmark}: wall seconds per call, not CPU seconds: not "
+            "every run recorded CPU seconds (they are read on the CPU backend)"
+            for row in runtimes
+            if clock == "cpu" and row.clock == "wall"
+        ]
     return out
 
 
@@ -234,16 +265,21 @@ def _runtimes(
     records: Sequence[tuple[TestRecord, TestRecord]],
     thresholds: Thresholds,
     confidence: float,
+    clock: Clock,
 ) -> list[Row]:
     rows = []
     labels = sorted({label for _, h in records for label, _ in h.benchmark_entries()} |
                     {label for b, _ in records for label, _ in b.benchmark_entries()})  # fmt: skip
     for label in labels:
-        pairs = []
+        measured = []
         for b, h in records:
             old, new = _runtime(b, label), _runtime(h, label)
             if old is not None and new is not None:
-                pairs.append((old, new))
+                measured.append((old, new))
+        cpu = [((b.cpu_median_s,), (h.cpu_median_s,)) for b, h in measured
+               if b.cpu_median_s and h.cpu_median_s]  # fmt: skip
+        used: Clock = "cpu" if clock == "cpu" and measured and len(cpu) == len(measured) else "wall"
+        pairs = cpu if used == "cpu" else [(_samples(b), _samples(h)) for b, h in measured]
         if not pairs:
             in_base = any(_runtime(b, label) is not None for b, _ in records)
             in_head = any(_runtime(h, label) is not None for _, h in records)
@@ -254,15 +290,19 @@ def _runtimes(
             continue
         r = stats.ratio(pairs, confidence=confidence)
         if r is None:
-            rows.append(Row(nodeid, RUNTIME, "too few samples", benchmark=label))
+            rows.append(Row(nodeid, RUNTIME, "too few samples", benchmark=label, clock=used))
             continue
         verdict = stats.verdict(r, thresholds.runtime)
-        rows.append(Row(nodeid, RUNTIME, verdict, r.base, r.head, r, benchmark=label))
+        rows.append(Row(nodeid, RUNTIME, verdict, r.base, r.head, r, benchmark=label, clock=used))
     return rows
 
 
-def _runtime(rec: TestRecord, label: str) -> tuple[float, ...] | None:
+def _runtime(rec: TestRecord, label: str) -> RuntimeStats | None:
     entry = rec.benchmarks.get(label)
-    if not isinstance(entry, BenchmarkEntry) or entry.runtime is None:
+    if not isinstance(entry, BenchmarkEntry):
         return None
-    return entry.runtime.samples_s or (entry.runtime.median_s,)
+    return entry.runtime
+
+
+def _samples(runtime: RuntimeStats) -> tuple[float, ...]:
+    return runtime.samples_s or (runtime.median_s,)
