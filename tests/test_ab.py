@@ -17,6 +17,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -473,6 +474,21 @@ def report_pair(base_factor: float, head_factor: float, seed: int) -> tuple[Repo
     return one(base_factor, seed), one(head_factor, seed + 1)
 
 
+def ab_context(thresholds: verdicts.Thresholds, **changes: Any) -> render.Context:
+    """A Context of 3 rounds between two made-up commits, with `changes`."""
+    fields: dict[str, Any] = {
+        "base_ref": "main",
+        "base_commit": "a" * 40,
+        "head_commit": "b" * 40,
+        "head_changed": 0,
+        "project": ".",
+        "rounds": 3,
+        "thresholds": thresholds,
+        "confidence": stats.CONFIDENCE,
+    }
+    return render.Context(**(fields | changes))
+
+
 def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> None:
     rounds = [report_pair(1.0, 1.5, s) for s in range(3)]
     thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
@@ -483,15 +499,9 @@ def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> N
     # Equal compile seconds in every round: a ratio of 1 with no spread at all.
     assert by_metric[("compile time", None)].verdict == "ok"
     assert [r.metric for r in comparison.regressions] == ["runtime"]
-    context = render.Context(
-        base_ref="main",
-        base_commit="a" * 40,
-        head_commit="b" * 40,
+    context = ab_context(
+        thresholds,
         head_changed=2,
-        project=".",
-        rounds=3,
-        thresholds=thresholds,
-        confidence=stats.CONFIDENCE,
         runs=tuple(render.RunTime(side, n, 1.0) for n in (1, 2, 3) for side in ("base", "head")),
         seconds=6.4,
     )
@@ -570,18 +580,7 @@ def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
         "t.py::test_a runtime f: wall seconds per call, not CPU seconds: not every run recorded "
         "CPU seconds (they are read on the CPU backend)"
     ]
-    context = render.Context(
-        base_ref="main",
-        base_commit="a" * 40,
-        head_commit="b" * 40,
-        head_changed=0,
-        project=".",
-        rounds=2,
-        thresholds=thresholds,
-        confidence=stats.CONFIDENCE,
-        cpus=frozenset({1}),
-        runtime_clock="cpu",
-    )
+    context = ab_context(thresholds, rounds=2, cpus=frozenset({1}), runtime_clock="cpu")
     comparison = verdicts.compare_rounds(waited, thresholds, clock="cpu")
     assert "above 1.1x (runtime, CPU seconds per call) or 1.5x" in render.terminal(
         comparison, context
