@@ -577,8 +577,8 @@ def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
     partly = verdicts.compare_rounds(rounds(1.0, [1e-3, None]), thresholds, clock="cpu")
     assert runtime_row(partly).clock == "wall"
     assert partly.notes == [
-        "t.py::test_a runtime f: wall seconds per call, not CPU seconds: not every run recorded "
-        "CPU seconds (they are read on the CPU backend)"
+        "t.py::test_a runtime f: wall seconds per call, not CPU seconds: fewer than two rounds "
+        "have its CPU seconds from both trees (they are read on the CPU backend)"
     ]
     context = ab_context(thresholds, rounds=2, cpus=frozenset({1}), runtime_clock="cpu")
     comparison = verdicts.compare_rounds(waited, thresholds, clock="cpu")

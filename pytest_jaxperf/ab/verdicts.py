@@ -48,12 +48,12 @@ def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> Clock:
     every timed round).
 
     On one CPU a process's CPU seconds are the time it computed, while its wall seconds also
-    count the time it waited for that CPU: a load bound to the same CPU (benchmarks/ab_power.py)
-    swung wall medians 2-3x from one run to the next and hid slowdowns, the CPU seconds did not
-    move. And on one CPU the threads of a process take turns, so CPU seconds cannot reward or
-    hide a change in how many of them work. A run keeps only the median of its CPU seconds,
-    one value, so an interval needs two rounds; with one, or runs not confined to one CPU
-    (several threads at once), wall seconds."""
+    count the time it waited for that CPU: with a load bound to the same CPU
+    (benchmarks/ab_power.py) wall medians swung 2-3x from one run to the next and hid
+    slowdowns, while CPU seconds stayed within 1.6x of their tree's median. A run keeps only
+    the median of its CPU seconds, one value, so an interval needs two rounds; with one, or
+    with runs not confined to one CPU (threads at once, whose CPU seconds add up past the wall
+    clock), wall seconds."""
     return "cpu" if on_cpus is not None and len(on_cpus) == 1 and rounds >= 2 else "wall"
 
 
@@ -143,8 +143,9 @@ def compare_rounds(
         out.rows += timed
         out.notes += [_left_out_line(row) for row in timed if row.ratio and row.ratio.left_out]
         out.notes += [
-            f"{nodeid} {RUNTIME} {row.benchmark}: wall seconds per call, not CPU seconds: not "
-            "every run recorded CPU seconds (they are read on the CPU backend)"
+            f"{nodeid} {RUNTIME} {row.benchmark}: wall seconds per call, not CPU seconds: fewer "
+            "than two rounds have its CPU seconds from both trees (they are read on the CPU "
+            "backend)"
             for row in runtimes
             if clock == "cpu" and row.clock == "wall"
         ]
@@ -278,7 +279,8 @@ def _runtimes(
                 measured.append((old, new))
         cpu = [((b.cpu_median_s,), (h.cpu_median_s,)) for b, h in measured
                if b.cpu_median_s and h.cpu_median_s]  # fmt: skip
-        used: Clock = "cpu" if clock == "cpu" and measured and len(cpu) == len(measured) else "wall"
+        # One value per run: an interval on the CPU clock needs two rounds of it.
+        used: Clock = "cpu" if clock == "cpu" and len(cpu) == len(measured) >= 2 else "wall"
         pairs = cpu if used == "cpu" else [(_samples(b), _samples(h)) for b, h in measured]
         if not pairs:
             in_base = any(_runtime(b, label) is not None for b, _ in records)
