@@ -26,11 +26,12 @@ from . import cpus, imports, render, runner, stats, verdicts, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
-# Chosen by benchmarks/ab_power.py (the README has its tables): the fewest rounds that let the
-# spread between processes into the interval and read runtime on the CPU clock (one round can
-# do neither); on one CPU, two caught as many slowdowns as three or five, quiet, beside a load
-# and with the load on the runs' own CPU, with no false alarm, at two thirds of the cost.
-DEFAULT_ROUNDS = 2
+# Chosen by benchmarks/ab_power.py (the README has its tables): one round cannot see the spread
+# between processes (nor read runtime on the CPU clock); two let it in, but unchanged code then
+# raised a false alarm in 1 of 40 quiet runs (two head processes in a row 11% and 13% slower,
+# on both clocks), three in none of 120 (quiet, a load beside the runs, a load on their CPU),
+# and three caught as many slowdowns as five.
+DEFAULT_ROUNDS = 3
 DEFAULT_RUNTIME_THRESHOLD = 1.10
 # Compile seconds of the same program vary far more than a steady state (the plugin's README:
 # up to 1.65x against a quiet baseline on the CPU clock); the traps this is for compile 2-10x.

@@ -50,7 +50,7 @@ def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> Clock:
     On one CPU a process's CPU seconds are the time it computed, while its wall seconds also
     count the time it waited for that CPU: with a load bound to the same CPU
     (benchmarks/ab_power.py) wall medians swung 2-3x from one run to the next and hid
-    slowdowns, while CPU seconds stayed within 1.6x of their tree's median. A run keeps only
+    slowdowns, while CPU seconds stayed within 1.9x of their tree's median. A run keeps only
     the median of its CPU seconds, one value, so an interval needs two rounds; with one, or
     with runs not confined to one CPU (threads at once, whose CPU seconds add up past the wall
     clock), wall seconds."""
