@@ -306,10 +306,10 @@ def test_a_second_jaxperf_ab_on_the_machine_takes_another_cpu(tmp_path: Path) ->
         done = ab(
             root,
             "--base", base,
-            "--rounds", "1",
+            "--rounds", "2",
             "--runtime-threshold", "50",
             "--json", str(tmp_path / "ab.json"),
-            "--", "-k", "scale",
+            "--", "-k", "work",
             AFFINITY_FILE=str(seen),
             TMPDIR=str(tmp_path / "tmp"),
         )  # fmt: skip
@@ -323,9 +323,17 @@ def test_a_second_jaxperf_ab_on_the_machine_takes_another_cpu(tmp_path: Path) ->
             f"jaxperf ab: every CPU this may use ({cpu}) is in use by another jaxperf ab; the "
             f"runs share CPU {cpu} with one (pass --cpus to choose)"
         ) in done.stdout
-    assert seen.read_text().splitlines() == [str([cpu]), str([cpu])]
-    assert json.loads((tmp_path / "ab.json").read_text())["cpus"] == [cpu]
-    assert f"\n1 round on CPU {cpu}, 95% intervals;" in done.stdout
+    assert seen.read_text().splitlines() == [str([cpu])] * 4
+    data = json.loads((tmp_path / "ab.json").read_text())
+    assert data["cpus"] == [cpu]
+    assert f"\n2 rounds on CPU {cpu}, 95% intervals;" in done.stdout
+    # One CPU, two rounds: runtime read on each run's CPU seconds per call.
+    assert data["runtime_clock"] == "cpu"
+    assert "50x (runtime, CPU seconds per call)" in done.stdout
+    runtime = [r for r in data["rows"] if r["metric"] == "runtime"]
+    assert [(r["benchmark"], r["clock"], r["ratio"]["rounds"]) for r in runtime] == [
+        ("work", "cpu", 2)
+    ]
 
 
 def test_a_run_that_imports_the_other_trees_code_stops_with_its_origin(
@@ -557,7 +565,7 @@ def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
         made = []
         for seed, cpu in enumerate(head_cpu):
             base, head = report_pair(1.0, head_wall, seed)
-            made.append((with_cpu(base, 1e-3), with_cpu(head, None if cpu is None else cpu)))
+            made.append((with_cpu(base, 1e-3), with_cpu(head, cpu)))
         return made
 
     def runtime_row(comparison: verdicts.Comparison) -> verdicts.Row:
