@@ -99,12 +99,13 @@ def ratio(
         logs.append((b, h))
     if not logs or (len(logs) == 1 and min(logs[0][0].size, logs[0][1].size) < MIN_SAMPLES):
         return None
-    kept = _without_outliers(logs)
-    left_out = len(logs) - len(kept)
-    logs = kept
+    # Each process's median (log seconds), one row per round: base, head.
+    levels = np.array([[np.median(b), np.median(h)] for b, h in logs])
+    keep = _kept_rounds(levels)
+    left_out = len(logs) - int(keep.sum())
+    logs = [pair for pair, ok in zip(logs, keep, strict=True) if ok]
     n = len(logs)
-    base_level = float(np.mean([np.median(b) for b, _ in logs]))
-    head_level = float(np.mean([np.median(h) for _, h in logs]))
+    base_level, head_level = (float(v) for v in levels[keep].mean(axis=0))
     draws = _bootstrap(logs, resamples, np.random.default_rng(seed))
     tail = (1 - confidence) / 2 * 100
     low, high = np.percentile(draws, [tail, 100 - tail])
@@ -120,22 +121,20 @@ def ratio(
     )
 
 
-def _without_outliers(logs: Logs) -> Logs:
-    """`logs` less the rounds in which a process's median lies more than OUTLIER times away
-    from the median of its own tree's processes (from three rounds on; never below two
-    rounds). The same code ran in every process of a tree, so such a process measured what
-    else ran beside it, not the code; see the module docstring."""
+def _kept_rounds(levels: NDArray[np.float64]) -> NDArray[np.bool_]:
+    """Which rounds to keep, from each process's median (`levels`: one row per round, base and
+    head): not those in which a process lies more than OUTLIER times away from the median of
+    its own tree's processes (from three rounds on; never below two rounds). The same code ran
+    in every process of a tree, so such a process measured what else ran beside it, not the
+    code; see the module docstring."""
     import numpy as np
 
-    if len(logs) < 3:
-        return logs
-    far = float(np.log(OUTLIER))
-    levels = np.array([[np.median(b), np.median(h)] for b, h in logs])
+    every = np.ones(len(levels), dtype=bool)
+    if len(levels) < 3:
+        return every
     typical = np.median(levels, axis=0)
-    keep = np.all(np.abs(levels - typical) <= far, axis=1)
-    if keep.all() or keep.sum() < 2:
-        return logs
-    return [pair for pair, ok in zip(logs, keep, strict=True) if ok]
+    keep = np.all(np.abs(levels - typical) <= float(np.log(OUTLIER)), axis=1)
+    return every if keep.sum() < 2 else keep
 
 
 def _bootstrap(logs: Logs, resamples: int, rng: np.random.Generator) -> NDArray[np.float64]:
