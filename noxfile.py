@@ -23,6 +23,7 @@ JAX_DEPENDENT = [
     "tests/test_invariance.py",
     "tests/test_example_project.py",
     "tests/test_example_regressions.py",
+    "tests/test_user_settings.py",
 ]
 
 nox.options.sessions = ["tests"]

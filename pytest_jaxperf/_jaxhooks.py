@@ -46,6 +46,7 @@ a refusal (or, allowed, into metrics marked "not measured").
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -105,6 +106,58 @@ def hook_set() -> str:
 def eager_traces_counted() -> bool:
     """Whether traces of eager control-flow bodies (lax.scan outside jit) are counted."""
     return _hooks().eager_traces
+
+
+# -- the plugin's own programs ----------------------------------------------------------
+# Settings a conftest, the environment or a fixture may make that would change what the
+# plugin's own programs (the self-check's probe) trace to (x64 makes f64 arrays), whether
+# they trace at all (disable_jit), whether they run (promotion rules, NaN checks, transfer
+# guards), or what they leave behind (a persistent-cache entry in the user's directory,
+# log records): pinned, thread-locally, around them. The compilation cache itself is left
+# on: JAX decides once per process, at the first compile, whether it is used at all.
+_OWN_SETTINGS: tuple[tuple[str, Any], ...] = (
+    ("jax_enable_x64", False),
+    ("jax_disable_jit", False),
+    ("jax_numpy_dtype_promotion", "standard"),
+    ("jax_numpy_rank_promotion", "allow"),
+    ("jax_default_matmul_precision", None),
+    ("jax_debug_nans", False),
+    ("jax_debug_infs", False),
+    ("jax_check_tracer_leaks", False),
+    ("jax_explain_cache_misses", False),
+    ("jax_log_compiles", False),
+    ("jax_transfer_guard_host_to_device", "allow"),
+    ("jax_transfer_guard_device_to_device", "allow"),
+    ("jax_transfer_guard_device_to_host", "allow"),
+    ("jax_persistent_cache_min_compile_time_secs", 1e9),
+)
+
+
+@contextlib.contextmanager
+def own_settings() -> Iterator[None]:
+    """JAX's defaults for the settings above, on this thread, whatever the user set (an
+    option this JAX lacks is skipped)."""
+    from jax._src import config
+
+    states = getattr(config, "config_states", {})
+    with contextlib.ExitStack() as stack:
+        for name, value in _OWN_SETTINGS:
+            state = states.get(name)
+            if state is None:
+                continue
+            try:
+                stack.enter_context(state(value))
+            except Exception:  # an option whose values differ on this JAX: left as it is
+                continue
+        yield
+
+
+def jit_disabled() -> bool:
+    """Whether jax_disable_jit is on (globally or in this thread): nothing is traced then."""
+    from jax._src import config
+
+    state = getattr(config, "config_states", {}).get("jax_disable_jit")
+    return bool(state is not None and state.value)
 
 
 # -- CPU dispatch ------------------------------------------------------------------------

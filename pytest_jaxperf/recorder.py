@@ -265,22 +265,20 @@ class Recorder:
         return self._jax_dirs
 
     def install(self) -> None:
-        if self._installed:
-            if self._traces is not None:
-                self._traces.ensure()
-            return
-        import jax.monitoring
+        if not self._installed:
+            import jax.monitoring
 
-        self._jax_dirs = identity.jax_dirs()
-        # Registered once and never removed: jax's unregister asserts, and a dormant
-        # listener costs one attribute check per compile.
-        jax.monitoring.register_event_duration_secs_listener(self._on_duration)
-        jax.monitoring.register_event_listener(self._on_event)
-        jax.monitoring.register_scalar_listener(self._on_phase_start)
-        if not hooks.missing():
+            self._jax_dirs = identity.jax_dirs()
+            # Registered once and never removed: jax's unregister asserts, and a dormant
+            # listener costs one attribute check per compile.
+            jax.monitoring.register_event_duration_secs_listener(self._on_duration)
+            jax.monitoring.register_event_listener(self._on_event)
+            jax.monitoring.register_scalar_listener(self._on_phase_start)
+            self._installed = True
+        if self._traces is None and not hooks.missing():
             self._traces = hooks.TraceListener(self._on_trace)
+        if self._traces is not None:
             self._traces.ensure()
-        self._installed = True
 
     # -- identity -------------------------------------------------------------------------
     def _user(self, ident: Identity | None) -> Identity | None:
@@ -455,7 +453,8 @@ class Recorder:
             return helper
 
         jitted = None
-        if not self._unmatched:
+        # Without the trace listener no jax.jit object was seen: every one is emptied.
+        if not self._unmatched and self._traces is not None:
             jitted = [
                 j for fun, ref in self._jitted.values() if fun not in kept and (j := _get(ref))
             ]
@@ -515,17 +514,50 @@ class Recorder:
         )
 
     def self_check(self, rootdir: Path) -> dict[str, str]:
-        """Trace, compile, retrace and evict a probe function in a throwaway scope.
+        """Trace, compile, retrace and evict a probe function in a throwaway scope, under
+        JAX's default settings whatever the user's configuration (`hooks.own_settings`).
 
         Returns {metric: what is wrong} for every metric this JAX cannot be counted on for:
-        'traces', 'compiles' (lowerings and compiles with their seconds)."""
-        import jax
-        import jax.numpy as jnp
-
+        'traces', 'compiles' (lowerings and compiles with their seconds). A hook missing from
+        JAX reads "missing ..."; a probe that misbehaved says what was seen."""
         self.install()
         problems: dict[str, str] = {}
         if missing := hooks.missing():
             problems["traces"] = "missing " + ", ".join(missing)
+        with hooks.own_settings():
+            counted, expected = self._probe(rootdir)
+        first, second, third = (fns[0] if len(fns) == 1 else None for fns in counted)
+        here = os.path.basename(__file__)
+        reasons = second.retrace_reasons if second else []
+        if "traces" not in problems and not (
+            first and first.traces == 1 and here in first.site and second and second.traces
+        ):
+            problems["traces"] = (
+                "a probe function's trace was not counted under its name (traces counted: "
+                f"{_probe_counts(counted, 'traces')})"
+            )
+        elif "traces" not in problems and not any(expected in r for r in reasons):
+            problems["traces"] = (
+                f"the probe's retrace cause read {'; '.join(reasons) or 'nothing'!r} where "
+                f"{expected!r} was expected"
+            )
+        if not (first and first.lowerings == 1 and first.compiles == 1):
+            problems["compiles"] = (
+                "a probe function's lowering/compile was not counted (lowerings, compiles: "
+                f"{_probe_counts(counted, 'lowerings')}, {_probe_counts(counted, 'compiles')})"
+            )
+        if not (third and third.compiles == 1 and (third.traces == 1 or "traces" in problems)):
+            # Counts would then depend on the tests that ran before: neither can be gated.
+            for metric in ("traces", "compiles"):
+                problems.setdefault(metric, "an evicted probe function was not compiled again")
+        self.problems = problems
+        return problems
+
+    def _probe(self, rootdir: Path) -> tuple[list[list[FunctionRecord]], str]:
+        """The probe's records in three scopes (a first call, a new shape, the first shape
+        again after isolation), and the retrace cause the second should read."""
+        import jax
+        import jax.numpy as jnp
 
         def _jaxperf_probe(x: Any) -> Any:
             return x * 2.0 + 1.0
@@ -534,7 +566,7 @@ class Recorder:
         # Kept alive: a later probe must never reuse this one's id in JAX's caches.
         self._probes.append((_jaxperf_probe, probe))
         with self.paused():
-            small, large = jnp.ones(3), jnp.ones(4)
+            small, large = jnp.ones(3, jnp.float32), jnp.ones(4, jnp.float32)
         counted = []
         for x, isolate in ((small, False), (large, False), (small, True)):
             if isolate:
@@ -544,27 +576,19 @@ class Recorder:
             counted.append(
                 [f for f in scope.functions.values() if short_name(f.name) == "_jaxperf_probe"]
             )
-        first, second, third = (fns[0] if len(fns) == 1 else None for fns in counted)
-        here = os.path.basename(__file__)
-        if "traces" not in problems and not (
-            first and first.traces == 1 and here in first.site and second and second.traces
-        ):
-            problems["traces"] = "a probe function's trace was not counted under its name"
-        elif "traces" not in problems and not any(
-            "f32[3] -> f32[4]" in r for r in (second.retrace_reasons if second else [])
-        ):
-            problems["traces"] = "the probe's retrace cause was not recognised"
-        if not (first and first.lowerings == 1 and first.compiles == 1):
-            problems["compiles"] = "a probe function's lowering/compile was not counted"
-        if not (third and third.compiles == 1 and (third.traces == 1 or "traces" in problems)):
-            # Counts would then depend on the tests that ran before: neither can be gated.
-            for metric in ("traces", "compiles"):
-                problems.setdefault(metric, "an evicted probe function was not compiled again")
-        self.problems = problems
-        return problems
+        return counted, f"x: {_aval(small)} -> {_aval(large)}"
 
 
 RECORDER = Recorder()
+
+
+def _aval(x: Any) -> str:
+    """'f32[3]': how JAX's cache-miss explanations write an array's type."""
+    return str(x.aval.str_short(short_dtypes=True))
+
+
+def _probe_counts(counted: list[list[FunctionRecord]], metric: str) -> str:
+    return "/".join(",".join(str(getattr(f, metric)) for f in fns) or "none" for fns in counted)
 
 
 def _add_reason(reasons: list[str], reason: str | None) -> None:

@@ -71,30 +71,41 @@ class JaxPerfSession:
 
     def _self_check(self) -> None:
         """Once, before the first recorded test body: refuse (exit 4) rather than report
-        counts of 0 from a JAX whose hooks are not the ones this plugin reads."""
+        counts of 0 from a JAX whose hooks are not the ones this plugin reads, and keep
+        traces and compiles out of the verdicts where the user switched jit off."""
         if self.not_measured is not None:
             return
         from . import _jaxhooks
         from .recorder import RECORDER
 
         problems = RECORDER.self_check(self.config.rootpath)
-        self.not_measured = problems
-        if not problems:
-            return
-        what = "; ".join(f"{metric}: {why}" for metric, why in sorted(problems.items()))
-        line = (
-            f"pytest-jaxperf: jax {_jaxhooks.jax_version()} is not supported ({what}); "
-            f"supported: {_jaxhooks.SUPPORTED}"
-        )
-        if not self.settings.allow_partial:
-            pytest.exit(line + "; --jaxperf-allow-partial runs anyway", returncode=4)
+        self.not_measured = dict(problems)
+        if problems:
+            what = "; ".join(f"{metric}: {why}" for metric, why in sorted(problems.items()))
+            version = _jaxhooks.jax_version()
+            if any(why.startswith("missing ") for why in problems.values()):
+                line = (
+                    f"pytest-jaxperf: jax {version} is not supported, its internals moved "
+                    f"({what}); supported: {_jaxhooks.SUPPORTED}"
+                )
+            else:
+                line = f"pytest-jaxperf: the self-check failed on jax {version} ({what})"
+            if not self.settings.allow_partial:
+                pytest.exit(line + "; --jaxperf-allow-partial runs anyway", returncode=4)
+            self._warn(
+                f"{line}; these metrics are reported as not measured and not gated: "
+                + ", ".join(sorted(problems))
+            )
+        if _jaxhooks.jit_disabled():
+            why = "jax_disable_jit is on: jitted functions run op by op"
+            for metric in ("traces", "compiles"):
+                self.not_measured.setdefault(metric, why)
+            self._warn(f"pytest-jaxperf: {why}; traces and compiles are not measured or gated")
+
+    def _warn(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
         if tr is not None:
-            tr.write_line(
-                f"{line}; these metrics are reported as not measured and not gated: "
-                + ", ".join(sorted(problems)),
-                yellow=True,
-            )
+            tr.write_line(line, yellow=True)
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
         s = self.settings

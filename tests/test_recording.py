@@ -470,7 +470,7 @@ def test_f():
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(
         [
-            "pytest-jaxperf: jax * is not supported (compiles: *",
+            "pytest-jaxperf: the self-check failed on jax * (compiles: *",
             "recorder: * JAX event(s) could not be read; the counts*",
         ]
     )
