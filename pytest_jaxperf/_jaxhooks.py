@@ -301,6 +301,7 @@ def evict(
     keep: Callable[[Any, Callable[[], Any]], bool],
     seen: list[Any],
     jitted: list[Any] | None = None,
+    traced: list[tuple[Any, Any]] | None = None,
 ) -> int:
     """Forget every function in JAX's function-keyed caches for which `keep(fun, debug_info)`
     (`debug_info()` gives the DebugInfo of the function's cache entry; a call, as it costs)
@@ -311,9 +312,18 @@ def evict(
 
     `jitted`: the `jax.jit` objects of every evicted function, when all are known (see
     `calling_jitted`): only their C++ dispatch caches are emptied. None empties all of them,
-    and each of JAX's helpers then takes the Python path once more (~0.2 ms each)."""
+    and each of JAX's helpers then takes the Python path once more (~0.2 ms each).
+
+    `traced`: (callable, DebugInfo) of every trace since the last eviction, when none was
+    missed: only these are looked at, where the hook set can (`evicts_traced`), so that an
+    eviction costs what was traced since the last one, not what JAX has cached (listing a
+    cache's keys costs ~17 us each, and JAX's caches hold thousands late in a session).
+    None walks every cache."""
     hooks = _hooks()
-    evicted = hooks.evict(keep, seen)
+    if traced is not None and hooks.evicts_traced:
+        evicted = hooks.evict_traced(keep, seen, traced)
+    else:
+        evicted = hooks.evict(keep, seen)
     _clear_dispatch_caches(clear_infer_params=not hooks.evicts_infer_params, jitted=jitted)
     return evicted
 
@@ -446,6 +456,7 @@ class _HookSet:
     eager_traces = True  # traces of eager control-flow bodies are counted
     uses_trace_duration = False  # some traces are seen only through jax.monitoring
     evicts_infer_params = False  # evict() covers pjit's _infer_params_cached per function
+    evicts_traced = False  # evict_traced() can evict from what was traced alone
 
     def missing(self) -> list[str]:
         raise NotImplementedError
@@ -468,6 +479,14 @@ class _HookSet:
     def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         raise NotImplementedError
 
+    def evict_traced(
+        self,
+        keep: Callable[[Any, Callable[[], Any]], bool],
+        seen: list[Any],
+        traced: list[tuple[Any, Any]],
+    ) -> int:
+        raise NotImplementedError
+
 
 class _TraceToJaxpr(_HookSet):
     """jax >= 0.9.0: one weakref_lru_cache'd `pe.trace_to_jaxpr` for jit and eager bodies."""
@@ -475,6 +494,10 @@ class _TraceToJaxpr(_HookSet):
     name = "trace_to_jaxpr (jax >= 0.9)"
     test_event = "trace_to_jaxpr"
     evicts_infer_params = True  # one of the listable weakref_lru_caches evict() walks
+    # Every entry of the function-keyed caches (the trace cache, `_infer_params_cached`)
+    # comes with a trace event for its function; the other listable caches are keyed on
+    # jaxprs and modules, which a retrace replaces.
+    evicts_traced = True
 
     def missing(self) -> list[str]:
         from jax._src import core, util
@@ -567,11 +590,29 @@ class _TraceToJaxpr(_HookSet):
                 if not keep(fun, functools.partial(_key_debug_info, key)):
                     cache.evict_weakref(fun)
                     evicted += 1
-        # Caches keyed on a WrappedFun's function (pmap's shard_map): evicted by object.
-        for cache in util._caches:
-            if hasattr(cache, "evict_function"):
-                for fun in seen:
-                    cache.evict_function(fun)
+        _evict_functions(seen)
+        return evicted
+
+    def evict_traced(
+        self,
+        keep: Callable[[Any, Callable[[], Any]], bool],
+        seen: list[Any],
+        traced: list[tuple[Any, Any]],
+    ) -> int:
+        from jax._src import util
+
+        caches = [c for c in util._caches if _lists_keys(c)]
+        done: set[int] = set()
+        evicted = 0
+        for fun, dbg in traced:
+            if id(fun) in done:
+                continue
+            done.add(id(fun))
+            if not keep(fun, functools.partial(_given, dbg)):
+                for cache in caches:
+                    cache.evict_weakref(fun)
+                evicted += 1
+        _evict_functions(seen)
         return evicted
 
 
@@ -705,6 +746,20 @@ class _CreatePjitJaxpr(_HookSet):
                     evicted += 1
                     break
         return evicted
+
+
+def _given(value: Any) -> Any:
+    return value
+
+
+def _evict_functions(seen: list[Any]) -> None:
+    """Caches keyed on a WrappedFun's function (pmap's shard_map): evicted by object."""
+    from jax._src import util
+
+    for cache in util._caches:
+        if hasattr(cache, "evict_function"):
+            for fun in seen:
+                cache.evict_function(fun)
 
 
 def _closure_var(fun: Any, name: str) -> Any:

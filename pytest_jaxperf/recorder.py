@@ -240,8 +240,9 @@ class Recorder:
         # The cache key of each function's last trace, for "previous value" causes.
         self._last_key: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
         # Functions traced while a fixture was set up, per live fixture: kept by isolation.
-        self._collecting: list[list[weakref.ref[Any] | int]] = []
-        self._fixture_funs: dict[int, list[weakref.ref[Any] | int]] = {}
+        # (callable, DebugInfo of its trace), as isolation's `_traced` holds them.
+        self._collecting: list[list[tuple[weakref.ref[Any] | int, Any]]] = []
+        self._fixture_funs: dict[int, list[tuple[weakref.ref[Any] | int, Any]]] = {}
         # Callables traced since the last isolation (for caches that cannot be listed), and
         # whether anything was traced at all: an isolation with nothing new is skipped.
         self._seen: dict[int, weakref.ref[Any] | int] = {}
@@ -252,6 +253,11 @@ class Recorder:
         self._jitted: dict[int, tuple[int, weakref.ref[Any] | int]] = {}
         self._unmatched = True
         self._dirty = True
+        # Every trace since the last isolation, as (callable, DebugInfo): what the next one
+        # looks at. `_walk`: some trace may have been missed (before the listener was
+        # installed, or past _MAX_SEEN), so the next isolation walks every cache instead.
+        self._traced: list[tuple[weakref.ref[Any] | int, Any]] = []
+        self._walk = True
         self.evicted = 0
         self.isolation = "per function"
         self._probes: list[Any] = []
@@ -316,6 +322,10 @@ class Recorder:
     # -- listeners ------------------------------------------------------------------------
     def _on_trace(self, call: hooks.TraceCall) -> None:
         try:
+            if len(self._traced) < _MAX_SEEN:
+                self._traced.append((_ref(call.fun), call.debug_info))
+            else:
+                self._walk = True
             if call.by_jit or call.eager:
                 if not self._collecting:
                     # Any trace may fill a cache that holds a user function (an eager
@@ -327,7 +337,7 @@ class Recorder:
                 if self._user(identity.of_callable(inner)) or self._user(
                     identity.from_debug_info(call.debug_info)
                 ):
-                    self._remember(call.fun, inner)
+                    self._remember(call.fun, inner, call.debug_info)
                     if call.by_jit and not self._collecting:
                         self._remember_jitted(call.fun)
             scope = self.active
@@ -388,13 +398,13 @@ class Recorder:
             scope.listener_errors += 1
 
     # -- fixtures and isolation -----------------------------------------------------------
-    def _remember(self, fun: Any, inner: Any) -> None:
+    def _remember(self, fun: Any, inner: Any, dbg: Any) -> None:
         """A user function was traced: the next isolation evicts it, unless a fixture being
         set up owns it."""
         # The closure value JAX holds (pmap) may be decorated: keep the code's function too.
         refs = [_ref(fun), _ref(inner), _ref(identity.unwrap(inner))]
         for funs in self._collecting:
-            funs.extend(refs)
+            funs.extend((r, dbg) for r in refs)
         if not self._collecting and len(self._seen) < _MAX_SEEN:
             self._seen.update((_key(r), r) for r in refs)
 
@@ -410,7 +420,7 @@ class Recorder:
         """Functions traced while `owner` (a fixture) is set up stay compiled until
         `release(owner)`: a fixture's warm-up is not undone by isolation, nor charged to the
         test, even when the body requests it with `request.getfixturevalue`."""
-        funs: list[weakref.ref[Any] | int] = []
+        funs: list[tuple[weakref.ref[Any] | int, Any]] = []
         self._collecting.append(funs)
         try:
             with self.paused():
@@ -425,7 +435,10 @@ class Recorder:
         if funs:
             self._dirty = True
             self._unmatched = True  # their jax.jit objects were not looked for
-            self._seen.update((_key(r), r) for r in funs)
+            self._seen.update((_key(r), r) for r, _ in funs)
+            # Their traces were looked at (and kept) by an isolation while they were owned.
+            self._traced.extend(funs)
+            self._walk = self._walk or len(self._traced) > _MAX_SEEN
 
     def isolate(self) -> None:
         """Forget every user function not owned by a live fixture, so that counts do not
@@ -436,7 +449,7 @@ class Recorder:
         self.install()
         if not self._dirty and self._traces is not None:
             return  # nothing was traced since the last isolation
-        kept = {_key(r) for funs in self._fixture_funs.values() for r in funs}
+        kept = {_key(r) for funs in self._fixture_funs.values() for r, _ in funs}
         seen = [f for k, r in self._seen.items() if k not in kept and (f := _get(r)) is not None]
 
         def keep(fun: Any, dbg: Callable[[], Any]) -> bool:
@@ -458,14 +471,20 @@ class Recorder:
             jitted = [
                 j for fun, ref in self._jitted.values() if fun not in kept and (j := _get(ref))
             ]
+        traced = None
+        if not self._walk and self._traces is not None:
+            # A callable gone since its trace took its cache entries with it.
+            traced = [(f, dbg) for ref, dbg in self._traced if (f := _get(ref)) is not None]
         try:
-            self.evicted += hooks.evict(keep, seen, jitted)
+            self.evicted += hooks.evict(keep, seen, jitted, traced)
             self.isolation = "per function"
         except Exception:
             self.isolation = "jax.clear_caches() (per-function eviction failed)"
             jax.clear_caches()
         self._seen.clear()
         self._jitted.clear()
+        self._traced.clear()
+        self._walk = self._traces is None
         self._unmatched = False
         self._dirty = False
 

@@ -613,3 +613,56 @@ def test_module_fixture_warm_up_does_not_leak(jp: pytest.Pytester, nodeid: str) 
     alone = counts("alone", nodeid)
     assert alone == {nodeid: {_key(jp.path / "test_leak.py", "step"): (1, 1, 1)}}
     assert counts("all")[nodeid] == alone[nodeid]
+
+
+GROWING = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def step(x):
+    return jnp.tanh(x) * 2.0
+
+@pytest.mark.parametrize("n", range(1, 41))
+def test_new_shapes(n):
+    # New shapes for JAX's helpers too (arange, linspace, ones): its caches grow each test.
+    x = jnp.arange(n, dtype=jnp.float32)
+    assert step(x).shape == (n,)
+    assert (jnp.linspace(0, 1, n) + jnp.ones(n)).shape == (n,)
+"""
+
+
+def test_isolation_looks_only_at_what_was_traced_since_the_last_one(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = type(_jaxhooks._hooks())
+    if not hooks.evicts_traced:
+        pytest.skip(f"{hooks.name}: every isolation walks JAX's caches")
+    from jax._src.interpreters import partial_eval as pe
+
+    walks: list[int] = []
+    looked_at: list[int] = []
+    walk, incremental = hooks.evict, hooks.evict_traced
+
+    def spy_walk(self: object, *args: object) -> int:
+        walks.append(1)
+        return walk(self, *args)  # type: ignore[arg-type]
+
+    def spy_incremental(self: object, keep: object, seen: object, traced: list[object]) -> int:
+        looked_at.append(len(traced))
+        return incremental(self, keep, seen, traced)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hooks, "evict", spy_walk)
+    monkeypatch.setattr(hooks, "evict_traced", spy_incremental)
+    before = len(pe.trace_to_jaxpr.cache_keys())
+    jp.makepyfile(GROWING)
+    jp.runpytest("--jaxperf", "--jaxperf-all").assert_outcomes(passed=40)
+    grown = len(pe.trace_to_jaxpr.cache_keys()) - before
+    # At most the first isolation of the process walks; the others look at each test's own
+    # traces (step and a few helpers), not at the hundreds of entries JAX keeps cached.
+    assert len(walks) <= 1
+    assert len(looked_at) >= 39
+    assert grown > 100
+    assert max(looked_at[1:]) <= 12, looked_at
+    assert max(looked_at[-10:]) <= max(looked_at[1:11]), looked_at
