@@ -239,6 +239,10 @@ class Recorder:
         self._helpers: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
         # The cache key of each function's last trace, for "previous value" causes.
         self._last_key: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
+        # id() of every callable traced for a jit or eagerly since the last isolation, and of
+        # those isolation kept: only these can have earlier entries in JAX's trace cache, so
+        # only their traces pay for reading its keys (which costs what the cache holds).
+        self._may_be_cached: set[int] = set()
         # Functions traced while a fixture was set up, per live fixture: kept by isolation.
         # (callable, DebugInfo of its trace), as isolation's `_traced` holds them.
         self._collecting: list[list[tuple[weakref.ref[Any] | int, Any]]] = []
@@ -326,6 +330,9 @@ class Recorder:
                 self._traced.append((_ref(call.fun), call.debug_info))
             else:
                 self._walk = True
+            cached_before = id(call.fun) in self._may_be_cached
+            if call.by_jit or call.eager:
+                self._may_be_cached.add(id(call.fun))
             if call.by_jit or call.eager:
                 if not self._collecting:
                     # Any trace may fill a cache that holds a user function (an eager
@@ -352,7 +359,9 @@ class Recorder:
                 return
             last = self._last_key.get(id(call.fun))
             previous = last[1] if last is not None and _same(last[0], call.fun) else None
-            seen, explanation = hooks.miss_explanation(call, previous)
+            seen, explanation = (
+                hooks.miss_explanation(call, previous) if cached_before else (False, None)
+            )
             self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
             scope.on_trace(ident, call.fun, seen, explanation, inner)
         except Exception:
@@ -485,6 +494,8 @@ class Recorder:
         self._jitted.clear()
         self._traced.clear()
         self._walk = self._traces is None
+        self._may_be_cached = kept
+        self._last_key = {k: v for k, v in self._last_key.items() if k in kept}
         self._unmatched = False
         self._dirty = False
 
