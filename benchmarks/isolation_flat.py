@@ -81,7 +81,9 @@ def pytest_sessionfinish(session):
 def run(workdir: Path, name: str, args: list[str]) -> tuple[list[float], float, float | None]:
     out = workdir / f"{name}.json"
     env = dict(os.environ, ISOLATION_FLAT_OUT=str(out), JAX_PLATFORMS="cpu")
-    env["PYTHONPATH"] = str(workdir)
+    # A PYTHONPATH given to this script comes after the timer plugin's folder: another
+    # checkout's pytest_jaxperf there is the one measured (the README's before/after).
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(workdir), os.environ.get("PYTHONPATH")]))
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "flat_timer"]
     busy0, t0 = machine_busy_s(), time.perf_counter()

@@ -1,22 +1,45 @@
 """Runs real third-party JAX test suites with pytest-jaxperf, to check its counts on real code.
 
-Run: ``.venv/bin/python benchmarks/real_suites.py [--suite equinox|optax|all] [--quick]
-[--workdir DIR] [--repo PATH] [--repeat N] [--equinox-tests DIR]``
-(``--quick``: a few test files, 4-9 minutes for both suites on 2 CPU cores, plus ~1 minute
-for the venv on the first run; full equinox: 7 minutes per plain run, ~20 minutes for its 4
-modes; the first run needs the package registry, later ones in the same --workdir do not).
+Run: ``.venv/bin/python benchmarks/real_suites.py [--suite equinox|optax|gpjax|all] [--quick]
+[--workdir DIR] [--repo PATH] [--repeat N] [--equinox-tests DIR]``. The full measurement of
+the three suites side by side::
+
+    .venv/bin/python benchmarks/real_suites.py --workdir WORK --equinox-tests EQX/tests
+
+where EQX/tests is equinox's tests/ folder at its 0.13.8 release, e.g. from a clone:
+``git -C equinox archive v0.13.8 tests | tar -x -C EQX``. A setup check, a few tests of one
+suite in each mode::
+
+    .venv/bin/python benchmarks/real_suites.py --workdir WORK --quick --suite gpjax
+
+Times on 2 CPU cores: ``--quick``, ~5 minutes for the three suites (equinox 1.5, optax 1,
+gpjax 2.5; most of a gpjax run is its import under beartype). One plain (``off``) run of the
+full selection: equinox ~7 minutes, optax ~4, gpjax ~2.5; the five modes take about four
+plain runs' time (``xdist`` runs on 2 workers), ~1 hour for the three suites. The venv takes
+~1 minute on the first run, which needs the package registry; later runs in the same
+--workdir do not.
 
 Suites (sources are the PyPI sdists, fetched with ``pip download --no-binary :all:``):
 
 - equinox 0.13.8, ``tests/`` less ``test_speed*`` and ``test_backward_checkpointed``.
   Its own pytest settings apply (``filterwarnings = error``, jaxtyping + beartype on the
   package, ``jax_num_cpu_devices=2`` in its conftest). Its sdist ships no ``tests/``: give
-  the ``tests/`` folder of equinox's 0.13.8 source with ``--equinox-tests DIR`` (git commit
-  dfadb04884a0 "0.13.8 release"); the suite is reported as not run otherwise.
+  the ``tests/`` folder of equinox's 0.13.8 source with ``--equinox-tests DIR`` (git tag
+  v0.13.8, commit dfadb04884a0 "0.13.8 release"); the suite is reported as not run otherwise.
   Quick: tests/test_jit.py, test_filters.py, test_scan.py, test_vmap.py.
-- optax 0.2.8, ``optax/_src/alias_test.py`` (its optimizer tests; they assert that the
-  step function does not recompile, with a ``jax`` logger handler under
-  ``jax.log_compiles()``). Quick: ``-k "test_optimization1 or test_optimizers_accept_extra_args"``.
+- optax 0.2.8, the 15 test files of its optimizers, line search, schedules and transforms
+  (``OPTAX_PATHS``: ``optax/_src/{alias,linesearch,transform}_test.py``,
+  ``optax/schedules/*_test.py`` and ``optax/transforms/*_test.py`` less
+  ``_accumulation_test.py``, which needs flax); ``alias_test`` asserts that the step
+  function does not recompile, with a ``jax`` logger handler under ``jax.log_compiles()``.
+  Quick: ``optax/_src/alias_test.py -k "test_optimization1 or
+  test_optimizers_accept_extra_args"``.
+- gpjax 1.0.0, ``GPJAX_PATHS``: ``tests/test_{gps,conditioning,likelihoods,
+  mean_functions}.py`` and ``tests/test_kernels/test_{base,computations}.py`` (659 tests).
+  Its conftest turns on x64 (``jax.config.update("jax_enable_x64", True)``) and puts
+  jaxtyping + beartype on the package; its settings apply (``filterwarnings = error``,
+  hypothesis ``max_examples=20``).
+  Quick: ``tests/test_conditioning.py tests/test_gps.py -k jit`` (its tests of jax.jit).
 
 Everything is installed into a throwaway venv under ``--workdir`` (default: a new temporary
 directory; an existing venv there with the same requirements is reused): the suites, their
@@ -26,34 +49,37 @@ this script, when it has them.
 
 Modes, each a ``python -m pytest -q -p no:cacheprovider`` subprocess (with JAX_PLATFORMS=cpu):
 
-  off     ``-p no:jaxperf``
-  full    ``--jaxperf --jaxperf-all --jaxperf-json=full.json``
-  subset  the same with ``subset.json``, on every third test of the selection in collection
-          order (the 2nd, 5th, 8th, ...), picked by a helper plugin loaded with ``-p``
-          (a ``-k`` expression cannot pick every third parametrised case); so most tests run
-          after a different predecessor than in ``full``
-  xdist   ``-n 2`` with ``xdist.json``
+  off       ``-p no:jaxperf``
+  full      ``--jaxperf --jaxperf-all --jaxperf-json=full.json``
+  subset    the same with ``subset.json``, on every third test of the selection in collection
+            order (the 2nd, 5th, 8th, ...), picked by a helper plugin loaded with ``-p``
+            (a ``-k`` expression cannot pick every third parametrised case); so most tests
+            run after a different predecessor than in ``full``
+  reversed  the same with ``reversed.json``, on all the tests in the reverse of the collection
+            order (a helper plugin loaded with ``-p``): every test runs after another
+            predecessor, and what ``full`` compiled for an earlier test is not compiled yet
+  xdist     ``-n 2`` with ``xdist.json``
 
 ``off`` and ``full`` run ``--repeat`` times (alternating order; median wall time reported,
 and the ``full`` reports of the repeats are compared with each other too).
 
 Checks (printed; the exit code is 0 whatever they find, non-zero only on script errors
 or a suite that could not be set up):
-- passed/failed/skipped counts of off vs full and xdist must be equal (pytest >= 9 counts
-  skipped subtests, e.g. optax's ``self.subTest`` blocks, in "skipped" too), and the tests
-  that failed or errored in only one of the runs are named;
+- passed/failed/skipped counts of off vs full, reversed and xdist must be equal (pytest >= 9
+  counts skipped subtests, e.g. optax's ``self.subTest`` blocks, in "skipped" too), and the
+  tests that failed or errored in only one of the runs are named;
 - per test and per function key, ``traces``, ``lowerings`` and ``compiles`` (and the
-  test's totals, as function ``(test total)``) of full vs subset (tests in both) and full
-  vs xdist must be equal: every mismatch is printed (test, function, field, values; past
-  200 of them, the rest go to a file in the workdir);
+  test's totals, as function ``(test total)``) of full vs subset (tests in both), full vs
+  reversed and full vs xdist must be equal: every mismatch is printed (test, function,
+  field, values; past 200 of them, the rest go to a file in the workdir);
 - identity: the number of distinct function keys, the keys shared by the most tests (one
   key in many unrelated tests hints at merged identities, e.g. a library's wrapper such as
   ``fun_wrapped at equinox/_jit.py:43``), and how many functions are ``<unknown>``.
 
 Then a summary table: suite, mode, wall s, passed/failed/skipped, wall / off (target for
-full <= 1.10), count mismatches vs full, the 1-minute load average before/after the run and
-the CPU seconds other processes used meanwhile (the machine may be shared). Logs and the
-JSON reports stay in ``--workdir``.
+full <= 1.05), count mismatches vs full (subset, reversed, xdist), the 1-minute load
+average before/after the run and the CPU seconds other processes used meanwhile (the machine
+may be shared). Logs and the JSON reports stay in ``--workdir``.
 """
 
 from __future__ import annotations
@@ -78,7 +104,7 @@ from typing import Any
 
 from _machine import machine_busy_s
 
-TARGET_FULL_OVER_OFF = 1.10
+TARGET_FULL_OVER_OFF = 1.05
 FIELDS = ("traces", "lowerings", "compiles")
 TOTAL = "(test total)"
 MAX_PRINTED_MISMATCHES = 200
@@ -104,6 +130,34 @@ class Suite:
         return [*paths, *(["-k", " and ".join(f"({k})" for k in ks)] if ks else [])]
 
 
+# optax 0.2.8's tests of its optimizers, line search, schedules and transforms (15 files;
+# transforms/_accumulation_test.py is left out: it imports flax).
+OPTAX_PATHS = (
+    "optax/_src/alias_test.py",
+    "optax/_src/linesearch_test.py",
+    "optax/_src/transform_test.py",
+    "optax/schedules/_inject_test.py",
+    "optax/schedules/_join_test.py",
+    "optax/schedules/_schedule_test.py",
+    "optax/transforms/_adding_test.py",
+    "optax/transforms/_clipping_test.py",
+    "optax/transforms/_combining_test.py",
+    "optax/transforms/_conditionality_test.py",
+    "optax/transforms/_constraining_test.py",
+    "optax/transforms/_freezing_test.py",
+    "optax/transforms/_layouts_test.py",
+    "optax/transforms/_masking_test.py",
+    "optax/transforms/_monitoring_test.py",
+)
+# gpjax 1.0.0: its GP models, likelihoods, mean functions, kernels' base and computations.
+GPJAX_PATHS = (
+    "tests/test_gps.py",
+    "tests/test_conditioning.py",
+    "tests/test_likelihoods.py",
+    "tests/test_mean_functions.py",
+    "tests/test_kernels/test_base.py",
+    "tests/test_kernels/test_computations.py",
+)
 SUITES = {
     "equinox": Suite(
         "equinox",
@@ -117,10 +171,19 @@ SUITES = {
     "optax": Suite(
         "optax",
         "0.2.8",
-        ("optax/_src/alias_test.py",),
+        OPTAX_PATHS,
         None,
         ("optax/_src/alias_test.py",),
         "test_optimization1 or test_optimizers_accept_extra_args",
+        needs_tests_dir=False,
+    ),
+    "gpjax": Suite(
+        "gpjax",
+        "1.0.0",
+        GPJAX_PATHS,
+        None,
+        ("tests/test_conditioning.py", "tests/test_gps.py"),
+        "jit",
         needs_tests_dir=False,
     ),
 }
@@ -128,6 +191,9 @@ SUITES = {
 REQUIREMENTS = [
     "equinox==0.13.8",
     "optax==0.2.8",
+    "gpjax==1.0.0",
+    "hypothesis",
+    "networkx",
     "jaxtyping",
     "beartype",
     "absl-py",
@@ -148,6 +214,16 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
 '''
+REVERSED_PLUGIN = '''\
+"""Runs the collected tests in the reverse order (benchmarks/real_suites.py)."""
+import pytest
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config, items):
+    items.reverse()
+'''
+MODES = ("off", "full", "subset", "reversed", "xdist")
 
 
 # ----------------------------------------------------------------------------------------
@@ -258,9 +334,10 @@ def run_mode(
         "off": ["-p", "no:jaxperf"],
         "full": ["--jaxperf", "--jaxperf-all", f"--jaxperf-json={json_path}"],
         "subset": ["-p", "_real_suites_subset", "--jaxperf", "--jaxperf-all"],
+        "reversed": ["-p", "_real_suites_reversed", "--jaxperf", "--jaxperf-all"],
         "xdist": ["-n", "2", "--jaxperf", "--jaxperf-all"],
     }[mode]
-    if mode in ("subset", "xdist"):
+    if mode in ("subset", "reversed", "xdist"):
         args.append(f"--jaxperf-json={json_path}")
     cmd = [str(python), "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
     cmd += [*args, *suite.selection(quick)]
@@ -404,20 +481,21 @@ def run_suite(
     out = workdir / ("runs-quick" if ns.quick else "runs")
     out.mkdir(exist_ok=True)
     (out / "_real_suites_subset.py").write_text(SUBSET_PLUGIN)
+    (out / "_real_suites_reversed.py").write_text(REVERSED_PLUGIN)
     print(f"\n== {suite.name} {suite.version}: {' '.join(suite.selection(ns.quick))}", flush=True)
-    res = SuiteResult(suite, {m: [] for m in ("off", "full", "subset", "xdist")})
+    res = SuiteResult(suite, {m: [] for m in MODES})
     for r in range(ns.repeat):
         order = ("off", "full") if r % 2 == 0 else ("full", "off")
         for mode in order:
             tag = f"-{r + 1}" if ns.repeat > 1 else ""
             res.runs[mode].append(run_mode(mode, suite, root, python, out, ns.quick, tag))
-    for mode in ("subset", "xdist"):
+    for mode in ("subset", "reversed", "xdist"):
         res.runs[mode].append(run_mode(mode, suite, root, python, out, ns.quick))
 
     off, full = res.runs["off"][0], res.runs["full"][0]
     assert full.report is not None
     print()
-    for mode in ("full", "xdist"):
+    for mode in ("full", "reversed", "xdist"):
         for i, run in enumerate(res.runs[mode]):
             name = f"{mode}-{i + 1}" if len(res.runs[mode]) > 1 else mode
             same = {k: run.counts.get(k, 0) for k in ("passed", "failed", "skipped")} == {
@@ -429,7 +507,8 @@ def run_suite(
                 f"{'equal' if same else 'DIFFERENT'}"
                 + (f"; failed/errored in only one: {', '.join(diff)}" if diff else "")
             )
-    for other in [*res.runs["full"][1:], *res.runs["subset"], *res.runs["xdist"]]:
+    others = [*res.runs["full"][1:], *res.runs["subset"], *res.runs["reversed"], *res.runs["xdist"]]
+    for other in others:
         assert other.report is not None
         label = f"full vs {other.mode}"
         if other.mode == "full":
@@ -444,7 +523,7 @@ def run_suite(
 def print_table(results: list[SuiteResult]) -> None:
     print()
     print(
-        f"{'suite':<9}{'mode':<8}{'wall s':>8}  {'pass/fail/skip':<16}{'x off':>7} "
+        f"{'suite':<9}{'mode':<9}{'wall s':>8}  {'pass/fail/skip':<16}{'x off':>7} "
         f"{'cpu s':>8}{'x off':>7}{'mismatch':>9}{'load':>11}{'others cpu s':>14}"
     )
     for res in results:
@@ -459,7 +538,7 @@ def print_table(results: list[SuiteResult]) -> None:
             others = f"{statistics.median(bgs):.0f}" if bgs else "?"
             load = f"{runs[0].load[0]:.1f}->{runs[-1].load[1]:.1f}"
             print(
-                f"{res.suite.name:<9}{mode:<8}{wall:>8.1f}  {_pfs(runs[0]):<16}"
+                f"{res.suite.name:<9}{mode:<9}{wall:>8.1f}  {_pfs(runs[0]):<16}"
                 f"{wall / off:>7.3f}{over}{cpu:>8.1f}{cpu / off_cpu:>7.3f}"
                 f"{mism:>9}{load:>11}{others:>14}"
             )
@@ -467,14 +546,15 @@ def print_table(results: list[SuiteResult]) -> None:
         "(wall: median of the repeats; x off: wall / off, target for full <= "
         f"{TARGET_FULL_OVER_OFF:.2f}, * = over; cpu s: CPU seconds of pytest and its workers, "
         "and its ratio to off, steadier than wall time on a shared machine; mismatch: "
-        "per-test per-function count fields differing from full (for full: between its "
-        "repeats); load: 1-min load average at the first run's start -> last run's end)"
+        "per-test per-function count fields differing from full in subset, reversed and "
+        "xdist (for full: between its repeats); load: 1-min load average at the first run's "
+        "start -> last run's end)"
     )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="pytest-jaxperf on real JAX suites")
-    ap.add_argument("--suite", choices=("equinox", "optax", "all"), default="all")
+    ap.add_argument("--suite", choices=(*SUITES, "all"), default="all")
     ap.add_argument("--quick", action="store_true", help="a few test files per suite")
     ap.add_argument("--workdir", type=Path, help="venv, sdists, logs, reports (default: temp)")
     ap.add_argument(
