@@ -219,11 +219,13 @@ class TraceListener:
             if call is not None:
                 self._callback(call)
 
-    def ensure(self) -> None:
+    def ensure(self) -> bool:
+        """Put the listener in JAX's slot if it is not there; True when it had to."""
         from jax._src import util
 
         current = util.test_event_listener
-        if current is not self.listen:
+        chained = current is not self.listen
+        if chained:
             self._previous = current
             util.test_event_listener = self.listen
         if self._hooks.uses_trace_duration and not self._monitoring:
@@ -232,6 +234,7 @@ class TraceListener:
             # Registered once and never removed (jax's unregister asserts).
             jax.monitoring.register_event_duration_secs_listener(self._on_duration)
             self._monitoring = True
+        return chained
 
 
 def miss_explanation(call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:

@@ -254,7 +254,10 @@ class Recorder:
         # id(jit object) -> (id(traced function), the object). `_unmatched`: some jit
         # trace's object could not be found (or functions were traced before the recorder
         # was installed), so isolation must empty every C++ dispatch cache.
-        self._jitted: dict[int, tuple[int, weakref.ref[Any] | int]] = {}
+        # Held, not weakly referenced: JAX's C++ dispatch cache is keyed on the function, so
+        # the entry a test's local `jax.jit(f)` made outlives the object, and only that
+        # object's `_clear_cache()` empties it (the next test's new jax.jit(f) would hit it).
+        self._jitted: dict[int, tuple[int, Any]] = {}
         self._unmatched = True
         self._dirty = True
         # Every trace since the last isolation, as (callable, DebugInfo): what the next one
@@ -287,8 +290,10 @@ class Recorder:
             self._installed = True
         if self._traces is None and not hooks.missing():
             self._traces = hooks.TraceListener(self._on_trace)
-        if self._traces is not None:
-            self._traces.ensure()
+        if self._traces is not None and self._traces.ensure():
+            # Our listener had been replaced in JAX's slot (or was just put there): traces
+            # may have been missed, so the next isolation walks every cache.
+            self._walk = True
 
     # -- identity -------------------------------------------------------------------------
     def _user(self, ident: Identity | None) -> Identity | None:
@@ -333,7 +338,6 @@ class Recorder:
             cached_before = id(call.fun) in self._may_be_cached
             if call.by_jit or call.eager:
                 self._may_be_cached.add(id(call.fun))
-            if call.by_jit or call.eager:
                 if not self._collecting:
                     # Any trace may fill a cache that holds a user function (an eager
                     # primitive's, around the user's body): the next isolation must run.
@@ -422,7 +426,7 @@ class Recorder:
         if jitted is None or len(self._jitted) >= _MAX_SEEN:
             self._unmatched = True
         else:
-            self._jitted[id(jitted)] = (id(fun), _ref(jitted))
+            self._jitted[id(jitted)] = (id(fun), jitted)
 
     @contextlib.contextmanager
     def fixture_setup(self, owner: object) -> Iterator[None]:
@@ -445,7 +449,8 @@ class Recorder:
             self._dirty = True
             self._unmatched = True  # their jax.jit objects were not looked for
             self._seen.update((_key(r), r) for r, _ in funs)
-            # Their traces were looked at (and kept) by an isolation while they were owned.
+            # Isolations looked at their traces while the fixture owned them, and kept them:
+            # handed to the next one again, to be evicted now.
             self._traced.extend(funs)
             self._walk = self._walk or len(self._traced) > _MAX_SEEN
 
@@ -477,9 +482,7 @@ class Recorder:
         jitted = None
         # Without the trace listener no jax.jit object was seen: every one is emptied.
         if not self._unmatched and self._traces is not None:
-            jitted = [
-                j for fun, ref in self._jitted.values() if fun not in kept and (j := _get(ref))
-            ]
+            jitted = [j for fun, j in self._jitted.values() if fun not in kept]
         traced = None
         if not self._walk and self._traces is not None:
             # A callable gone since its trace took its cache entries with it.

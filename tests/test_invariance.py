@@ -666,3 +666,27 @@ def test_isolation_looks_only_at_what_was_traced_since_the_last_one(
     assert grown > 100
     assert max(looked_at[1:]) <= 12, looked_at
     assert max(looked_at[-10:]) <= max(looked_at[1:11]), looked_at
+
+
+def test_a_new_jit_of_a_shared_function_in_each_test_traces_in_each(jp: pytest.Pytester) -> None:
+    # optax's `jax.jit(scaler.init)`: every test jits the same module-level function anew in a
+    # local that dies with the test, while JAX's C++ dispatch cache, keyed on the function,
+    # keeps the compiled entry.
+    jp.makepyfile(
+        """
+import jax
+import jax.numpy as jnp
+import pytest
+
+def shared(x):
+    return x * 3.0
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_new_jit_each_test(k):
+    f = jax.jit(shared)
+    f(jnp.ones(3))
+"""
+    )
+    jp.runpytest("--jaxperf", "--jaxperf-all", "--jaxperf-json=out.json").assert_outcomes(passed=4)
+    tests = read_json(jp.path / "out.json")["tests"]
+    assert [(t["traces"], t["compiles"]) for t in tests.values()] == [(1, 1)] * 4
