@@ -137,12 +137,9 @@ _OWN_SETTINGS: tuple[tuple[str, Any], ...] = (
 def own_settings() -> Iterator[None]:
     """JAX's defaults for the settings above, on this thread, whatever the user set (an
     option this JAX lacks is skipped)."""
-    from jax._src import config
-
-    states = getattr(config, "config_states", {})
     with contextlib.ExitStack() as stack:
         for name, value in _OWN_SETTINGS:
-            state = states.get(name)
+            state = _config_state(name)
             if state is None:
                 continue
             try:
@@ -154,10 +151,15 @@ def own_settings() -> Iterator[None]:
 
 def jit_disabled() -> bool:
     """Whether jax_disable_jit is on (globally or in this thread): nothing is traced then."""
+    state = _config_state("jax_disable_jit")
+    return bool(state is not None and state.value)
+
+
+def _config_state(name: str) -> Any:
+    """JAX's state object of a config option (a context manager when called), or None."""
     from jax._src import config
 
-    state = getattr(config, "config_states", {}).get("jax_disable_jit")
-    return bool(state is not None and state.value)
+    return getattr(config, "config_states", {}).get(name)
 
 
 # -- CPU dispatch ------------------------------------------------------------------------
@@ -318,15 +320,12 @@ def evict(
     and each of JAX's helpers then takes the Python path once more (~0.2 ms each).
 
     `traced`: (callable, DebugInfo) of every trace since the last eviction, when none was
-    missed: only these are looked at, where the hook set can (`evicts_traced`), so that an
+    missed: only these are looked at, where the hook set can (`evict_traced`), so that an
     eviction costs what was traced since the last one, not what JAX has cached (listing a
     cache's keys costs ~17 us each, and JAX's caches hold thousands late in a session).
     None walks every cache."""
     hooks = _hooks()
-    if traced is not None and hooks.evicts_traced:
-        evicted = hooks.evict_traced(keep, seen, traced)
-    else:
-        evicted = hooks.evict(keep, seen)
+    evicted = hooks.evict(keep, seen) if traced is None else hooks.evict_traced(keep, seen, traced)
     _clear_dispatch_caches(clear_infer_params=not hooks.evicts_infer_params, jitted=jitted)
     return evicted
 
@@ -459,7 +458,6 @@ class _HookSet:
     eager_traces = True  # traces of eager control-flow bodies are counted
     uses_trace_duration = False  # some traces are seen only through jax.monitoring
     evicts_infer_params = False  # evict() covers pjit's _infer_params_cached per function
-    evicts_traced = False  # evict_traced() can evict from what was traced alone
 
     def missing(self) -> list[str]:
         raise NotImplementedError
@@ -488,7 +486,9 @@ class _HookSet:
         seen: list[Any],
         traced: list[tuple[Any, Any]],
     ) -> int:
-        raise NotImplementedError
+        """`evict` from the traces since the last eviction alone; hook sets whose caches
+        get entries no trace announces walk them all instead."""
+        return self.evict(keep, seen)
 
 
 class _TraceToJaxpr(_HookSet):
@@ -497,10 +497,6 @@ class _TraceToJaxpr(_HookSet):
     name = "trace_to_jaxpr (jax >= 0.9)"
     test_event = "trace_to_jaxpr"
     evicts_infer_params = True  # one of the listable weakref_lru_caches evict() walks
-    # Every entry of the function-keyed caches (the trace cache, `_infer_params_cached`)
-    # comes with a trace event for its function; the other listable caches are keyed on
-    # jaxprs and modules, which a retrace replaces.
-    evicts_traced = True
 
     def missing(self) -> list[str]:
         from jax._src import core, util
@@ -602,6 +598,9 @@ class _TraceToJaxpr(_HookSet):
         seen: list[Any],
         traced: list[tuple[Any, Any]],
     ) -> int:
+        # Every entry of the function-keyed caches (the trace cache, `_infer_params_cached`)
+        # comes with a trace event for its function; the other listable caches are keyed on
+        # jaxprs and modules, which a retrace replaces.
         from jax._src import util
 
         caches = [c for c in util._caches if _lists_keys(c)]
