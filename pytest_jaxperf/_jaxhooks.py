@@ -399,6 +399,30 @@ def _lists_keys(cache: Any) -> bool:
     return hasattr(cache, "evict_weakref") and hasattr(cache, "cache_keys")
 
 
+# id(cache) -> whether its keys are callables, for JAX's module-level caches (which live as
+# long as the process), learnt from the first key each one holds.
+_FUNCTION_KEYED: dict[int, bool] = {}
+
+
+def _function_keyed(cache: Any) -> bool:
+    """Whether `cache` (a weakref_lru_cache) is keyed on callables. Only those are handed a
+    function to evict: in a cache keyed on MLIR modules, a function whose hash collides with
+    a key's is compared to it, and `Module.__eq__` raises TypeError on a function. An empty
+    cache holds nothing to evict: False until it has a key."""
+    known = _FUNCTION_KEYED.get(id(cache))
+    if known is not None:
+        return known
+    keys = cache.cache_keys()
+    for key in keys:
+        ref = key[0] if isinstance(key, tuple) and key else None
+        target = ref() if isinstance(ref, weakref.ref) else None
+        if target is not None:
+            _FUNCTION_KEYED[id(cache)] = callable(target)
+            return callable(target)
+    # Empty: nothing to evict. Every key dead: looked at again next time, evicted from now.
+    return bool(keys)
+
+
 def _key_debug_info(key: tuple[Any, ...]) -> Any:
     # (fun_ref, trace_context, (in_avals, debug_info, *context), kwargs); older caches hold
     # the DebugInfo elsewhere among the arguments.
@@ -603,7 +627,7 @@ class _TraceToJaxpr(_HookSet):
         # jaxprs and modules, which a retrace replaces.
         from jax._src import util
 
-        caches = [c for c in util._caches if _lists_keys(c)]
+        caches = [c for c in util._caches if _lists_keys(c) and _function_keyed(c)]
         done: set[int] = set()
         evicted = 0
         for fun, dbg in traced:

@@ -12,6 +12,7 @@ isolation failed. The suite runs five ways and, for every test present in two ru
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 import pytest
@@ -666,6 +667,48 @@ def test_isolation_looks_only_at_what_was_traced_since_the_last_one(
     assert grown > 100
     assert max(looked_at[1:]) <= 12, looked_at
     assert max(looked_at[-10:]) <= max(looked_at[1:11]), looked_at
+
+
+def test_isolation_hands_a_function_only_to_caches_keyed_on_functions(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # JAX's listable caches include some keyed on MLIR modules. A function whose hash
+    # collides with such a key is compared to it, and `ir.Module.__eq__` raises TypeError:
+    # isolation then fell back to clearing everything (test order made counts differ).
+    hooks = _jaxhooks._hooks()
+    if type(hooks).evict_traced is _jaxhooks._HookSet.evict_traced:
+        pytest.skip(f"{hooks.name}: every isolation walks JAX's caches")
+    from jax._src import util
+
+    class Module:  # as jaxlib's ir.Module compares to anything else
+        def __eq__(self, other: object) -> bool:
+            raise TypeError("__eq__(): incompatible function arguments")
+
+        __hash__ = object.__hash__
+
+    class Cache:
+        def __init__(self, key: object) -> None:
+            self.key, self.evicted = key, []
+
+        def cache_keys(self) -> list[tuple[object, ...]]:
+            return [(weakref.ref(self.key), None, (), {})]
+
+        def evict_weakref(self, obj: object) -> None:
+            _ = self.key == obj  # what a hash collision does
+            self.evicted.append(obj)
+
+    def user(x: object) -> object:
+        return x
+
+    module = Module()
+    by_module, by_function = Cache(module), Cache(user)
+    caches = weakref.WeakKeyDictionary(util._caches)
+    caches.update({by_module: True, by_function: True})
+    monkeypatch.setattr(util, "_caches", caches)
+    monkeypatch.setattr(_jaxhooks, "_FUNCTION_KEYED", {})
+    assert hooks.evict_traced(lambda fun, dbg: fun is not user, [], [(user, None)]) == 1
+    assert by_function.evicted == [user]
+    assert by_module.evicted == []
 
 
 def test_a_new_jit_of_a_shared_function_in_each_test_traces_in_each(jp: pytest.Pytester) -> None:
