@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from . import gitenv
 from .model import Report
 from .outputs import locked
 
@@ -83,8 +84,9 @@ def git_state(cwd: Path) -> dict[str, Any]:
 def _git(cwd: Path, *args: str) -> str | None:
     try:
         done = subprocess.run(
-            ["git", *args],
+            gitenv.command(*args),
             cwd=cwd,
+            env=gitenv.environment(),
             capture_output=True,
             text=True,
             timeout=GIT_TIMEOUT_S,

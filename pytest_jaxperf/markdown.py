@@ -37,7 +37,7 @@ def render_markdown(
     out.append("")
     context = _environment(run)
     if baseline_path:
-        context.append(f"baseline {_code(baseline_path)}")
+        context.append(f"baseline {code_span(baseline_path)}")
     if context:
         out += [" · ".join(context), ""]
 
@@ -54,7 +54,7 @@ def render_markdown(
     if against_baseline and baseline_path:
         out += [
             f"If a change is intended, update the baseline with `pytest --jaxperf --jaxperf-save` "
-            f"(baseline: {_code(baseline_path)}).",
+            f"(baseline: {code_span(baseline_path)}).",
             "",
         ]
     out += _section(
@@ -74,13 +74,13 @@ def render_markdown(
     out += _section(
         f"Improvements ({len(summary.improved)})",
         summary.improved,
-        lambda nodeid: [f"- {_escape(i)}" for i in verdicts[nodeid].improvements] + [""],
+        lambda nodeid: [f"- {escape(i)}" for i in verdicts[nodeid].improvements] + [""],
         "improvements",
     )
     new = summary.new
     if new:
         out += [f"### New tests ({len(new)})", "", "Not in the baseline yet:", ""]
-        out += [f"- {_code(nodeid)}" for nodeid in new[:MAX_LISTED]]
+        out += [f"- {code_span(nodeid)}" for nodeid in new[:MAX_LISTED]]
         if len(new) > MAX_LISTED:
             out.append(f"- … and {len(new) - MAX_LISTED} more")
         out.append("")
@@ -102,8 +102,10 @@ def _environment(run: Report) -> list[str]:
     return parts
 
 
-def _code(text: str, in_table: bool = False) -> str:
-    """`text` as an inline code span, whatever backticks it holds."""
+def code_span(text: str, in_table: bool = False) -> str:
+    """`text` as an inline code span, whatever backticks it holds, on one line (a line break
+    would end a table row or a list item)."""
+    text = _one_line(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -135,7 +137,7 @@ def _section(
         return []
     out = [f"### {title}", ""]
     for nodeid in nodeids[:most]:
-        out += [f"#### {_code(nodeid)}", ""]
+        out += [f"#### {code_span(nodeid)}", ""]
         out += body(nodeid)
     if len(nodeids) > most:
         out += [f"… {len(nodeids) - most} more {noun} not shown here (see the table).", ""]
@@ -149,18 +151,23 @@ def _notes(summary: RunSummary) -> list[str]:
     out = ["### Not gated", ""]
     for note, nodeids in summary.notes[:MAX_LISTED]:
         if len(nodeids) == 1:
-            out.append(f"- {_code(nodeids[0])}: {_escape(note)}")
+            out.append(f"- {code_span(nodeids[0])}: {escape(note)}")
         else:
-            out.append(f"- {_plural(len(nodeids), 'test')}: {_escape(note)}")
+            out.append(f"- {_plural(len(nodeids), 'test')}: {escape(note)}")
     if len(summary.notes) > MAX_LISTED:
         out.append(f"- … and {len(summary.notes) - MAX_LISTED} more notes")
     return out + [""]
 
 
-def _escape(text: str) -> str:
-    """Text that renders as written (what could start emphasis, code, a tag or a link is
-    backslash-escaped) and stays legible as plain text."""
-    return re.sub(r"([\\`*<\[\]|])", r"\\\1", text)
+def escape(text: str) -> str:
+    """Text that renders as written (what could start emphasis, code, a tag such as `<!--`,
+    which would hide the rest of the page, or a link is backslash-escaped), on one line, and
+    legible as plain text."""
+    return re.sub(r"([\\`*<\[\]|])", r"\\\1", _one_line(text))
+
+
+def _one_line(text: str) -> str:
+    return re.sub(r"\s*[\r\n]+\s*", " ", text)
 
 
 def _table(
@@ -178,7 +185,8 @@ def _table(
     ]
     for status, nodeid, rec in rows[:max_rows]:
         out.append(
-            f"| {_code(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | {rec.total_s:.3f} "
+            f"| {code_span(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | "
+            f"{rec.total_s:.3f} "
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | "
             f"{terminal.cpu_seconds(rec)} | {status} |"
         )

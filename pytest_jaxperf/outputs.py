@@ -1,6 +1,9 @@
 """The files a --jaxperf run writes: their paths checked at start-up, the lock that keeps two
-runs writing one file from losing each other's work, and the plain text writes (markdown,
-HTML) with the $GITHUB_STEP_SUMMARY append.
+runs writing one file from losing each other's work, the whole-file replace (baseline, JSON
+report) and the plain text writes (markdown, HTML) with the $GITHUB_STEP_SUMMARY append.
+
+A path that is a symbolic link is written, and locked, at its target: a baseline linked to a
+shared file updates that file rather than becoming a file of its own beside it.
 
 filelock is imported only while a lock is taken, so a run that writes nothing shared pays
 nothing for it."""
@@ -8,6 +11,7 @@ nothing for it."""
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -50,8 +54,8 @@ class Output:
 def problem(out: Output) -> str | None:
     """Why `out` cannot be written, as one line naming the option, the path and the fix; None
     when it looks writable. Nothing is created: a run that records nothing writes nothing."""
-    path = out.path
-    where = f"{out.option} {path}"
+    where = f"{out.option} {out.path}"
+    path = target(out.path)
     if path.is_dir():
         return f"{where}: is a directory, not a file; pass the path of a file"
     if out.mode == "read":
@@ -139,6 +143,41 @@ def is_step_summary(path: Path) -> bool:
     return Path(shared).expanduser().resolve() == path.resolve()
 
 
+def target(path: Path) -> Path:
+    """Where writing `path` lands: the end of its chain of symbolic links (itself if none)."""
+    return Path(os.path.realpath(path))
+
+
+def replace_text(path: Path, text: str) -> None:
+    """Write `text` to `path` (its link's target) whole or not at all: a temporary file beside
+    it, synced, then renamed over it; readers see the old file or the new one. The file keeps
+    its permissions, or gets a plain open()'s when new."""
+    path = target(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        # mkstemp creates the file 0600.
+        os.chmod(tmp, _mode_for(path))
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _mode_for(path: Path) -> int:
+    """The existing file's permissions, or 0666 less the umask for a new file."""
+    try:
+        return path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
+
+
 def write_text(path: Path, text: str, *, append: bool = False) -> None:
     """Write `text` to `path` (creating its directories); with `append`, after what is there,
     separated from it by a blank line."""
@@ -168,6 +207,7 @@ def locked(path: Path, timeout: float | None = None) -> Iterator[None]:
     while the second still holds the old one."""
     from filelock import FileLock, Timeout
 
+    path = target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     where = lock_path(path)
     wait = LOCK_TIMEOUT_S if timeout is None else timeout

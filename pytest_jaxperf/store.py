@@ -8,7 +8,6 @@ import json
 import math
 import operator
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -347,28 +346,8 @@ def _function_line(fn: FunctionRecord) -> str | None:
 
 
 def save(path: Path, report: Report) -> None:
-    """Write `report` to `path` atomically: readers see the old file or the new one, whole."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = dumps(report)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        # mkstemp creates the file 0600; give it the mode a plain open() would have.
-        os.chmod(tmp, _mode_for(path))
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write `report` to `path` atomically: readers see the old file or the new one, whole.
+    A symbolic link is written at its target."""
+    from .outputs import replace_text
 
-
-def _mode_for(path: Path) -> int:
-    """The existing file's permissions, or 0666 less the umask for a new file."""
-    try:
-        return path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+    replace_text(path, dumps(report))

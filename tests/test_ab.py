@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -205,6 +206,11 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
         "--reports-dir", str(tmp_path / "reports"),
         GITHUB_STEP_SUMMARY=str(summary),
         TMPDIR=str(tmp_path / "tmp"),
+        # Run from a git hook (pre-push), which exports the repository's own index ...
+        GIT_INDEX_FILE=str(root / ".git" / "index"),
+        # ... with the user's flags for their own runs, which must not reach ours.
+        PYTEST_ADDOPTS="--jaxperf-save --jaxperf-history=h.jsonl --jaxperf-markdown=m.md "
+        "--jaxperf-export=bencher:e.json",
     )  # fmt: skip
     assert done.returncode == 1, done.stdout + done.stderr
     assert "Traceback" not in done.stderr, done.stderr
@@ -395,6 +401,9 @@ def test_an_interrupted_run_removes_the_worktree(repo: tuple[Path, str], signum:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # As from a terminal: a suite started in the background (`pytest &`, nohup) ignores
+        # SIGINT, the command would inherit that, never see the Ctrl-C, and end with 1.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert proc.stdout is not None
     first = proc.stdout.readline()  # printed once the worktree exists and the runs start
@@ -406,6 +415,55 @@ def test_an_interrupted_run_removes_the_worktree(repo: tuple[Path, str], signum:
     assert err.endswith("jaxperf ab: interrupted; the base worktree was removed\n")
     assert worktrees(root) == [str(root)]
     assert leftovers(first + out) == []
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (Linux /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            # pid (comm) state ppid ...: comm may hold spaces, so split after its ")".
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                found.append(int(stat.parent.name))
+    return found
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` exists and is not a zombie (which whoever adopted it has yet to reap)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the parent-death signal is Linux's")
+def test_a_run_ends_when_the_command_is_killed(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "repo")
+    slow = "import time\n\n\ndef pytest_sessionstart(session):\n    time.sleep(120)\n"
+    base = commit_files(root, {**project(), "conftest.py": slow}, "base: a slow session")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_jaxperf", "ab", "--base", base],
+        cwd=root,
+        env=environment(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert proc.stdout is not None
+    assert "checked out in" in proc.stdout.readline()
+    deadline = time.monotonic() + 30
+    while not (runs := children(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert runs, "no pytest run started"
+    proc.kill()  # SIGKILL: no clean-up of its own can run
+    proc.communicate()
+    deadline = time.monotonic() + 15
+    while any(map(running, runs)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(map(running, runs))
+    # What SIGKILL leaves behind (the worktree) is git's to prune.
+    git(root, "worktree", "prune")
 
 
 def in_process(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
@@ -438,6 +496,9 @@ def test_usage_errors_are_one_line_and_exit_2(
         "with the directory that holds the package your tests import (src-layout: --path src)",
         ("--base", base, "--json", str(tmp_path)): f"jaxperf ab: --json {tmp_path}: is a "
         "directory, not a file; pass the path of a file",
+        ("--base", base, "--json", "o.txt", "--markdown", "o.txt"): "jaxperf ab: --json and "
+        f"--markdown both name {root / 'o.txt'}: the run would write one over the other; give "
+        "each its own path",
         ("--base", base, "-k", "x"): "jaxperf: unrecognized arguments: -k (see jaxperf --help)",
         ("--base", base, "--cpus", "1-"): "jaxperf: argument --cpus: expected all, or CPU "
         "numbers as taskset -c takes them, such as 1, 0-3 or 0,2, got '1-' (see jaxperf ab "
@@ -541,6 +602,35 @@ def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> N
         assert "\x1b[" not in traces
 
 
+def test_markdown_rows_stay_whole_whatever_a_label_or_test_id_holds() -> None:
+    import dataclasses
+
+    rounds = [report_pair(1.0, 1.5, s) for s in range(3)]
+    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
+    found = verdicts.compare_rounds(rounds, thresholds)
+    nodeid = "t.py::test_`a`[x|y]"
+    label = "f\n<!-- hides the rest"
+    rows = [
+        dataclasses.replace(
+            r,
+            test=nodeid,
+            benchmark=label if r.benchmark else None,
+            causes=("cause *with* <b>\nbreak",) if r.regressed else (),
+        )
+        for r in found.rows
+    ]
+    comparison = verdicts.Comparison(rows=rows, notes=["a note\n| with a pipe"])
+    md = render.markdown(comparison, ab_context(thresholds))
+    lines = md.splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    # One table line per row, plus the header and its rule.
+    assert len(table) == len(rows) + 2
+    assert re.search(r"(?<!\\)<!--", md) is None and "\\<!-- hides the rest" in md
+    assert table[2].startswith("| ``t.py::test_`a`[x\\|y]`` | ")
+    assert "- ``t.py::test_`a`[x|y]``: cause \\*with\\* \\<b> break" in lines
+    assert "- note: a note \\| with a pipe" in lines
+
+
 def with_cpu(report: Report, cpu_s: float | None) -> Report:
     """`report` whose benchmark recorded `cpu_s` CPU seconds per call (its median)."""
     import dataclasses
@@ -613,6 +703,20 @@ def test_tests_in_one_tree_only_and_failed_tests_are_listed_not_compared() -> No
         "t.py::test_new": "new",
         "t.py::test_failed": "failed in head",
     }
+    assert comparison.regressions == []
+
+
+def test_a_test_that_fails_in_a_later_round_is_not_compared() -> None:
+    # A 1.3x slower round 1, then the test fails in head's rounds 2 and 3: judged on round 1
+    # alone it would read REGRESSED from one process's noise.
+    rounds = [report_pair(1.0, 1.3, s) for s in range(3)]
+    for _, head in rounds[1:]:
+        head.tests["t.py::test_a"] = type(head.tests["t.py::test_a"])(outcome="failed")
+    rounds[2][0].tests.pop("t.py::test_a")  # and base did not record it in round 3
+    comparison = verdicts.compare_rounds(rounds, verdicts.Thresholds(1.1, 1.5))
+    assert [(r.metric, r.verdict) for r in comparison.rows] == [
+        ("test", "failed in base and head (rounds 2, 3 of 3)")
+    ]
     assert comparison.regressions == []
 
 

@@ -1,6 +1,9 @@
 """`jaxperf ab`'s git handling and its import check, without running pytest: the temporary
 worktree is removed however the block ends, refs and repository states give one clear line,
-and a run that imported the wrong tree's code is named as such."""
+and a run that imported the wrong tree's code is named as such. The git that the command and
+the plugin start leaves the user's repository alone: no variable a git hook exports reaches
+it, and it takes no optional lock (a status stopped at its timeout would leave
+`.git/index.lock` behind)."""
 
 from __future__ import annotations
 
@@ -9,9 +12,11 @@ import subprocess
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_jaxperf import history
 from pytest_jaxperf.ab import imports, worktree
 
 GIT_ENV = {
@@ -243,3 +248,44 @@ def test_find_packages(tmp_path: Path) -> None:
               "setup.py", "tool.py", "test_x.py", "notes.txt"):  # fmt: skip
         (tmp_path / f).write_text("")
     assert imports.find_packages([tmp_path, tmp_path / "missing"]) == ["pkg", "tool"]
+
+
+def test_the_base_worktree_does_not_touch_the_index_a_hook_exports(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What git exports to a pre-commit or pre-push hook.
+    monkeypatch.setenv("GIT_INDEX_FILE", str(repo / ".git" / "index"))
+    monkeypatch.setenv("GIT_DIR", str(repo / ".git"))
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with worktree.base_worktree(repo, worktree.resolve("HEAD~1", repo), scratch) as base:
+        assert (base / "a.txt").read_text() == "one\n"
+    assert git(repo, "status", "--porcelain") == ""
+    assert worktree.head(repo).changed == 0
+
+
+def test_history_reads_the_repository_it_runs_in(
+    repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    commit = git(repo, "rev-parse", "HEAD").strip()
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    monkeypatch.setenv("GIT_DIR", str(other / ".git"))
+    assert history.git_state(repo) == {"commit": commit, "dirty": False}
+
+
+def test_git_never_takes_an_optional_lock(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[list[str]] = []
+    run = subprocess.run
+
+    def spy(argv: list[str], *args: Any, **kwargs: Any) -> Any:
+        started.append(list(argv))
+        return run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "run", spy)
+    history.git_state(repo)
+    worktree.head(repo)
+    worktree.resolve("HEAD~1", repo)
+    assert len(started) >= 5
+    assert all(argv[:2] == ["git", "--no-optional-locks"] for argv in started), started

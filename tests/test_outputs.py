@@ -271,9 +271,7 @@ def test_export_writes_a_pytest_benchmark_document(jp: pytest.Pytester) -> None:
 
 def test_export_format_other_than_pytest_benchmark(jp: pytest.Pytester) -> None:
     jp.makepyfile(test_bench=BENCHMARKED)
-    result = jp.runpytest(
-        "--jaxperf", "--jaxperf-timing=off", "--jaxperf-export=bencher:bmf.json"
-    )
+    result = jp.runpytest("--jaxperf", "--jaxperf-timing=off", "--jaxperf-export=bencher:bmf.json")
     result.assert_outcomes(passed=2)
     doc = read_json(jp.path / "bmf.json")
     assert doc["test_bench.py::test_counts_only"]["compiles"] == {"value": 1}
@@ -302,3 +300,40 @@ def test_two_options_naming_one_file_stop_the_run(
     )
     assert (jp.path / "b.json").read_text() == "kept"
     assert not (jp.path / "out.json").exists()
+
+
+# -- symbolic links --------------------------------------------------------------------------
+
+
+def test_a_baseline_linked_to_a_shared_file_is_saved_there(jp: pytest.Pytester) -> None:
+    jp.makepyfile(ONE_JITTED_TEST)
+    shared = jp.path / "shared" / "baseline.json"
+    shared.parent.mkdir()
+    link = jp.path / ".jaxperf" / "baseline.json"
+    link.parent.mkdir()
+    link.symlink_to(os.path.relpath(shared, link.parent))  # dangling until the first save
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    assert link.is_symlink()
+    assert list(read_json(shared)["tests"]) == [
+        "test_a_baseline_linked_to_a_shared_file_is_saved_there.py::test_f"
+    ]
+    # The lock beside the file it guards, not beside the link.
+    assert (shared.parent / "baseline.json.lock").exists()
+    assert not (link.parent / "baseline.json.lock").exists()
+    # Saved again through the link: still a link, the shared file updated in place.
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    assert link.is_symlink() and read_json(link) == read_json(shared)
+
+
+def test_a_replaced_file_keeps_its_mode_and_a_new_one_gets_the_umasks(tmp_path: Path) -> None:
+    kept = tmp_path / "kept.json"
+    kept.write_text("{}")
+    kept.chmod(0o640)
+    outputs.replace_text(kept, "[]")
+    assert kept.read_text() == "[]" and kept.stat().st_mode & 0o777 == 0o640
+    umask = os.umask(0o022)
+    try:
+        outputs.replace_text(tmp_path / "new.json", "{}")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "new.json").stat().st_mode & 0o777 == 0o644

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import shutil
 import signal
 import sys
@@ -21,7 +20,16 @@ from typing import Any, TextIO
 
 from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, parse_number
 from ..model import Report
-from ..outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
+from ..outputs import (
+    Mode,
+    Output,
+    OutputError,
+    is_step_summary,
+    problem,
+    replace_text,
+    same_file,
+    write_text,
+)
 from . import cpus, imports, render, runner, stats, verdicts, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -203,6 +211,9 @@ def _outputs(args: argparse.Namespace) -> None:
         found = problem(out)
         if found:
             raise UsageError(found)
+    clash = same_file(files)
+    if clash:
+        raise UsageError(clash)
     reports = args.reports_dir
     if reports is not None and reports.exists() and not reports.is_dir():
         raise UsageError(f"--reports-dir {reports}: is a file; pass a directory")
@@ -373,7 +384,7 @@ def _keep(done: runner.Run, reports_dir: Path | None) -> None:
 def _write(args: argparse.Namespace, comparison: verdicts.Comparison, ctx: render.Context) -> None:
     try:
         if args.json is not None:
-            _replace(args.json, render.json_text(comparison, ctx))
+            replace_text(args.json, render.json_text(comparison, ctx))
         if args.markdown is not None:
             write_text(
                 args.markdown,
@@ -382,17 +393,3 @@ def _write(args: argparse.Namespace, comparison: verdicts.Comparison, ctx: rende
             )
     except OSError as exc:
         raise OutputError(f"cannot write {exc.filename}: {exc.strerror}") from None
-
-
-def _replace(path: Path, text: str) -> None:
-    """Write `path` whole or not at all (a temporary file renamed over it)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..markdown import code_span, escape
 from ..model import TIME_DIGITS, significant
 from ..terminal import markup, tally_markup
 from . import cpus
@@ -190,15 +191,12 @@ def terminal_lines(comparison: Comparison, context: Context) -> list[tuple[str, 
 # -- markdown ------------------------------------------------------------------------------
 
 
-def _md(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def markdown(comparison: Comparison, context: Context) -> str:
     n = len(comparison.regressions)
     verdict = f"**{n} regression{'s' if n != 1 else ''}**" if n else "no regression"
     lines = [
-        f"### jaxperf ab: head `{context.head_label()}` vs base `{context.base_label()}`",
+        f"### jaxperf ab: head {code_span(context.head_label())} vs base "
+        f"{code_span(context.base_label())}",
         "",
         f"{verdict}, {len(comparison.improvements)} improvement(s); "
         f"{context.rounds} round(s){context.where_run()}, {context.confidence:.0%} intervals, "
@@ -212,15 +210,16 @@ def markdown(comparison: Comparison, context: Context) -> str:
     previous = None
     for row in comparison.rows:
         cells = list(_cells(row))
-        test = "" if row.test == previous else f"`{_md(row.test)}`"
+        test = "" if row.test == previous else code_span(row.test, in_table=True)
         previous = row.test
         cells[0] = test
-        cells[1] = _md(cells[1])
+        cells[1] = escape(cells[1])
         if row.regressed:
             cells[6] = f"**{cells[6]}**"
         lines.append("| " + " | ".join(cells) + " |")
-    details = [f"- `{_md(r.test)}`: {_md(c.strip())}" for r in comparison.rows for c in r.causes]
-    notes = [f"- note: {_md(n)}" for n in comparison.notes]
+    details = [f"- {code_span(r.test)}: {escape(c.strip())}" for r in comparison.rows
+               for c in r.causes]  # fmt: skip
+    notes = [f"- note: {escape(n)}" for n in comparison.notes]
     if details or notes:
         lines += ["", *details, *notes]
     return "\n".join(lines) + "\n"

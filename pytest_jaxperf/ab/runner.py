@@ -4,11 +4,14 @@ its log, its report, and the import check of `worker` (`imports`).
 Each run records with the plugin (`--jaxperf`, timing measured) and writes its JSON report to
 the command's temporary directory; it gates nothing against a committed baseline (the baseline
 option points at a file that does not exist) and writes nothing into the tree beyond what
-pytest itself writes (the cache provider is off; a history, markdown or HTML report set in the
-ini file is switched off for the run)."""
+pytest itself writes (the cache provider is off; a history, markdown, HTML report, export or
+baseline save set in the ini file, addopts or PYTEST_ADDOPTS is switched off for the run, see
+`worker`)."""
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib.util
 import json
 import os
@@ -16,10 +19,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import gitenv
 from ..model import Report
 from ..store import BaselineError, load
 from . import cpus, imports
@@ -28,6 +32,8 @@ from . import cpus, imports
 LOG_TAIL_LINES = 40
 # How long a run stopped by Ctrl-C or SIGTERM may take to end before it is killed.
 STOP_GRACE_S = 10.0
+# prctl(2): the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
 
 
 class RunError(Exception):
@@ -73,6 +79,7 @@ def command(report: Path, no_baseline: Path, pytest_args: Sequence[str]) -> list
         "-o", "jaxperf_history=",
         "-o", "jaxperf_markdown=",
         "-o", "jaxperf_html=",
+        "-o", "jaxperf_export=",
     ]  # fmt: skip
     if importlib.util.find_spec("xdist") is not None:
         # One process at a time: a run beside its own xdist workers times their load.
@@ -81,10 +88,12 @@ def command(report: Path, no_baseline: Path, pytest_args: Sequence[str]) -> list
 
 
 def environment(tree: Tree, check: Path) -> dict[str, str]:
-    """The run's environment: the tree's paths first on PYTHONPATH, the import check, and no
+    """The run's environment: the tree's paths first on PYTHONPATH, the import check, no
     persistent compilation cache (the base run would fill it and the head run of unchanged
-    code would then compile nothing)."""
-    env = dict(os.environ)
+    code would then compile nothing), none of the variables a git hook exports (a test that
+    runs git would reach the user's index) and no GitHub step summary to write into."""
+    env = gitenv.environment()
+    env.pop("GITHUB_STEP_SUMMARY", None)
     paths = [str(p) for p in tree.paths]
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
@@ -130,7 +139,7 @@ def run(
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
-            preexec_fn=cpus.confine(on_cpus),
+            preexec_fn=_child_setup(cpus.confine(on_cpus)),
         )
         try:
             returncode = proc.wait()
@@ -159,6 +168,24 @@ def run(
         # The plugin writes no report when it recorded no test.
         report = Report()
     return Run(tree.side, round_, seconds, returncode, report, report_path, log)
+
+
+def _child_setup(confine: Callable[[], None] | None) -> Callable[[], None]:
+    """What a run's process does before pytest starts: take SIGINT's default action back
+    (a `jaxperf ab` started in the background, `cmd &`, ignores SIGINT, and its runs would
+    inherit that: `_stop`'s SIGINT would then wait out the grace period), end when
+    `jaxperf ab` dies (SIGKILL, the OOM killer: Linux only), and keep to its CPUs."""
+
+    def child() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        if sys.platform == "linux":
+            with contextlib.suppress(OSError, AttributeError):
+                libc = ctypes.CDLL(None, use_errno=True)
+                libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        if confine is not None:
+            confine()
+
+    return child
 
 
 def _stop(proc: subprocess.Popen[bytes]) -> None:

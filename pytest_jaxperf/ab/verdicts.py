@@ -124,19 +124,13 @@ def compare_rounds(
         if base is None:
             out.rows.append(Row(nodeid, "test", "new"))
             continue
-        failed = [side for side, rec in (("base", base), ("head", head))
-                  if rec.outcome not in _COMPARABLE]  # fmt: skip
+        failed = _failed(nodeid, rounds)
         if failed:
-            out.rows.append(Row(nodeid, "test", f"failed in {' and '.join(failed)}"))
+            out.rows.append(Row(nodeid, "test", failed))
             continue
         out.rows += _exact(nodeid, base, head, thresholds)
         out.notes += _varying_counts(nodeid, rounds)
-        records = [(b.tests.get(nodeid), h.tests.get(nodeid)) for b, h in rounds]
-        complete = [
-            (b, h)
-            for b, h in records
-            if b is not None and h is not None and {b.outcome, h.outcome} <= set(_COMPARABLE)
-        ]
+        complete = [(b.tests[nodeid], h.tests[nodeid]) for b, h in rounds]
         timed = _compile_time(nodeid, complete, thresholds, confidence)
         runtimes = _runtimes(nodeid, complete, thresholds, confidence, clock)
         timed += runtimes
@@ -150,6 +144,28 @@ def compare_rounds(
             if clock == "cpu" and row.clock == "wall"
         ]
     return out
+
+
+def _failed(nodeid: str, rounds: Sequence[tuple[Report, Report]]) -> str | None:
+    """ "failed in head", "failed in base and head (rounds 2, 3 of 3)": where the test did
+    not pass (or was not recorded) in any round; None when it passed in every run. A test
+    that failed once is not compared at all: its counts and times in the other rounds come
+    from fewer processes than the table would claim."""
+    where: dict[str, list[int]] = {"base": [], "head": []}
+    for number, pair in enumerate(rounds, 1):
+        for side, report in zip(("base", "head"), pair):
+            rec = report.tests.get(nodeid)
+            if rec is None or rec.outcome not in _COMPARABLE:
+                where[side].append(number)
+    sides = [side for side, numbers in where.items() if numbers]
+    if not sides:
+        return None
+    text = f"failed in {' and '.join(sides)}"
+    numbers = sorted({n for side in sides for n in where[side]})
+    if len(rounds) > 1:
+        label = "round" if len(numbers) == 1 else "rounds"
+        text += f" ({label} {', '.join(map(str, numbers))} of {len(rounds)})"
+    return text
 
 
 def _left_out_line(row: Row) -> str:

@@ -13,6 +13,10 @@ by the tests themselves):
 - no module may come from the other tree (the installed environment excepted: a virtualenv
   kept inside the checkout is not code under test).
 
+It also switches off every output a run could write into the user's tree (`FORCED_OFF`): the
+ini file's are switched off with `-o` on the command line, and flags from addopts or
+PYTEST_ADDOPTS here.
+
 Without the environment variable CHECK_ENV the plugin does nothing.
 """
 
@@ -40,6 +44,21 @@ def _check(final: bool) -> None:
     )
     if found_problems and not final:
         pytest.exit(f"jaxperf ab: {found_problems[0]}", returncode=EXIT_WRONG_IMPORT)
+
+
+# Outputs a run must never write into the user's tree, whatever the ini file, addopts or
+# PYTEST_ADDOPTS say: flags there come before `jaxperf ab`'s `-o` on the command line and
+# would win over it (the report, baseline and timing flags are given last, and win).
+FORCED_OFF = ("jaxperf_save", "jaxperf_history", "jaxperf_markdown", "jaxperf_html",
+              "jaxperf_export")  # fmt: skip
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    # Before pytest-jaxperf's own pytest_configure reads the options.
+    if os.environ.get(CHECK_ENV):
+        for dest in FORCED_OFF:
+            setattr(config.option, dest, None)
 
 
 @pytest.hookimpl(trylast=True)

@@ -1,9 +1,10 @@
 """Git for `jaxperf ab`: the repository, the two commits, and the temporary worktree of the base
 commit, removed whatever happens (an error, Ctrl-C, SIGTERM from a cancelled CI job).
 
-The user's working tree is only read (git rev-parse, git status); the base commit is checked
-out with `git worktree add --detach` into a directory of its own outside the repository, so no
-branch, index or file of the user's changes."""
+The user's working tree is only read (git rev-parse, git status, without optional locks); the
+base commit is checked out with `git worktree add --detach` into a directory of its own outside
+the repository, so no branch, index or file of the user's changes. Git runs without the
+variables a git hook exports (`gitenv`): the worktree gets its own index, not the user's."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import gitenv
+
 
 class GitError(Exception):
     """A git state or ref `jaxperf ab` cannot work with; the message names it and the fix."""
@@ -24,10 +27,17 @@ def git(args: list[str], cwd: Path) -> str:
     """stdout of `git ARGS` run in `cwd`; GitError with git's own message when it fails."""
     try:
         proc = subprocess.run(
-            ["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL
+            gitenv.command(*args),
+            cwd=cwd,
+            env=gitenv.environment(),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
         )
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH); jaxperf ab needs it") from None
+    except OSError as exc:
+        raise GitError(f"git {' '.join(args)} could not be started: {exc}") from None
     if proc.returncode != 0:
         message = (proc.stderr.strip() or proc.stdout.strip()).splitlines()
         raise GitError(
@@ -61,8 +71,8 @@ def resolve(ref: str, root: Path) -> str:
     if not ref or ref.startswith("-"):
         raise GitError(f"--base {ref!r}: expected a git ref such as origin/main or HEAD~1")
     try:
-        return git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
-                   root).strip()  # fmt: skip
+        # No --end-of-options (git >= 2.30): a ref starting with "-" is refused above.
+        return git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root).strip()
     except GitError:
         try:
             shallow = git(["rev-parse", "--is-shallow-repository"], root).strip() == "true"
