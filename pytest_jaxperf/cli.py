@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
@@ -156,6 +157,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the command; 0 ok, 1 a regression (compare), 2 bad input (one line on stderr)."""
     parser = build_parser()
+    for stream in (sys.stdout, sys.stderr):
+        # A test id or label may hold what the terminal's encoding cannot (a lone surrogate):
+        # shown escaped rather than ending the command in a traceback.
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
     try:
         args = parser.parse_args(argv)
         # The command's data are reports, up to millions of objects in no cycle: with the

@@ -23,6 +23,7 @@ All seconds are seconds (not Bencher's default nanoseconds).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -56,8 +57,19 @@ def document(fmt: str, run: Report, commit: Mapping[str, Any] | None = None) -> 
 
 
 def dumps(doc: Any) -> str:
-    """A document as written: indented JSON, no NaN."""
-    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+    """A document as written: indented JSON, with null for a number that is not finite (a
+    report's environment may hold NaN; JSON has no such number)."""
+    return json.dumps(_finite(doc), indent=2, allow_nan=False) + "\n"
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
 
 
 def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:

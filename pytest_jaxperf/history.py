@@ -12,7 +12,7 @@ from typing import Any
 
 from . import gitenv
 from .model import Report
-from .outputs import locked
+from .outputs import locked, read_regular
 
 SCHEMA = "pytest-jaxperf-history/1"
 
@@ -165,7 +165,7 @@ def read(path: Path, *, last: int | None = None) -> History:
     that is not a history entry raises HistoryError naming the file and the line: that file is
     not a history (blank lines are skipped)."""
     try:
-        raw = path.read_bytes()
+        raw, _ = read_regular(path)
     except FileNotFoundError:
         return History([])
     except OSError as exc:
@@ -181,7 +181,9 @@ def read(path: Path, *, last: int | None = None) -> History:
         try:
             # Each line on its own: a line cut inside a character spoils only itself.
             data = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            # Not JSON, or JSON past what Python reads (an integer of more than 4,300
+            # digits, nesting past the recursion limit): no history entry either way.
             skipped.append(number)
             continue
         if not isinstance(data, dict) or not isinstance(data.get("tests", {}), dict):

@@ -10,7 +10,9 @@ nothing for it."""
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -141,6 +143,24 @@ def is_step_summary(path: Path) -> bool:
     if not shared:
         return False
     return Path(shared).expanduser().resolve() == path.resolve()
+
+
+def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
+    """The bytes of the file at `path` and its stat, from one open file. OSError when it
+    cannot be read, or is not a regular file: a FIFO would block the read until someone
+    writes to it (forever), a directory cannot be read."""
+    # Non-blocking, so that opening a FIFO returns at once; no effect on a regular file.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks), st
+    finally:
+        os.close(fd)
 
 
 def target(path: Path) -> Path:

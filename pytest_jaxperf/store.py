@@ -59,10 +59,12 @@ def load(path: Path, hint: str = FIX_BASELINE) -> Report | None:
 
 def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
     """load(), and the stamp of the version read (the same open file is read and stamped)."""
+    from .outputs import read_regular
+
     try:
-        with path.open(encoding="utf-8") as fh:
-            stamp = _stamp(os.fstat(fh.fileno()))
-            text = fh.read()
+        raw, st = read_regular(path)
+        stamp = _stamp(st)
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         return Loaded(None, None)
     except (OSError, UnicodeDecodeError) as exc:

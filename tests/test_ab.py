@@ -503,12 +503,29 @@ def test_usage_errors_are_one_line_and_exit_2(
         ("--base", base, "--cpus", "1-"): "jaxperf: argument --cpus: expected all, or CPU "
         "numbers as taskset -c takes them, such as 1, 0-3 or 0,2, got '1-' (see jaxperf ab "
         "--help)",
+        ("--base", base, "--cpus", "0-999999999"): "jaxperf: argument --cpus: expected all, or "
+        "CPU numbers as taskset -c takes them, such as 1, 0-3 or 0,2, CPU numbers up to 65535, "
+        "got '0-999999999' (see jaxperf ab --help)",
         ("--base", base, "--cpus", "4096"): "jaxperf ab: --cpus 4096: CPU 4096 is not among "
         f"those this process may use ({cpus.label(os.sched_getaffinity(0))}); pick from those",
     }
     for args, message in cases.items():
         assert in_process(root, monkeypatch, *args) == 2, args
         assert capsys.readouterr().err == message + "\n", args
+    # A full disk where the worktree would go: one line, not a traceback.
+    import errno
+    import tempfile
+
+    def full(*args: object, **kwargs: object) -> str:
+        raise OSError(errno.ENOSPC, "No space left on device", "/tmp/jaxperf-ab-x")
+
+    with monkeypatch.context() as m:
+        m.setattr(tempfile, "mkdtemp", full)
+        assert in_process(root, monkeypatch, "--base", base) == 2
+    assert capsys.readouterr().err == (
+        "jaxperf ab: [Errno 28] No space left on device: '/tmp/jaxperf-ab-x'; nothing was "
+        "compared\n"
+    )
     assert in_process(tmp_path, monkeypatch, "--base", "HEAD") == 2
     assert "is not inside a git working tree" in capsys.readouterr().err
     # A sub-project the base commit does not have.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import re
 import subprocess
 import sys
@@ -566,3 +567,28 @@ def test_compare_does_not_gate_timings_measured_under_xdist(
         "compile time not gated: environment differs (measured under pytest-xdist, beside "
         "other workers)" in capsys.readouterr().out
     )
+
+
+def test_odd_values_in_a_report_are_shown_and_exported_not_raised(tmp_path: Path) -> None:
+    base, run = baseline_and_run()
+    nodeid = next(iter(run.tests))
+    run.tests["t.py::test_\udc80odd"] = run.tests[nodeid]  # a lone surrogate in a test id
+    run.environment["cpu_freq_mhz"] = float("nan")
+    path = tmp_path / "run.json"
+    path.write_text(store.dumps(run), encoding="utf-8", errors="surrogatepass")
+    # The terminal's encoding strict, as a C locale's or a pipe's may be.
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8:strict"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "show", str(path)],
+        capture_output=True, text=True, timeout=120, env=env, errors="replace",
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert "t.py::test_\\udc80odd" in shown.stdout
+    exported = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "export", "--format", "pytest-benchmark",
+         str(path)],
+        capture_output=True, text=True, timeout=120, env=env, errors="replace",
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    machine = json.loads(exported.stdout)["machine_info"]["jaxperf_environment"]
+    assert machine["cpu_freq_mhz"] is None

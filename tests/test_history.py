@@ -226,3 +226,24 @@ def test_append_refuses_values_json_cannot_hold(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="JSON compliant"):
         history.append(path, {"tests": {"t": {"compile_s": float("nan")}}})
     assert not path.exists() or path.read_text() == ""
+
+
+def test_lines_past_what_python_reads_are_skipped_and_a_fifo_is_refused(tmp_path: Path) -> None:
+    import os
+
+    from pytest_jaxperf.outputs import OutputError
+
+    path = tmp_path / "history.jsonl"
+    good = json.dumps({"schema": history.SCHEMA, "tests": {}})
+    huge = '{"tests": {}, "n": ' + "9" * 5000 + "}"
+    deep = "[" * 100_000 + "]" * 100_000
+    path.write_text("\n".join([good, huge, deep, good]) + "\n")
+    read = history.read(path)
+    assert len(read.entries) == 2 and read.skipped == (2, 3)
+    fifo = tmp_path / "fifo.jsonl"
+    os.mkfifo(fifo)
+    with pytest.raises((history.HistoryError, OutputError)) as info:
+        history.read(fifo)
+    assert str(info.value) == (
+        f"cannot read history {fifo}: [Errno 22] not a regular file: '{fifo}'"
+    )

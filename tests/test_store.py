@@ -704,3 +704,34 @@ def test_both_parsers_read_a_report_the_same(
 
         monkeypatch.setattr(store.json, "loads", not_json)
     assert load(path) == full_report()
+
+
+def _finishes(call: Any, seconds: float = 10.0) -> Any:
+    """call() in a thread; what it returned or raised, failing the test if it still blocks."""
+    import threading
+
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except BaseException as exc:  # noqa: BLE001 - handed to the test as a value
+            out.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    assert out, f"still blocked after {seconds} s"
+    return out[0]
+
+
+def test_a_baseline_that_is_a_fifo_or_a_directory_is_refused_not_waited_on(
+    tmp_path: Path,
+) -> None:
+    fifo = tmp_path / "baseline.json"
+    os.mkfifo(fifo)
+    error = _finishes(lambda: store.load(fifo))
+    assert isinstance(error, store.BaselineError)
+    assert str(error) == f"cannot read {fifo}: [Errno 22] not a regular file: '{fifo}'"
+    error = _finishes(lambda: store.load(tmp_path))
+    assert isinstance(error, store.BaselineError) and "not a regular file" in str(error)

@@ -9,6 +9,7 @@ import argparse
 import contextlib
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -178,6 +179,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         return EXIT_USAGE
     except (UsageError, worktree.GitError, runner.RunError, OutputError) as exc:
         print(f"jaxperf ab: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except (OSError, subprocess.SubprocessError) as exc:
+        # An unwritable TMPDIR, a full disk, a run that could not be started or confined.
+        print(f"jaxperf ab: {exc}; nothing was compared", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -18,6 +18,8 @@ SYNTAX = "all, or CPU numbers as taskset -c takes them, such as 1, 0-3 or 0,2"
 LOCK_NAME = "pytest-jaxperf-ab-cpu{}.lock"
 
 
+# Beyond any machine's CPU numbers (Linux's CONFIG_NR_CPUS is at most 8192).
+MAX_CPU = 65535
 # What `--cpus all` parses to: no confining.
 ALL: frozenset[int] = frozenset()
 
@@ -36,6 +38,9 @@ def parse(text: str) -> frozenset[int]:
             raise ValueError(f"expected {SYNTAX}, got {text!r}") from None
         if first < 0 or last < first:
             raise ValueError(f"expected {SYNTAX}, got {text!r}")
+        if last > MAX_CPU:
+            # Refused before a range of a billion CPUs is built as a set.
+            raise ValueError(f"expected {SYNTAX}, CPU numbers up to {MAX_CPU}, got {text!r}")
         cpus.update(range(first, last + 1))
     return frozenset(cpus)
 

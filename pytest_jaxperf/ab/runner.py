@@ -196,7 +196,8 @@ def _stop(proc: subprocess.Popen[bytes]) -> None:
     try:
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=STOP_GRACE_S)
-    except (subprocess.TimeoutExpired, KeyboardInterrupt):
+    except (subprocess.TimeoutExpired, KeyboardInterrupt, ValueError, OSError):
+        # ValueError: Windows sends no SIGINT to a process.
         proc.kill()
         proc.wait()
 
