@@ -466,6 +466,39 @@ def test_a_run_ends_when_the_command_is_killed(tmp_path: Path) -> None:
     git(root, "worktree", "prune")
 
 
+def test_a_pytest_config_above_the_temporary_directory_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import tempfile
+
+    # A project without a pytest configuration file of its own ...
+    root = new_repo(tmp_path / "repo")
+    files = {k: v for k, v in project().items() if k != "pytest.ini"}
+    base = commit_files(root, files, "base")
+    # ... and another user's files in the temporary directory.
+    shared_tmp = tmp_path / "tmp"
+    shared_tmp.mkdir()
+    (shared_tmp / "pytest.ini").write_text("[pytest]\naddopts = -p no:jaxperf\n")
+    ran = tmp_path / "their-conftest-ran"
+    (shared_tmp / "conftest.py").write_text(f"open({str(ran)!r}, 'w').close()\n")
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("TMPDIR", str(shared_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    assert in_process(root, monkeypatch, "--base", base) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(
+        f"jaxperf ab: the base runs would be configured by {shared_tmp / 'pytest.ini'}, above "
+        "the temporary directory they run in; remove it, set TMPDIR"
+    ), err
+    assert not ran.exists()
+    assert worktrees(root) == [str(root)]
+    # With a configuration of its own, the project's runs never read the stray one.
+    commit_files(root, {"pytest.ini": INI}, "a pytest.ini")
+    assert in_process(root, monkeypatch, "--base", "HEAD", "--rounds", "1") == 0
+    assert not ran.exists()
+
+
 def in_process(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     monkeypatch.chdir(cwd)
     return main(["ab", *args])

@@ -289,3 +289,33 @@ def test_git_never_takes_an_optional_lock(repo: Path, monkeypatch: pytest.Monkey
     worktree.resolve("HEAD~1", repo)
     assert len(started) >= 5
     assert all(argv[:2] == ["git", "--no-optional-locks"] for argv in started), started
+
+
+def test_which_files_pytest_would_take_as_its_configuration(tmp_path: Path) -> None:
+    from pytest_jaxperf.ab import configs
+
+    top, tree = tmp_path / "top", tmp_path / "top" / "tree"
+    project = tree / "sub"
+    project.mkdir(parents=True)
+    # Files of pytest's names without a pytest section do not stop the search ...
+    (project / "tox.ini").write_text("[tox]\nenvlist = py311\n")
+    (tree / "setup.cfg").write_text("[metadata]\nname = x\n")
+    (tree / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert configs.outside(project, tree) is None
+    (top / "setup.cfg").write_text("[tool:pytest]\naddopts = -q\n")
+    assert configs.outside(project, tree) == top / "setup.cfg"
+    # ... one with it does, and then nothing above the tree is read.
+    (tree / "pyproject.toml").write_text("[tool.pytest.ini_options]\naddopts = '-q'\n")
+    assert configs.outside(project, tree) is None
+    other = tmp_path / "other" / "tree"
+    other.mkdir(parents=True)
+    assert configs.mismatch((other, other), (project, tree)) is None
+    repo = tmp_path / "home" / "repo"
+    repo.mkdir(parents=True)
+    (repo.parent / "pytest.ini").write_text("[pytest]\n")
+    line = configs.mismatch((other, other), (repo, repo))
+    assert line == (
+        f"the head runs would be configured by {repo.parent / 'pytest.ini'}, above your "
+        "repository, and the base runs (in a temporary directory) would not; move that "
+        "configuration into the repository"
+    )

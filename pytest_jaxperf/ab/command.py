@@ -31,7 +31,7 @@ from ..outputs import (
     same_file,
     write_text,
 )
-from . import cpus, imports, render, runner, stats, verdicts, worktree
+from . import configs, cpus, imports, render, runner, stats, verdicts, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -316,6 +316,9 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
                     f"({args.base}); run jaxperf ab from a directory both commits have"
                 )
             base_tree = _tree("base", base_root, base_project, args.path)
+            outside = configs.mismatch((base_project, base_root), (head_tree.project, root))
+            if outside is not None:
+                raise UsageError(outside)
             print(
                 f"jaxperf ab: base {base_commit[:10]} ({args.base}) checked out in "
                 f"{base_root}; {args.rounds} round(s) of base and head runs",

@@ -64,11 +64,15 @@ class Run:
     log: Path
 
 
-def command(report: Path, no_baseline: Path, pytest_args: Sequence[str]) -> list[str]:
+def command(
+    report: Path, no_baseline: Path, pytest_args: Sequence[str], tree_root: Path
+) -> list[str]:
     """The pytest command line of a run; the user's arguments last, so they win."""
     cmd = [
         sys.executable, "-m", "pytest",
         "-p", "no:cacheprovider",
+        # No conftest.py above the tree (see `configs`).
+        f"--confcutdir={tree_root}",
         "-p", "pytest_jaxperf.ab.worker",
         "--jaxperf",
         f"--jaxperf-json={report}",
@@ -129,7 +133,7 @@ def run(
         packages=tree.packages,
         out=str(check_out),
     ).save(check)
-    cmd = command(report_path, workdir / "no-baseline.json", pytest_args)
+    cmd = command(report_path, workdir / "no-baseline.json", pytest_args, tree.root)
     start = time.perf_counter()
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(
