@@ -15,6 +15,7 @@ import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -137,6 +138,8 @@ def environment(**extra: str) -> dict[str, str]:
     env["PYTHONPATH"] = str(PLUGIN_SOURCE)
     env["JAX_PLATFORMS"] = "cpu"
     env.update(extra)
+    if "TMPDIR" in extra:  # a directory of the test's own: its CPU locks there too
+        env.setdefault("JAXPERF_AB_LOCK_DIR", extra["TMPDIR"])
     return env
 
 
@@ -469,8 +472,6 @@ def test_a_run_ends_when_the_command_is_killed(tmp_path: Path) -> None:
 def test_a_pytest_config_above_the_temporary_directory_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import tempfile
-
     # A project without a pytest configuration file of its own ...
     root = new_repo(tmp_path / "repo")
     files = {k: v for k, v in project().items() if k != "pytest.ini"}
@@ -547,7 +548,6 @@ def test_usage_errors_are_one_line_and_exit_2(
         assert capsys.readouterr().err == message + "\n", args
     # A full disk where the worktree would go: one line, not a traceback.
     import errno
-    import tempfile
 
     def full(*args: object, **kwargs: object) -> str:
         raise OSError(errno.ENOSPC, "No space left on device", "/tmp/jaxperf-ab-x")
@@ -833,6 +833,36 @@ def test_the_default_cpu_is_the_highest_no_other_jaxperf_ab_holds(tmp_path: Path
         assert beside.cpus == {1}
     with cpus.claimed(allowed, tmp_path) as alone:
         assert alone.cpus == {5}  # that process ended: its lock went with it
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="confining needs Linux")
+def test_a_cpu_lock_of_another_user_is_used_and_one_that_cannot_be_is_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    allowed = frozenset({0, 3})
+    lock = tmp_path / cpus.LOCK_NAME.format(3)
+    lock.touch()
+    real_open = os.open
+
+    def protected(path: Any, flags: int, *args: Any) -> int:
+        # fs.protected_regular: O_CREAT on another user's file in a sticky directory fails.
+        if Path(path) == lock and flags & os.O_CREAT:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", protected)
+    with lock_held_elsewhere(lock), cpus.claimed(allowed, tmp_path) as beside:
+        assert beside == cpus.Claim(frozenset({0}), shared=False)  # the held one was seen
+    # A directory that is not there: no lock can be made.
+    with cpus.claimed(allowed, tmp_path / "missing") as blind:
+        assert blind.cpus == {3} and blind.uncoordinated is not None
+        assert blind.uncoordinated.startswith(
+            f"cannot open the CPU lock {tmp_path / 'missing' / cpus.LOCK_NAME.format(3)}: "
+        )
+    monkeypatch.setenv(cpus.LOCK_DIR_ENV, str(tmp_path))
+    assert cpus.lock_dir() == tmp_path
+    monkeypatch.delenv(cpus.LOCK_DIR_ENV)
+    assert str(cpus.lock_dir()) in (*cpus.SHARED_LOCK_DIRS, tempfile.gettempdir())
 
 
 def test_a_round_with_an_outlier_process_is_left_out_and_noted() -> None:

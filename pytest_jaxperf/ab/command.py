@@ -234,6 +234,14 @@ def _confinement(
         if not allowed:
             return None
         claim = held.enter_context(cpus.claimed(allowed))
+        if claim.uncoordinated:
+            print(
+                f"jaxperf ab: {claim.uncoordinated}; the runs take CPU "
+                f"{cpus.label(claim.cpus)} without knowing whether another jaxperf ab uses "
+                "it (pass --cpus to choose)",
+                file=out,
+                flush=True,
+            )
         if claim.shared:
             print(
                 f"jaxperf ab: every CPU this may use ({cpus.label(allowed)}) is in use by "

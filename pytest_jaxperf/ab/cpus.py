@@ -64,6 +64,44 @@ class Claim:
 
     cpus: frozenset[int]
     shared: bool  # every allowed CPU was in use by another jaxperf ab: this one shares one
+    # Why the claim could not be coordinated with other jaxperf ab commands (a lock file that
+    # cannot be opened); None when it was.
+    uncoordinated: str | None = None
+
+
+# Where lock files are shared by every process of the machine, even those whose TMPDIR is
+# their own (a CI job's): the first of these that is a writable directory, else the
+# temporary directory. Another container sees none of them.
+SHARED_LOCK_DIRS = ("/run/lock", "/var/lock", "/dev/shm")
+
+
+# Names the directory of the CPU locks instead (several commands that must coordinate
+# inside one container, say, or tests that must not see the machine's).
+LOCK_DIR_ENV = "JAXPERF_AB_LOCK_DIR"
+
+
+def lock_dir() -> Path:
+    """Where the CPU locks are kept: $JAXPERF_AB_LOCK_DIR, else see SHARED_LOCK_DIRS."""
+    if os.environ.get(LOCK_DIR_ENV):
+        return Path(os.environ[LOCK_DIR_ENV])
+    for name in SHARED_LOCK_DIRS:
+        if os.path.isdir(name) and os.access(name, os.W_OK | os.X_OK):
+            return Path(name)
+    return Path(tempfile.gettempdir())
+
+
+def _open_lock(path: Path) -> int:
+    """A descriptor of the lock file at `path`, made when missing. An existing file is
+    opened without O_CREAT: with fs.protected_regular (systemd's default) O_CREAT on
+    another user's file in a sticky directory (/tmp) fails even though it may be read."""
+    try:
+        return os.open(path, os.O_RDONLY)
+    except FileNotFoundError:
+        fd = os.open(path, os.O_RDONLY | os.O_CREAT, 0o644)
+        # Others must be able to lock it too whatever our umask.
+        with contextlib.suppress(OSError):
+            os.fchmod(fd, 0o644)
+        return fd
 
 
 @contextlib.contextmanager
@@ -73,13 +111,16 @@ def claimed(allowed: frozenset[int], directory: Path | None = None) -> Iterator[
     shared. `directory` holds the lock files (default: the temporary directory)."""
     import fcntl  # Linux only, as confining is
 
-    where = Path(directory) if directory is not None else Path(tempfile.gettempdir())
+    where = Path(directory) if directory is not None else lock_dir()
     for cpu in sorted(allowed, reverse=True):
+        path = where / LOCK_NAME.format(cpu)
         try:
-            fd = os.open(where / LOCK_NAME.format(cpu), os.O_RDONLY | os.O_CREAT, 0o644)
-        except OSError:
-            # Nowhere to coordinate (another user's file, a read-only directory): take it.
-            yield Claim(frozenset({cpu}), shared=False)
+            fd = _open_lock(path)
+        except OSError as exc:
+            # Nowhere to coordinate (an unreadable file, a read-only directory): take it,
+            # and say so.
+            why = f"cannot open the CPU lock {path}: {exc.strerror or exc}"
+            yield Claim(frozenset({cpu}), shared=False, uncoordinated=why)
             return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
