@@ -420,13 +420,15 @@ def test_an_interrupted_run_removes_the_worktree(repo: tuple[Path, str], signum:
     assert leftovers(first + out) == []
 
 
-def children(pid: int) -> list[int]:
-    """The processes whose parent is `pid` (Linux /proc)."""
+def children(pid: int, running: str) -> list[int]:
+    """The processes whose parent is `pid` and whose command line holds `running` (Linux
+    /proc): exec'd, not forked only."""
     found = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         with contextlib.suppress(OSError, ValueError, IndexError):
             # pid (comm) state ppid ...: comm may hold spaces, so split after its ")".
-            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == pid:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            if parent == pid and running in (stat.parent / "cmdline").read_text():
                 found.append(int(stat.parent.name))
     return found
 
@@ -441,32 +443,53 @@ def running(pid: int) -> bool:
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="the parent-death signal is Linux's")
-def test_a_run_ends_when_the_command_is_killed(tmp_path: Path) -> None:
+def test_a_killed_command_leaves_no_run_and_the_next_sweeps_its_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     root = new_repo(tmp_path / "repo")
     slow = "import time\n\n\ndef pytest_sessionstart(session):\n    time.sleep(120)\n"
     base = commit_files(root, {**project(), "conftest.py": slow}, "base: a slow session")
+    own_tmp = tmp_path / "tmp"
+    own_tmp.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest_jaxperf", "ab", "--base", base],
         cwd=root,
-        env=environment(),
+        env=environment(TMPDIR=str(own_tmp)),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
     assert proc.stdout is not None
-    assert "checked out in" in proc.stdout.readline()
+    first = proc.stdout.readline()
+    assert "checked out in" in first
     deadline = time.monotonic() + 30
-    while not (runs := children(proc.pid)) and time.monotonic() < deadline:
+    while not (runs := children(proc.pid, "pytest_jaxperf.ab.worker")):
+        assert time.monotonic() < deadline, "no pytest run started"
         time.sleep(0.05)
-    assert runs, "no pytest run started"
     proc.kill()  # SIGKILL: no clean-up of its own can run
     proc.communicate()
     deadline = time.monotonic() + 15
     while any(map(running, runs)) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not any(map(running, runs))
-    # What SIGKILL leaves behind (the worktree) is git's to prune.
-    git(root, "worktree", "prune")
+    # What SIGKILL left behind: the temporary directory and the worktree git knows of.
+    (left,) = leftovers(first)
+    assert len(worktrees(root)) == 2
+    # The next jaxperf ab removes them, and says so (this one stops at its slow base run).
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("TMPDIR", str(own_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    monkeypatch.chdir(root)
+    commit_files(root, {"conftest.py": ""}, "head: a quick session")
+    assert main(["ab", "--base", "HEAD", "--rounds", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(
+        f"jaxperf ab: removed what 1 killed jaxperf ab command(s) left behind: {left}\n"
+    )
+    assert not left.exists()
+    assert worktrees(root) == [str(root)]
+    assert [p.name for p in own_tmp.iterdir() if not p.name.endswith(".lock")] == []
 
 
 def test_a_pytest_config_above_the_temporary_directory_is_refused(

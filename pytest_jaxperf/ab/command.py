@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -307,54 +306,59 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
         static_rtol=args.static_rtol,
     )
     head_tree = _tree("head", root, cwd, args.path)
-    scratch = Path(tempfile.mkdtemp(prefix="jaxperf-ab-")).resolve()
+    swept = worktree.sweep(root)
+    if swept:
+        print(
+            f"jaxperf ab: removed what {len(swept)} killed jaxperf ab command(s) left behind: "
+            + ", ".join(map(str, swept)),
+            file=out,
+            flush=True,
+        )
+    scratch = held.enter_context(worktree.scratch_dir())
     rounds: list[tuple[Report, Report]] = []
     runs: list[render.RunTime] = []
-    try:
-        if scratch == root or root in scratch.parents:
+    if scratch == root or root in scratch.parents:
+        raise UsageError(
+            f"the temporary directory {scratch} lies inside the repository; set TMPDIR "
+            "to a directory outside it"
+        )
+    with worktree.base_worktree(root, base_commit, scratch) as base_root:
+        base_project = base_root / relative
+        if not base_project.is_dir():
             raise UsageError(
-                f"the temporary directory {scratch} lies inside the repository; set TMPDIR "
-                "to a directory outside it"
+                f"{relative} does not exist in the base commit {base_commit[:10]} "
+                f"({args.base}); run jaxperf ab from a directory both commits have"
             )
-        with worktree.base_worktree(root, base_commit, scratch) as base_root:
-            base_project = base_root / relative
-            if not base_project.is_dir():
-                raise UsageError(
-                    f"{relative} does not exist in the base commit {base_commit[:10]} "
-                    f"({args.base}); run jaxperf ab from a directory both commits have"
-                )
-            base_tree = _tree("base", base_root, base_project, args.path)
-            outside = configs.mismatch((base_project, base_root), (head_tree.project, root))
-            if outside is not None:
-                raise UsageError(outside)
+        base_tree = _tree("base", base_root, base_project, args.path)
+        outside = configs.mismatch((base_project, base_root), (head_tree.project, root))
+        if outside is not None:
+            raise UsageError(outside)
+        print(
+            f"jaxperf ab: base {base_commit[:10]} ({args.base}) checked out in "
+            f"{base_root}; {args.rounds} round(s) of base and head runs",
+            file=out,
+            flush=True,
+        )
+        for number in range(1, args.rounds + 1):
+            pair = []
+            for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
+                done = runner.run(tree, other, number, scratch, args.pytest_args, on_cpus)
+                runs.append(render.RunTime(done.side, number, done.seconds))
+                pair.append(done)
+                _keep(done, args.reports_dir)
+            rounds.append((pair[0].report, pair[1].report))
             print(
-                f"jaxperf ab: base {base_commit[:10]} ({args.base}) checked out in "
-                f"{base_root}; {args.rounds} round(s) of base and head runs",
+                f"jaxperf ab: round {number}/{args.rounds}: base {pair[0].seconds:.1f} s, "
+                f"head {pair[1].seconds:.1f} s",
                 file=out,
                 flush=True,
             )
-            for number in range(1, args.rounds + 1):
-                pair = []
-                for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
-                    done = runner.run(tree, other, number, scratch, args.pytest_args, on_cpus)
-                    runs.append(render.RunTime(done.side, number, done.seconds))
-                    pair.append(done)
-                    _keep(done, args.reports_dir)
-                rounds.append((pair[0].report, pair[1].report))
-                print(
-                    f"jaxperf ab: round {number}/{args.rounds}: base {pair[0].seconds:.1f} s, "
-                    f"head {pair[1].seconds:.1f} s",
-                    file=out,
-                    flush=True,
+            if number == 1 and not (pair[0].report.tests or pair[1].report.tests):
+                raise UsageError(
+                    "no test was recorded in either tree: mark tests with "
+                    "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
+                    "-- --jaxperf-all"
                 )
-                if number == 1 and not (pair[0].report.tests or pair[1].report.tests):
-                    raise UsageError(
-                        "no test was recorded in either tree: mark tests with "
-                        "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
-                        "-- --jaxperf-all"
-                    )
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
     clock = verdicts.runtime_clock(on_cpus, args.rounds)
     comparison = verdicts.compare_rounds(rounds, thresholds, stats.CONFIDENCE, clock)
     context = render.Context(

@@ -180,12 +180,16 @@ def _child_setup(confine: Callable[[], None] | None) -> Callable[[], None]:
     inherit that: `_stop`'s SIGINT would then wait out the grace period), end when
     `jaxperf ab` dies (SIGKILL, the OOM killer: Linux only), and keep to its CPUs."""
 
+    parent = os.getpid()
+
     def child() -> None:
         signal.signal(signal.SIGINT, signal.SIG_DFL)
         if sys.platform == "linux":
             with contextlib.suppress(OSError, AttributeError):
                 libc = ctypes.CDLL(None, use_errno=True)
                 libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+            if os.getppid() != parent:
+                os._exit(1)  # the command died before the signal was set up
         if confine is not None:
             confine()
 

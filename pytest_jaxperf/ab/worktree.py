@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -142,3 +143,62 @@ def _registered(root: Path, path: Path) -> bool:
         line.startswith("worktree ") and os.path.realpath(line[9:]) == target
         for line in listing.splitlines()
     )
+
+
+# The temporary directories of `jaxperf ab` (the base worktree and the runs' files), and the
+# file in each that its command holds a lock on for as long as it runs.
+SCRATCH_PREFIX = "jaxperf-ab-"
+OWNER = ".owner"
+
+
+@contextmanager
+def scratch_dir() -> Iterator[Path]:
+    """A new temporary directory for one command, locked as its own while the block runs
+    (`sweep` tells a killed command's leftovers by that lock), removed afterwards."""
+    path = Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX)).resolve()
+    fd = None
+    try:
+        with suppress(ImportError):  # no flock (Windows): nothing to sweep there either
+            fd = _lock(path / OWNER, create=True)
+        yield path
+    finally:
+        if fd is not None:
+            os.close(fd)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def sweep(root: Path) -> list[Path]:
+    """Remove what killed `jaxperf ab` commands (SIGKILL, the OOM killer, a lost machine) left
+    in the temporary directory: each of this user's scratch directories whose owner lock is
+    free, with its base worktree and, when it belongs to `root`'s repository, git's record of
+    it. Returns the directories removed. A directory still locked belongs to a command that
+    is running; one without the lock file is left alone (its command may be starting)."""
+    removed = []
+    for path in sorted(Path(tempfile.gettempdir()).glob(SCRATCH_PREFIX + "*")):
+        try:
+            if path.stat().st_uid != os.getuid() or not path.is_dir():
+                continue
+            fd = _lock(path / OWNER, create=False)
+        except (OSError, AttributeError, ImportError):  # gone, locked; Windows: no getuid
+            continue
+        try:
+            remove(root, path / "base")
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(fd)
+        removed.append(path)
+    return removed
+
+
+def _lock(path: Path, create: bool) -> int:
+    """A descriptor holding an exclusive lock on `path`; OSError when another holds it (or
+    the platform has no flock: Windows keeps no such leftovers to sweep)."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDONLY | (os.O_CREAT if create else 0), 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
