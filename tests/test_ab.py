@@ -523,6 +523,23 @@ def test_a_pytest_config_above_the_temporary_directory_is_refused(
     assert not ran.exists()
 
 
+def test_submodules_missing_from_the_base_worktree_are_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    root = new_repo(tmp_path / "repo")
+    gitmodules = '[submodule "vendor"]\n\tpath = vendor\n\turl = ../vendor\n'
+    commit_files(root, {**project(), ".gitmodules": gitmodules}, "base")
+    for key, value in GIT_ENV.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv(cpus.LOCK_DIR_ENV, str(tmp_path))
+    assert in_process(root, monkeypatch, "--base", "HEAD", "--rounds", "1") == 0
+    assert (
+        "jaxperf ab: note: git submodules are not checked out in the base worktree (their "
+        "directories are empty there): an import of a submodule's code fails in the base "
+        "runs, or is stopped by the import check\n"
+    ) in capsys.readouterr().out
+
+
 def in_process(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     monkeypatch.chdir(cwd)
     return main(["ab", *args])
@@ -760,6 +777,12 @@ def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
     data = render.to_json(comparison, context)
     assert data["runtime_clock"] == "cpu"
     assert [r["clock"] for r in data["rows"] if r["metric"] == "runtime"] == ["cpu"]
+
+
+def test_counts_and_program_metrics_are_shown_in_full() -> None:
+    row = verdicts.Row("t.py::test_a", "hlo_ops", "REGRESSED", 1_234_567, 1_234_568)
+    assert (render.value(row, row.base), render.value(row, row.head)) == ("1234567", "1234568")
+    assert render.value(row, 2.5e-7) == "2.5e-07"
 
 
 def test_tests_in_one_tree_only_and_failed_tests_are_listed_not_compared() -> None:

@@ -319,3 +319,37 @@ def test_which_files_pytest_would_take_as_its_configuration(tmp_path: Path) -> N
         "repository, and the base runs (in a temporary directory) would not; move that "
         "configuration into the repository"
     )
+
+
+def test_a_run_asks_xdist_for_no_workers_only_where_xdist_loads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_jaxperf.ab import runner
+
+    pytest.importorskip("xdist")
+    monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
+    report, none = tmp_path / "r.json", tmp_path / "none.json"
+    cmd = runner.command(report, none, [], tmp_path, tmp_path)
+    assert cmd[cmd.index("-n") + 1] == "0"
+    assert f"--confcutdir={tmp_path}" in cmd
+    # `-n 0` would be an unknown argument where the project's addopts block xdist ...
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:xdist\n")
+    assert "-n" not in runner.command(report, none, [], tmp_path, tmp_path)
+    (tmp_path / "pytest.ini").unlink()
+    # ... or PYTEST_ADDOPTS, or the arguments given to jaxperf ab.
+    assert "-n" not in runner.command(report, none, ["-p", "no:xdist"], tmp_path, tmp_path)
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:xdist")
+    assert "-n" not in runner.command(report, none, [], tmp_path, tmp_path)
+
+
+def test_a_tree_whose_path_holds_the_path_separator_is_refused(tmp_path: Path) -> None:
+    from pytest_jaxperf.ab import runner
+
+    odd = tmp_path / f"a{os.pathsep}b"
+    tree = runner.Tree("head", odd, odd, (odd,), ("pkg",))
+    with pytest.raises(runner.RunError) as info:
+        runner.environment(tree, tmp_path / "check.json")
+    assert str(info.value) == (
+        f"the head tree's {odd} holds {os.pathsep!r}, which PYTHONPATH cannot hold; move the "
+        "repository to a path without it"
+    )

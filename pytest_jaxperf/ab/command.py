@@ -333,6 +333,14 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
         outside = configs.mismatch((base_project, base_root), (head_tree.project, root))
         if outside is not None:
             raise UsageError(outside)
+        if (base_root / ".gitmodules").is_file():
+            print(
+                "jaxperf ab: note: git submodules are not checked out in the base worktree "
+                "(their directories are empty there): an import of a submodule's code fails "
+                "in the base runs, or is stopped by the import check",
+                file=out,
+                flush=True,
+            )
         print(
             f"jaxperf ab: base {base_commit[:10]} ({args.base}) checked out in "
             f"{base_root}; {args.rounds} round(s) of base and head runs",

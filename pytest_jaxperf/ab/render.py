@@ -75,7 +75,9 @@ def value(row: Row, v: float | None) -> str:
         return duration(v)
     if row.metric == COMPILE_TIME:
         return f"{v:.3f} s"
-    return f"{v:g}"
+    # Counts and program metrics in full: at 6 significant digits 1,234,567 and 1,234,568
+    # both read 1.23457e+06, and a REGRESSED row would show two equal numbers.
+    return str(int(v)) if float(v).is_integer() else f"{v:.12g}"
 
 
 def duration(seconds: float) -> str:

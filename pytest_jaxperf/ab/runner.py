@@ -26,7 +26,7 @@ from pathlib import Path
 from .. import gitenv
 from ..model import Report
 from ..store import BaselineError, load
-from . import cpus, imports
+from . import configs, cpus, imports
 
 # How much of a failed run's output to show.
 LOG_TAIL_LINES = 40
@@ -65,7 +65,7 @@ class Run:
 
 
 def command(
-    report: Path, no_baseline: Path, pytest_args: Sequence[str], tree_root: Path
+    report: Path, no_baseline: Path, pytest_args: Sequence[str], tree_root: Path, project: Path
 ) -> list[str]:
     """The pytest command line of a run; the user's arguments last, so they win."""
     cmd = [
@@ -85,10 +85,22 @@ def command(
         "-o", "jaxperf_html=",
         "-o", "jaxperf_export=",
     ]  # fmt: skip
-    if importlib.util.find_spec("xdist") is not None:
+    if importlib.util.find_spec("xdist") is not None and not _xdist_blocked(project, pytest_args):
         # One process at a time: a run beside its own xdist workers times their load.
         cmd += ["-n", "0"]
     return cmd + list(pytest_args)
+
+
+def _xdist_blocked(project: Path, pytest_args: Sequence[str]) -> bool:
+    """Whether the run's pytest will not load xdist (`-p no:xdist` in the arguments,
+    PYTEST_ADDOPTS or the configuration file's addopts): `-n 0` would then be an unknown
+    argument. Read from the text: pytest has not parsed anything yet."""
+    texts = [*pytest_args, os.environ.get("PYTEST_ADDOPTS", "")]
+    found = configs.first(project)
+    if found is not None:
+        with contextlib.suppress(OSError):
+            texts.append(found.read_text(encoding="utf-8", errors="replace"))
+    return any("no:xdist" in text for text in texts)
 
 
 def environment(tree: Tree, check: Path) -> dict[str, str]:
@@ -99,6 +111,14 @@ def environment(tree: Tree, check: Path) -> dict[str, str]:
     env = gitenv.environment()
     env.pop("GITHUB_STEP_SUMMARY", None)
     paths = [str(p) for p in tree.paths]
+    for path in paths:
+        if os.pathsep in path:
+            # PYTHONPATH would split it in two, and the import check would blame the code.
+            where = "TMPDIR" if tree.side == "base" else "the repository"
+            raise RunError(
+                f"the {tree.side} tree's {path} holds {os.pathsep!r}, which PYTHONPATH cannot "
+                f"hold; move {where} to a path without it"
+            )
     if env.get("PYTHONPATH"):
         paths.append(env["PYTHONPATH"])
     env["PYTHONPATH"] = os.pathsep.join(paths)
@@ -133,7 +153,7 @@ def run(
         packages=tree.packages,
         out=str(check_out),
     ).save(check)
-    cmd = command(report_path, workdir / "no-baseline.json", pytest_args, tree.root)
+    cmd = command(report_path, workdir / "no-baseline.json", pytest_args, tree.root, tree.project)
     start = time.perf_counter()
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(
