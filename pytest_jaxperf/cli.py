@@ -32,7 +32,7 @@ from .model import Report, TestRecord
 from .outputs import Output, OutputError, problem
 from .shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
 from .store import BaselineError, collector_paused, load
-from .summary import RunSummary
+from .summary import RunSummary, not_gated_lines
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -258,8 +258,8 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
             print(terminal.gone_line(fn, nodeid), file=out)
     for nodeid in summary.improved:
         print(f"improved: {nodeid}: {'; '.join(verdicts[nodeid].improvements)}", file=out)
-    for note, ids in summary.notes:
-        print(f"note ({len(ids)} test{'s' if len(ids) != 1 else ''}): {note}", file=out)
+    for line in not_gated_lines(summary.notes):
+        print(line, file=out)
     missing = len(set(base.tests) - set(tests))
     if missing:
         where = "the report" if len(runs) == 1 else "any report"

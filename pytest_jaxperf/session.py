@@ -12,7 +12,7 @@ import pytest
 from . import _xdist, compare, outputs, store, terminal
 from .config import ConfigError, MarkerLimits, Settings
 from .model import Report, TestRecord, test_from_json, test_to_json
-from .summary import RunSummary
+from .summary import RunSummary, not_gated_lines
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
 T = TypeVar("T")
@@ -260,6 +260,10 @@ class JaxPerfSession:
             for fn in out.gone:
                 tr.write_line(terminal.gone_line(fn, nodeid), **terminal.markup("function gone"))
         summary = RunSummary.of(self.verdicts)
+        # Said, not only counted in the tally: a CPU model that differs from the baseline's
+        # switches the compile-time gate off for every test.
+        for line in not_gated_lines(summary.notes):
+            tr.write_line(line, yellow=True)
         tr.write_line(summary.tally(), **terminal.tally_markup(bool(summary.regressed)))
         for note in self.notes:
             tr.write_line(f"pytest-jaxperf: {note}", yellow=True)

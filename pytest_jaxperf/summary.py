@@ -64,6 +64,22 @@ class RunSummary:
         return text
 
 
+def not_gated_lines(notes: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
+    """One line per reason a metric was left out of verdicts, with how many tests it
+    concerns: `jaxperf: compile time of 12 tests not gated: environment differs (...)`."""
+    lines = []
+    for note, ids in notes:
+        tests = f"{len(ids)} test{'s' if len(ids) != 1 else ''}"
+        what, sep, why = note.partition(" not gated: ")
+        if not sep:
+            lines.append(f"jaxperf: {note} ({tests})")
+        elif " of " in what:  # "runtime of work": the benchmark's label already follows
+            lines.append(f"jaxperf: {what} not gated in {tests}: {why}")
+        else:
+            lines.append(f"jaxperf: {what} of {tests} not gated: {why}")
+    return lines
+
+
 def status_of(record: TestRecord, verdict: Verdict | None) -> str:
     """A test's status column: its verdict (`compare.Status`), with ' (not gated)' where a
     note left a metric out of a verdict that did not fail; the test's own outcome (passed,

@@ -135,6 +135,13 @@ def test_environment_mismatch_is_reported_not_gated(jp: pytest.Pytester) -> None
     result.stdout.fnmatch_lines(
         lit("*compile time not gated: environment differs (jax 0.0.1 -> *)*", "*2 not gated*")
     )
+    # Said after the table, with how many tests it concerns, not only counted in the tally.
+    result.stdout.fnmatch_lines(
+        [
+            "jaxperf: compile time of 2 tests not gated: environment differs (jax 0.0.1 -> *)",
+            "jaxperf: 0 regressions, 0 improvements, 0 new, 2 not gated",
+        ]
+    )
 
 
 def test_partial_save_keeps_other_entries_and_failed_entries(jp: pytest.Pytester) -> None:

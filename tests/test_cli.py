@@ -116,7 +116,8 @@ def test_compare_tolerances_and_environment(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert (
-        "note (1 test): compile time not gated: environment differs (jax 0.10.2 -> 0.10.3)" in out
+        "jaxperf: compile time of 1 test not gated: environment differs (jax 0.10.2 -> 0.10.3)"
+        in out
     )
     assert out.splitlines()[-1].endswith("1 not gated")
 
@@ -154,8 +155,8 @@ def test_compare_gates_program_metrics_only_on_the_same_jax(
     out = capsys.readouterr().out
     assert "jaxpr_eqns" not in out
     assert (
-        "note (1 test): program metrics not gated: environment differs (jax 0.10.2 -> 0.10.3)"
-        in out
+        "jaxperf: program metrics of 1 test not gated: environment differs (jax 0.10.2 -> "
+        "0.10.3)" in out
     )
 
 
@@ -564,8 +565,8 @@ def test_compare_does_not_gate_timings_measured_under_xdist(
     )
     assert main(_save_pair(tmp_path, base, run)) == 0
     assert (
-        "compile time not gated: environment differs (measured under pytest-xdist, beside "
-        "other workers)" in capsys.readouterr().out
+        "jaxperf: compile time of 1 test not gated: environment differs (measured under "
+        "pytest-xdist, beside other workers)" in capsys.readouterr().out
     )
 
 

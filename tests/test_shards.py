@@ -253,7 +253,7 @@ def test_compare_gates_several_reports_as_one_run(
     assert "jaxperf: t::x: 1 metric(s) over the baseline or a limit" in out
     assert "jaxperf: t::y:" not in out
     assert (
-        "note (1 test): compile time not gated: environment differs (cpu AMD EPYC -> Other CPU)"
+        "jaxperf: compile time of 1 test not gated: environment differs (cpu AMD EPYC -> Other CPU)"
     ) in out
     assert out.splitlines()[-1] == "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"
     # a holds test_new and test_ok, c neither of the baseline's other two.

@@ -137,3 +137,18 @@ def test_status_of_an_uncompared_test_is_its_outcome() -> None:
     record = rec()
     record.outcome = "failed"
     assert status_of(record, None) == "failed"
+
+
+def test_each_reason_a_metric_was_not_gated_is_one_line_with_its_tests() -> None:
+    from pytest_jaxperf.summary import not_gated_lines
+
+    notes = (
+        ("compile time not gated: environment differs (cpu A -> B)", ("t::a", "t::b")),
+        ("runtime of work not gated: environment differs (cpu A -> B)", ("t::a",)),
+        ("something else", ("t::c",)),
+    )
+    assert not_gated_lines(notes) == [
+        "jaxperf: compile time of 2 tests not gated: environment differs (cpu A -> B)",
+        "jaxperf: runtime of work not gated in 1 test: environment differs (cpu A -> B)",
+        "jaxperf: something else (1 test)",
+    ]
