@@ -79,9 +79,15 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
             # again with json, so errors are json's. Such an integer where a float is taken
             # (no file the plugin writes has one) reads as the nearest float.
             try:
-                return Loaded(report_from_json(_fast_loads(text)), stamp)
-            except ValueError:  # FormatError is one
-                pass
+                fast = _fast_loads(text)
+            except ValueError:
+                fast = None
+            if fast is not None:
+                _refuse_duplicates(path, text, fast)
+                try:
+                    return Loaded(report_from_json(fast), stamp)
+                except ValueError:  # FormatError is one
+                    pass
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
@@ -95,10 +101,60 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
             ) from None
         except RecursionError:
             raise BaselineError(f"{path} is nested too deeply to read; {hint}") from None
+        _refuse_duplicates(path, text, data)
         try:
             return Loaded(report_from_json(data), stamp)
         except FormatError as exc:
             raise BaselineError(f"{path} is not a pytest-jaxperf baseline: {exc}; {hint}") from None
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object of a file being read, refused when a key is there twice: json would keep the
+    last silently, and a merge conflict resolved by keeping both sides leaves exactly that."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return out
+
+
+def _refuse_duplicates(path: Path, text: str, data: Any) -> None:
+    """BaselineError when a test id (or an environment entry) is in the file twice, as a
+    merge conflict resolved by keeping both sides leaves it: either parser would keep the
+    last silently. Checked where the keys at that depth, as `dumps` lays them out, outnumber
+    those read (so at no cost for a file as the plugin writes it); then json says which."""
+    if _keys_at_depth_two(text) == _entries_at_depth_two(data):
+        return
+    try:
+        json.loads(text, object_pairs_hook=_unique)
+    except _DuplicateKey as exc:
+        raise BaselineError(
+            f"{path} holds the key {exc.key!r} twice (a merge that kept both sides?): only "
+            "one would be read; keep one of them"
+        ) from None
+    except (ValueError, RecursionError):
+        pass  # read once already: not these keys' doing
+
+
+def _keys_at_depth_two(text: str) -> int:
+    # As `dumps` writes: each key of a top-level object (a test id, an environment entry)
+    # starts a line indented by four spaces.
+    return text.count('\n    "')
+
+
+def _entries_at_depth_two(data: Any) -> int:
+    if not isinstance(data, dict):
+        return -1
+    return sum(len(v) for v in data.values() if isinstance(v, dict))
 
 
 def stamp_of(path: Path) -> Stamp | None:

@@ -735,3 +735,25 @@ def test_a_baseline_that_is_a_fifo_or_a_directory_is_refused_not_waited_on(
     assert str(error) == f"cannot read {fifo}: [Errno 22] not a regular file: '{fifo}'"
     error = _finishes(lambda: store.load(tmp_path))
     assert isinstance(error, store.BaselineError) and "not a regular file" in str(error)
+
+
+def test_a_test_kept_twice_by_a_merge_is_refused_naming_it(tmp_path: Path, parser: str) -> None:
+    report = Report(
+        environment={"jax": "0.10.2"},
+        tests={"t.py::test_a": Record(traces=1), "t.py::test_b": Record(traces=2)},
+    )
+    text = store.dumps(report)
+    path = tmp_path / "baseline.json"
+    path.write_text(text)
+    assert load(path) == report  # as written: read as ever (through orjson where installed)
+    # Both sides of a merge conflict kept: test_a's entry from each branch.
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('    "t.py::test_a"'))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("    }"))
+    path.write_text("".join(lines[: end + 1] + [",\n"] + lines[start:]).replace("},\n,\n", "},\n"))
+    with pytest.raises(BaselineError) as info:
+        load(path)
+    assert str(info.value) == (
+        f"{path} holds the key 't.py::test_a' twice (a merge that kept both sides?): only one "
+        "would be read; keep one of them"
+    )
