@@ -61,7 +61,8 @@ Modes, each a ``python -m pytest -q -p no:cacheprovider`` subprocess (with JAX_P
   xdist     ``-n 2`` with ``xdist.json``
 
 ``off`` and ``full`` run ``--repeat`` times (alternating order; median wall time reported,
-and the ``full`` reports of the repeats are compared with each other too).
+and the ``full`` reports of the repeats are compared with each other too). ``--cost-only``
+runs only those two modes.
 
 Checks (printed; the exit code is 0 whatever they find, non-zero only on script errors
 or a suite that could not be set up):
@@ -490,7 +491,8 @@ def run_suite(
             tag = f"-{r + 1}" if ns.repeat > 1 else ""
             res.runs[mode].append(run_mode(mode, suite, root, python, out, ns.quick, tag))
     for mode in ("subset", "reversed", "xdist"):
-        res.runs[mode].append(run_mode(mode, suite, root, python, out, ns.quick))
+        if not ns.cost_only:
+            res.runs[mode].append(run_mode(mode, suite, root, python, out, ns.quick))
 
     off, full = res.runs["off"][0], res.runs["full"][0]
     assert full.report is not None
@@ -530,6 +532,8 @@ def print_table(results: list[SuiteResult]) -> None:
         off = statistics.median(r.wall for r in res.runs["off"])
         off_cpu = statistics.median(r.cpu for r in res.runs["off"])
         for mode, runs in res.runs.items():
+            if not runs:  # --cost-only
+                continue
             wall = statistics.median(r.wall for r in runs)
             cpu = statistics.median(r.cpu for r in runs)
             over = "*" if mode == "full" and wall / off > TARGET_FULL_OVER_OFF else " "
@@ -564,6 +568,11 @@ def main(argv: list[str] | None = None) -> int:
         help="the pytest-jaxperf checkout to install (default: this script's repository)",
     )
     ap.add_argument("--repeat", type=int, default=1, help="runs of off and full (default 1)")
+    ap.add_argument(
+        "--cost-only",
+        action="store_true",
+        help="only the off and full runs (the cost), not subset, reversed and xdist",
+    )
     ap.add_argument(
         "--equinox-tests",
         type=Path,
