@@ -62,7 +62,10 @@ Modes, each a ``python -m pytest -q -p no:cacheprovider`` subprocess (with JAX_P
 
 ``off`` and ``full`` run ``--repeat`` times (alternating order; median wall time reported,
 and the ``full`` reports of the repeats are compared with each other too). ``--cost-only``
-runs only those two modes.
+runs only those two modes. In both, a helper plugin counts JAX's own traces, lowerings and
+backend compiles of the whole run (jax.monitoring events) and their line says them: what
+the recorded run compiles on top of the plain one is isolation's doing (a test compiling
+again what an earlier test had compiled).
 
 Checks (printed; the exit code is 0 whatever they find, non-zero only on script errors
 or a suite that could not be set up):
@@ -224,6 +227,40 @@ import pytest
 def pytest_collection_modifyitems(config, items):
     items.reverse()
 '''
+# JAX's own count of its work in the run, whatever records it: where isolation's cost goes
+# (a test that compiles again what an earlier test had compiled) shows as more compiles.
+COMPILES_PLUGIN = '''\
+"""Counts JAX's traces, lowerings and backend compiles of the run (benchmarks/real_suites.py)."""
+import json
+import os
+import time
+
+import pytest
+
+EVENTS = {"jaxpr_trace_duration": "traces", "jaxpr_to_mlir_module_duration": "lowerings",
+          "backend_compile_duration": "compiles"}
+seen = {name: 0 for name in EVENTS.values()}
+seconds = {name: 0.0 for name in EVENTS.values()}
+
+
+def _on_duration(event, duration, **kwargs):
+    name = EVENTS.get(event.rsplit("/", 1)[-1])
+    if name:
+        seen[name] += 1
+        seconds[name] += duration
+
+
+def pytest_configure(config):
+    import jax.monitoring
+
+    jax.monitoring.register_event_duration_secs_listener(_on_duration)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session):
+    with open(os.environ["REAL_SUITES_JAX_WORK"], "w") as out:
+        json.dump({"counts": seen, "seconds": seconds}, out)
+'''
 MODES = ("off", "full", "subset", "reversed", "xdist")
 
 
@@ -340,6 +377,10 @@ def run_mode(
     }[mode]
     if mode in ("subset", "reversed", "xdist"):
         args.append(f"--jaxperf-json={json_path}")
+    work_path = out / f"{suite.name}-{mode}{tag}.jax-work.json"
+    work_path.unlink(missing_ok=True)
+    if mode in ("off", "full"):
+        args += ["-p", "_real_suites_compiles"]
     cmd = [str(python), "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider"]
     cmd += [*args, *suite.selection(quick)]
     log = out / f"{suite.name}-{mode}{tag}.log"
@@ -350,7 +391,8 @@ def run_mode(
     with log.open("w") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        proc = subprocess.run(cmd, cwd=root, env=_env(out), stdout=f, stderr=subprocess.STDOUT)
+        env = {**_env(out), "REAL_SUITES_JAX_WORK": str(work_path)}
+        proc = subprocess.run(cmd, cwd=root, env=env, stdout=f, stderr=subprocess.STDOUT)
     wall = time.perf_counter() - t0
     busy1 = machine_busy_s()
     ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -367,9 +409,17 @@ def run_mode(
         if not json_path.exists():
             raise ScriptError(f"{suite.name} {mode}: no {json_path.name} written; log {log}")
         run.report = json.loads(json_path.read_text())
+    work = ""
+    if work_path.exists():
+        data = json.loads(work_path.read_text())
+        n, secs = data["counts"], data["seconds"]
+        work = (
+            f"  JAX: {n['traces']} traces, {n['lowerings']} lowerings, {n['compiles']} "
+            f"compiles ({secs['compiles']:.1f} s)"
+        )
     print(
         f"  {suite.name:<8} {mode + tag:<8} {wall:7.1f} s  {_pfs(run)}  "
-        f"load {run.load[0]:.1f}->{run.load[1]:.1f}",
+        f"load {run.load[0]:.1f}->{run.load[1]:.1f}{work}",
         flush=True,
     )
     return run
@@ -483,6 +533,7 @@ def run_suite(
     out.mkdir(exist_ok=True)
     (out / "_real_suites_subset.py").write_text(SUBSET_PLUGIN)
     (out / "_real_suites_reversed.py").write_text(REVERSED_PLUGIN)
+    (out / "_real_suites_compiles.py").write_text(COMPILES_PLUGIN)
     print(f"\n== {suite.name} {suite.version}: {' '.join(suite.selection(ns.quick))}", flush=True)
     res = SuiteResult(suite, {m: [] for m in MODES})
     for r in range(ns.repeat):
