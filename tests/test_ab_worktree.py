@@ -329,17 +329,18 @@ def test_a_run_asks_xdist_for_no_workers_only_where_xdist_loads(
     pytest.importorskip("xdist")
     monkeypatch.delenv("PYTEST_ADDOPTS", raising=False)
     report, none = tmp_path / "r.json", tmp_path / "none.json"
-    cmd = runner.command(report, none, [], tmp_path, tmp_path)
+    tree = runner.Tree("head", tmp_path, tmp_path, (tmp_path,), ("pkg",))
+    cmd = runner.command(report, none, [], tree)
     assert cmd[cmd.index("-n") + 1] == "0"
     assert f"--confcutdir={tmp_path}" in cmd
     # `-n 0` would be an unknown argument where the project's addopts block xdist ...
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -p no:xdist\n")
-    assert "-n" not in runner.command(report, none, [], tmp_path, tmp_path)
+    assert "-n" not in runner.command(report, none, [], tree)
     (tmp_path / "pytest.ini").unlink()
     # ... or PYTEST_ADDOPTS, or the arguments given to jaxperf ab.
-    assert "-n" not in runner.command(report, none, ["-p", "no:xdist"], tmp_path, tmp_path)
+    assert "-n" not in runner.command(report, none, ["-p", "no:xdist"], tree)
     monkeypatch.setenv("PYTEST_ADDOPTS", "-p no:xdist")
-    assert "-n" not in runner.command(report, none, [], tmp_path, tmp_path)
+    assert "-n" not in runner.command(report, none, [], tree)
 
 
 def test_a_tree_whose_path_holds_the_path_separator_is_refused(tmp_path: Path) -> None:

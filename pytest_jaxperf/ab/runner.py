@@ -64,15 +64,13 @@ class Run:
     log: Path
 
 
-def command(
-    report: Path, no_baseline: Path, pytest_args: Sequence[str], tree_root: Path, project: Path
-) -> list[str]:
+def command(report: Path, no_baseline: Path, pytest_args: Sequence[str], tree: Tree) -> list[str]:
     """The pytest command line of a run; the user's arguments last, so they win."""
     cmd = [
         sys.executable, "-m", "pytest",
         "-p", "no:cacheprovider",
         # No conftest.py above the tree (see `configs`).
-        f"--confcutdir={tree_root}",
+        f"--confcutdir={tree.root}",
         "-p", "pytest_jaxperf.ab.worker",
         "--jaxperf",
         f"--jaxperf-json={report}",
@@ -85,7 +83,9 @@ def command(
         "-o", "jaxperf_html=",
         "-o", "jaxperf_export=",
     ]  # fmt: skip
-    if importlib.util.find_spec("xdist") is not None and not _xdist_blocked(project, pytest_args):
+    if importlib.util.find_spec("xdist") is not None and not _xdist_blocked(
+        tree.project, pytest_args
+    ):
         # One process at a time: a run beside its own xdist workers times their load.
         cmd += ["-n", "0"]
     return cmd + list(pytest_args)
@@ -153,7 +153,7 @@ def run(
         packages=tree.packages,
         out=str(check_out),
     ).save(check)
-    cmd = command(report_path, workdir / "no-baseline.json", pytest_args, tree.root, tree.project)
+    cmd = command(report_path, workdir / "no-baseline.json", pytest_args, tree)
     start = time.perf_counter()
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(
@@ -199,7 +199,6 @@ def _child_setup(confine: Callable[[], None] | None) -> Callable[[], None]:
     (a `jaxperf ab` started in the background, `cmd &`, ignores SIGINT, and its runs would
     inherit that: `_stop`'s SIGINT would then wait out the grace period), end when
     `jaxperf ab` dies (SIGKILL, the OOM killer: Linux only), and keep to its CPUs."""
-
     parent = os.getpid()
 
     def child() -> None:
