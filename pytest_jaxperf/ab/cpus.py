@@ -104,13 +104,24 @@ def _open_lock(path: Path) -> int:
         return fd
 
 
+def try_lock(fd: int) -> bool:
+    """Take an exclusive flock on `fd` without waiting; False (and `fd` closed) when another
+    process holds it. ImportError where there is no flock (Windows)."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return False
+    return True
+
+
 @contextlib.contextmanager
 def claimed(allowed: frozenset[int], directory: Path | None = None) -> Iterator[Claim]:
     """The default CPU, held for the block: the highest of `allowed` that no other `jaxperf ab`
     on this machine holds (two jobs on one CPU would each time the other), else the highest,
     shared. `directory` holds the lock files (default: the temporary directory)."""
-    import fcntl  # Linux only, as confining is
-
     where = Path(directory) if directory is not None else lock_dir()
     for cpu in sorted(allowed, reverse=True):
         path = where / LOCK_NAME.format(cpu)
@@ -122,10 +133,7 @@ def claimed(allowed: frozenset[int], directory: Path | None = None) -> Iterator[
             why = f"cannot open the CPU lock {path}: {exc.strerror or exc}"
             yield Claim(frozenset({cpu}), shared=False, uncoordinated=why)
             return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)  # held by another jaxperf ab
+        if not try_lock(fd):  # held by another jaxperf ab
             continue
         try:
             yield Claim(frozenset({cpu}), shared=False)

@@ -193,12 +193,9 @@ def sweep(root: Path) -> list[Path]:
 def _lock(path: Path, create: bool) -> int:
     """A descriptor holding an exclusive lock on `path`; OSError when another holds it (or
     the platform has no flock: Windows keeps no such leftovers to sweep)."""
-    import fcntl
+    from .cpus import try_lock
 
     fd = os.open(path, os.O_RDONLY | (os.O_CREAT if create else 0), 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        raise
+    if not try_lock(fd):
+        raise OSError(f"{path} is locked by a running jaxperf ab")
     return fd
