@@ -24,6 +24,7 @@ JAX_DEPENDENT = [
     "tests/test_example_project.py",
     "tests/test_example_regressions.py",
     "tests/test_user_settings.py",
+    "tests/test_program_sizes.py",
 ]
 
 nox.options.sessions = ["tests"]

@@ -36,7 +36,9 @@ module attributes). Their lowerings and compiles are still charged to the body (
 lowered jaxpr's DebugInfo). `eager_traces_counted()` says which applies.
 
 Common to all: lowering / compile counts and seconds from `jax.monitoring` duration events
-(public); the jaxpr being lowered from frame `_cached_lowering_to_hlo`, local `closed_jaxpr`;
+(public); the jaxpr being lowered and the MLIR module it became from frame
+`_cached_lowering_to_hlo`, locals `closed_jaxpr` and `lowering_result` (whose size is read
+then: no second lowering);
 the jitted callable from pjit's `cache_miss` frame, local `fun`; pjit's dispatch caches
 (`_infer_params_cached` when present, `_cpp_pjit_cache_*`, `PjitFunctionCache.clear_all`).
 
@@ -255,11 +257,41 @@ def cache_key(call: TraceCall) -> Any:
 
 
 # -- lowerings ---------------------------------------------------------------------------
-def lowered_jaxpr() -> Any:
-    """The ClosedJaxpr being lowered, read from the frame of JAX's lowering (or None)."""
-    # `lower_parallel_callable`: the pre-merge pmap of jax 0.6 / 0.7.
+@dataclass(frozen=True)
+class Lowering:
+    """What JAX's lowering has in hand when it announces its duration: the ClosedJaxpr
+    lowered and the MLIR module it became (either None where not found)."""
+
+    jaxpr: Any
+    module: Any
+
+
+def lowering() -> Lowering:
+    """The lowering whose duration event is being emitted, read from the frame of JAX's
+    lowering (`_cached_lowering_to_hlo`, or `lower_parallel_callable`: the pre-merge pmap of
+    jax 0.6 / 0.7): its locals `closed_jaxpr` and `lowering_result` (jax 0.6.0 - 0.11.0)."""
     frame = _nearest(("_cached_lowering_to_hlo", "lower_parallel_callable"), start=2)
-    return None if frame is None else frame.f_locals.get("closed_jaxpr")
+    if frame is None:
+        return Lowering(None, None)
+    result = frame.f_locals.get("lowering_result")
+    return Lowering(frame.f_locals.get("closed_jaxpr"), getattr(result, "module", None))
+
+
+def module_ops(module: Any) -> int:
+    """Operations of an MLIR module, every region walked (`func.call` and the region
+    terminators included), the module itself not counted."""
+    from jax.interpreters import mlir
+
+    count = 0
+    advance = mlir.ir.WalkResult.ADVANCE
+
+    def visit(op: Any) -> Any:
+        nonlocal count
+        count += 1
+        return advance
+
+    module.operation.walk(visit)
+    return count - 1
 
 
 def traced_for_jit() -> tuple[Any, Any, tuple[Any, ...]] | None:

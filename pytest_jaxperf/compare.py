@@ -11,6 +11,7 @@ from . import causes
 from .config import Limit, MarkerLimits, Tolerances
 from .matching import match_functions
 from .model import (
+    PROGRAM_SIZE,
     STATIC_METRICS,
     BenchmarkEntry,
     Counts,
@@ -22,6 +23,10 @@ from .model import (
 )
 
 COMPILE_TIME = "compile time"
+# The program sizes of the recorded functions (model.SIZE_FIELDS), as breaches name them;
+# a benchmark's breach keeps the field's name (`jaxpr_eqns of benchmark 'b'`), as its marker
+# limit and its program metrics do.
+SIZE_WORDS = {"jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops"}
 
 
 # A test's verdict, in the words every report shows (terminal, markdown, HTML, JUnit and
@@ -144,10 +149,14 @@ MAX_LISTED = 10
 
 def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> str:
     """One line: a marker limit's dict key names nothing the test had; the close match, what
-    it had, and what to name instead. `kind` is "function" or "benchmark"."""
+    it had, and what to name instead. `kind` is "function", "benchmark" or "function or
+    benchmark"."""
     known = sorted(set(known))
-    if kind == "function":
+    if kind.startswith("function"):
         did, listed, fix = "trace", "traced", "a traced function's name or its 'name at path:line'"
+        if kind != "function":
+            did, listed = "trace or run", "traced and benchmarks"
+            fix += " or a benchmark label"
         # A key may be a name or a full key: suggest from both.
         pool = sorted({k.split(" at ", 1)[0] for k in known} | set(known))
     else:
@@ -206,8 +215,8 @@ def evaluate(
     what each argument decides)."""
     out = Verdict()
     skipped = set(not_measured or {})
-    if "compiles" in skipped:  # compile time goes with the compile counts
-        skipped.add(COMPILE_TIME)
+    if "compiles" in skipped:  # compile time and program sizes go with the compile counts
+        skipped |= {COMPILE_TIME, PROGRAM_SIZE}
     for metric, why in sorted((not_measured or {}).items()):
         out.notes.append(f"{metric} not measured ({why}): not gated")
     gating = Gating(
@@ -219,7 +228,7 @@ def evaluate(
         skipped=frozenset(skipped),
     )
     _count_and_time_limits(out, record, limits, gating)
-    _benchmark_limits(out, record, limits)
+    _size_limits(out, record, limits, gating)
     if base is None:
         out.status = _verdict(out, new=True)
         return out
@@ -227,6 +236,7 @@ def evaluate(
     matched = match_functions(record.functions, base.functions)
     out.gone = _gone(base, matched)
     _counts_vs_baseline(out, record, base, matched, out.gone, gating)
+    _sizes_vs_baseline(out, record, base, matched, gating)
     _compile_time_vs_baseline(out, record, base, matched, out.gone, gating)
     out.status = _verdict(out)
     return out
@@ -332,6 +342,66 @@ def _counts_vs_baseline(
             out.improvements.append(f"total {metric}: {before} -> {now}")
 
 
+def _sizes_vs_baseline(
+    out: Verdict,
+    record: TestRecord,
+    base: TestRecord,
+    matched: Mapping[str, FunctionRecord],
+    gating: Gating,
+) -> None:
+    """The jaxpr equations and StableHLO ops each function lowered, against its baseline
+    entry: deterministic for a jax, jaxlib, backend and x64 setting, whatever the CPU, so
+    gated with static_rtol wherever those match. A function new to the baseline is left to
+    the counts (its traces and compiles already fail)."""
+    if PROGRAM_SIZE in gating.skipped:
+        return
+    if gating.static_differences:
+        _note(out, _static_note(gating))
+        return
+    rtol = gating.tol.static_rtol
+    unmeasured = set()
+    for key, fn in sorted(record.functions.items()):
+        old = matched.get(key)
+        if old is None:
+            continue
+        # A retrace is the counts' finding: where the lowerings changed, the sizes are
+        # compared per lowering, so that one more of the same program is not also "growth".
+        per = bool(fn.lowerings and old.lowerings and fn.lowerings != old.lowerings)
+        for metric, words in SIZE_WORDS.items():
+            now, before = getattr(fn, metric), getattr(old, metric)
+            if now is None or before is None:
+                unmeasured.add("the baseline" if before is None else "this run")
+                continue
+            if per:
+                now, before = now / fn.lowerings, before / old.lowerings
+            detail = f"static_rtol {rtol:g}" + (
+                f", per lowering: {old.lowerings} -> {fn.lowerings} lowerings" if per else ""
+            )
+            if now > before * (1 + rtol) and now > before:
+                out.breaches.append(Breach(
+                    metric=words, function=fn, reference=before, current=now,
+                    against="baseline", gated=gating.gate_baseline, detail=detail,
+                ))  # fmt: skip
+            elif now * (1 + rtol) < before:
+                out.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
+    if "the baseline" in unmeasured:
+        _note(out, _NO_SIZES)
+    if "this run" in unmeasured:
+        _note(out, "program sizes not gated: this run has none (the lowered program was not read)")
+
+
+_NO_SIZES = (
+    "program sizes not gated: the baseline has none (saved before pytest-jaxperf/4; re-save it "
+    "with --jaxperf-save)"
+)
+
+
+def _static_note(gating: Gating) -> str:
+    return (
+        f"program metrics not gated: environment differs ({', '.join(gating.static_differences)})"
+    )
+
+
 def _compile_time_vs_baseline(
     out: Verdict,
     record: TestRecord,
@@ -407,19 +477,16 @@ RUNTIME = "runtime"
 JIT = "jit"
 
 
-def _benchmark_limits(out: Verdict, record: TestRecord, limits: MarkerLimits) -> None:
-    """max_jaxpr_eqns and max_hlo_ops: for every benchmark or named ones."""
+def _size_limits(out: Verdict, record: TestRecord, limits: MarkerLimits, gating: Gating) -> None:
+    """max_jaxpr_eqns and max_hlo_ops. A number limits the test's total (its functions'
+    lowerings summed) and every benchmark; a dict key names a benchmark label or a function."""
     benchmarks = dict(record.benchmark_entries())
     for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
         if limit is None:
             continue
+        on_functions: Limit = limit
         if isinstance(limit, Mapping):
-            # A limit on a label no benchmark has would pass whatever the program becomes.
-            out.errors += [
-                unknown_name(f"max_{metric}", label, "benchmark", benchmarks)
-                for label in limit
-                if label not in benchmarks
-            ]
+            on_functions = {k: v for k, v in limit.items() if k not in benchmarks}
         for label, bench in sorted(benchmarks.items()):
             value = limit.get(label) if isinstance(limit, Mapping) else limit
             current = bench.program_metric(metric)
@@ -428,6 +495,34 @@ def _benchmark_limits(out: Verdict, record: TestRecord, limits: MarkerLimits) ->
                     metric=metric, function=None, reference=float(value), current=current,
                     against="limit", benchmark=label,
                 ))  # fmt: skip
+        if PROGRAM_SIZE in gating.skipped:
+            continue
+        for name, fns, value in _limit_for(on_functions, record.functions):
+            whole_test = name is None
+            if not fns and not whole_test:
+                # A limit on nothing would pass whatever the program becomes (a misspelt name).
+                out.errors.append(
+                    unknown_name(f"max_{metric}", str(name), "function or benchmark",
+                                 [*record.functions, *benchmarks])
+                )  # fmt: skip
+                continue
+            sizes = [getattr(record, metric)] if whole_test else [getattr(f, metric) for f in fns]
+            if None in sizes:
+                _note(out, f"{SIZE_WORDS[metric]} not measured for this test: max_{metric} "
+                           "not applied to its functions")  # fmt: skip
+                continue
+            current = float(sum(sizes))
+            if current > value:
+                out.breaches.append(Breach(
+                    metric=SIZE_WORDS[metric],
+                    function=fns[0] if len(fns) == 1 and not whole_test else None,
+                    reference=value, current=current, against="limit",
+                ))  # fmt: skip
+
+
+def _note(out: Verdict, note: str) -> None:
+    if note not in out.notes:
+        out.notes.append(note)
 
 
 def _benchmarks_vs_baseline(
@@ -456,16 +551,13 @@ def _program_metrics(
 ) -> None:
     """Deterministic program metrics: above static_rtol is a breach."""
     if gating.static_differences:
-        note = (
-            "program metrics not gated: environment differs "
-            f"({', '.join(gating.static_differences)})"
-        )
-        if note not in out.notes:
-            out.notes.append(note)
+        _note(out, _static_note(gating))
         return
     rtol = gating.tol.static_rtol
     for metric in STATIC_METRICS:
         now, before = bench.program_metric(metric), old.program_metric(metric)
+        if metric == "hlo_ops" and now is not None and before is None:
+            _note(out, _NO_SIZES)
         if now is None or before is None:
             continue
         if now > before * (1 + rtol) and now > before:

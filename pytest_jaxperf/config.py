@@ -245,7 +245,8 @@ MARKER_DOC = (
     "max_hlo_ops=None, compile_rtol=None, compile_floor=None, runtime_rtol=None, "
     "static_rtol=None, rounds=None, max_time=None, compile_clock=None, runtime_clock=None): "
     "record this test's JAX traces and compiles; max_* limits are a number for the test "
-    "total (per benchmark for program metrics) or a dict {function_name or benchmark label: limit}"
+    "total (max_jaxpr_eqns and max_hlo_ops: also for each benchmark) or a dict "
+    "{function_name or benchmark label: limit}"
 )
 
 

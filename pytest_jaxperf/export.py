@@ -41,6 +41,11 @@ COMPILES = "compiles"
 COMPILE_TIME = "compile-time"
 RUNTIME = "runtime"
 JAXPR_EQUATIONS = "jaxpr-equations"
+STABLEHLO_OPS = "stablehlo-ops"
+# A test's program sizes (summed over its functions' lowerings) under each format's names;
+# left out where not measured.
+_SIZES = (("jaxpr_eqns", JAXPR_EQUATIONS, "jaxpr equations"),
+          ("hlo_ops", STABLEHLO_OPS, "StableHLO ops"))  # fmt: skip
 
 
 def document(fmt: str, run: Report, commit: Mapping[str, Any] | None = None) -> Any:
@@ -74,7 +79,8 @@ def _finite(value: Any) -> Any:
 
 def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
     """One entry per test and metric: traces, compiles, compile seconds (trace + lower +
-    backend), and the runtime median of each benchmark that measured one."""
+    backend), jaxpr equations and StableHLO ops (where measured), and the runtime median of
+    each benchmark that measured one."""
     out: list[dict[str, Any]] = []
     for nodeid, rec in sorted(run.tests.items()):
         note = "" if rec.outcome == "passed" else f"test outcome: {rec.outcome}"
@@ -85,6 +91,9 @@ def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
             f"backend compile {rec.compile_s:.6f} s"
         )
         out.append(_gab(f"{nodeid} compile time", "s", round(rec.total_s, 6), _join(split, note)))
+        for name, _, words in _SIZES:
+            if (size := getattr(rec, name)) is not None:
+                out.append(_gab(f"{nodeid} {words}", words, size, note))
         for label, entry in rec.benchmark_entries():
             if entry.runtime is None:
                 continue
@@ -115,9 +124,10 @@ def _runtime_extra(runtime: RuntimeStats) -> str:
 
 
 def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
-    """Bencher Metric Format: per test the measures traces, compiles and compile-time
-    (seconds); per benchmark runtime (median seconds, lower_value the minimum, upper_value
-    the 75th percentile) and jaxpr-equations, where measured."""
+    """Bencher Metric Format: per test the measures traces, compiles, compile-time
+    (seconds), jaxpr-equations and stablehlo-ops (where measured); per benchmark runtime
+    (median seconds, lower_value the minimum, upper_value the 75th percentile) and
+    jaxpr-equations, where measured."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for nodeid, rec in sorted(run.tests.items()):
         out[nodeid] = _test_measures(rec)
@@ -129,11 +139,15 @@ def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def _test_measures(rec: TestRecord) -> dict[str, dict[str, float]]:
-    return {
+    out: dict[str, dict[str, float]] = {
         TRACES: {"value": rec.traces},
         COMPILES: {"value": rec.compiles},
         COMPILE_TIME: {"value": round(rec.total_s, 6)},
     }
+    for name, slug, _ in _SIZES:
+        if (size := getattr(rec, name)) is not None:
+            out[slug] = {"value": size}
+    return out
 
 
 def _benchmark_measures(entry: BenchmarkEntry) -> dict[str, dict[str, float]]:

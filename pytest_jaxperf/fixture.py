@@ -344,7 +344,7 @@ def _hlo_ops_point(
     jitted: Any, args: tuple[Any, ...], rootdir: Path, timing: TimingConfig
 ) -> float:
     with RECORDER.paused(), _quiet_donation():
-        return float(program_metrics.count_hlo_ops(jitted.trace(*args).lower().as_text()))
+        return float(program_metrics.hlo_ops(jitted.trace(*args).lower()))
 
 
 def _compile_s_point(

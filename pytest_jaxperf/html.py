@@ -177,6 +177,7 @@ def _table(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]
     head = (
         "<tr><th>test</th><th>traces</th><th>compiles</th>"
         "<th>compile s (trace / lower / backend)</th><th>cpu s</th><th>baseline compile s</th>"
+        "<th>jaxpr eqns / StableHLO ops</th>"
         "<th>runtime median</th><th>status</th></tr>"
     )
     rows = [
@@ -199,6 +200,7 @@ def _table(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f})</td>"
             f"<td class=num>{terminal.cpu_seconds(rec)}</td>"
             f"<td class=num>{f'{base.total_s:.3f}' if base else '-'}</td>"
+            f"<td class=num>{terminal.program_size(rec)}</td>"
             f"<td>{_e(runtimes) or '-'}</td><td{css}>{_e(status)}</td></tr>"
         )
     rows.append("</table>")

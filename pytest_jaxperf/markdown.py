@@ -180,15 +180,16 @@ def _table(
     out = [
         f"### All recorded tests ({len(rows)})",
         "",
-        "| test | traces | compiles | compile s (trace / lower / backend) | cpu s | status |",
-        "|:--|--:|--:|:--|--:|:--|",
+        "| test | traces | compiles | compile s (trace / lower / backend) | cpu s "
+        "| jaxpr eqns / StableHLO ops | status |",
+        "|:--|--:|--:|:--|--:|--:|:--|",
     ]
     for status, nodeid, rec in rows[:max_rows]:
         out.append(
             f"| {code_span(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | "
             f"{rec.total_s:.3f} "
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | "
-            f"{terminal.cpu_seconds(rec)} | {status} |"
+            f"{terminal.cpu_seconds(rec)} | {terminal.program_size(rec)} | {status} |"
         )
     if len(rows) > max_rows:
         out += [

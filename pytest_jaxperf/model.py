@@ -8,11 +8,17 @@ import operator
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
-SCHEMA = "pytest-jaxperf/3"
+SCHEMA = "pytest-jaxperf/4"
 # Every schema the reader loads: /1 has no CPU seconds (they read as None: not measured);
-# /1 and /2 have no per-entry environments (every entry has the file's).
-READABLE_SCHEMAS = ("pytest-jaxperf/1", "pytest-jaxperf/2", SCHEMA)
+# /1 and /2 have no per-entry environments (every entry has the file's); /1 to /3 have no
+# program sizes of the recorded functions (None: not measured).
+READABLE_SCHEMAS = ("pytest-jaxperf/1", "pytest-jaxperf/2", "pytest-jaxperf/3", SCHEMA)
 _WITHOUT_CPU_SECONDS = "pytest-jaxperf/1"
+_WITHOUT_SIZES = frozenset(READABLE_SCHEMAS[:3])
+
+# What the self-check and the verdicts call the lowered programs' sizes (SIZE_FIELDS) when
+# they cannot be read.
+PROGRAM_SIZE = "program size"
 
 # Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
 MAX_REASONS = 10
@@ -22,7 +28,7 @@ TIME_DIGITS = 6
 
 # How a Counts field is read and written; the field lists below, the reader, the writer and the
 # file layout's templates all follow from these tags, so a new field is added in one place.
-_COUNT, _SECONDS, _CPU_SECONDS = "count", "seconds", "cpu_seconds"
+_COUNT, _SECONDS, _CPU_SECONDS, _SIZE = "count", "seconds", "cpu_seconds", "size"
 
 
 def _count() -> Any:
@@ -38,9 +44,16 @@ def _cpu_seconds() -> Any:
     return field(default=0.0, metadata={"json": _CPU_SECONDS})
 
 
+def _size() -> Any:
+    # None where not measured (files older than /4, a lowering whose program was not found).
+    return field(default=0, metadata={"json": _SIZE})
+
+
 @dataclass
 class Counts:
-    """Traces, lowerings, backend compiles and their seconds for one function or a total."""
+    """Traces, lowerings, backend compiles and their seconds for one function or a total;
+    and the size of the programs lowered, summed over the lowerings: jaxpr equations
+    (recursive) and operations of the StableHLO module handed to XLA."""
 
     traces: int = _count()
     lowerings: int = _count()
@@ -52,6 +65,8 @@ class Counts:
     trace_cpu_s: float | None = _cpu_seconds()
     lower_cpu_s: float | None = _cpu_seconds()
     compile_cpu_s: float | None = _cpu_seconds()
+    jaxpr_eqns: int | None = _size()
+    hlo_ops: int | None = _size()
 
     @property
     def total_s(self) -> float:
@@ -68,7 +83,7 @@ class Counts:
     def add(self, other: Counts) -> None:
         for name in COUNT_FIELDS + TIME_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in CPU_FIELDS:
+        for name in CPU_FIELDS + SIZE_FIELDS:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, None if mine is None or theirs is None else mine + theirs)
 
@@ -80,6 +95,7 @@ def _tagged(tag: str) -> tuple[str, ...]:
 COUNT_FIELDS = _tagged(_COUNT)
 TIME_FIELDS = _tagged(_SECONDS)
 CPU_FIELDS = _tagged(_CPU_SECONDS)
+SIZE_FIELDS = _tagged(_SIZE)
 NUMBER_FIELDS = tuple(f.name for f in fields(Counts))
 SECONDS_FIELDS = TIME_FIELDS + CPU_FIELDS
 
@@ -143,7 +159,7 @@ class ProgramMetrics:
     """Deterministic size metrics of a compiled program; None where the backend has none."""
 
     jaxpr_eqns: int
-    hlo_ops: int
+    hlo_ops: int | None  # None: read from a file before /4, which counted them otherwise
     flops: float | None = None
     transcendentals: float | None = None
     bytes_accessed: float | None = None
@@ -270,6 +286,7 @@ def _counts_to_json(c: Counts) -> dict[str, Any]:
     out: dict[str, Any] = {name: getattr(c, name) for name in COUNT_FIELDS}
     out.update({name: _round(getattr(c, name)) for name in TIME_FIELDS})
     out.update({name: _round_or_none(getattr(c, name)) for name in CPU_FIELDS})
+    out.update({name: getattr(c, name) for name in SIZE_FIELDS})
     return out
 
 
@@ -392,10 +409,20 @@ def _cpu_seconds_of(value: Any, where: str, name: str) -> float | None:
     return float(value)
 
 
-_READ = {_COUNT: _count_of, _SECONDS: _seconds_of, _CPU_SECONDS: _cpu_seconds_of}
+def _size_of(value: Any, where: str, name: str) -> int | None:
+    if value is None:
+        return None
+    return _count_of(value, where, name)
+
+
+_READ = {
+    _COUNT: _count_of, _SECONDS: _seconds_of, _CPU_SECONDS: _cpu_seconds_of, _SIZE: _size_of
+}  # fmt: skip
 _NUMBER_READERS = tuple((f.name, _READ[f.metadata["json"]]) for f in fields(Counts))
 # What a file as this version writes it holds: every field, counts ints, seconds floats.
-_PLAIN_TYPES = tuple(int if f.metadata["json"] == _COUNT else float for f in fields(Counts))
+_PLAIN_TYPES = tuple(
+    int if f.metadata["json"] in (_COUNT, _SIZE) else float for f in fields(Counts)
+)
 _NUMBERS_OF = operator.itemgetter(*NUMBER_FIELDS)
 
 
@@ -404,7 +431,7 @@ def _numbers_of(data: Any, where: str, schema: str) -> tuple[Any, ...]:
     version writes it passes one check of all values together; anything else (CPU seconds
     not measured, a wrong value, a field missing) is read value by value. Every field is
     required (a missing one would read as 0 and then be gated as "baseline 0 -> now 1"),
-    but CPU seconds in a /1 file, which has none."""
+    but CPU seconds in a /1 file and sizes in files before /4, which have none."""
     if type(data) is not dict:
         raise FormatError(f"{where}: expected an object, got {type(data).__name__}")
     try:
@@ -415,6 +442,8 @@ def _numbers_of(data: Any, where: str, schema: str) -> tuple[Any, ...]:
         pass
     if schema == _WITHOUT_CPU_SECONDS:
         data = {**dict.fromkeys(CPU_FIELDS), **data}
+    if schema in _WITHOUT_SIZES:
+        data = {**dict.fromkeys(SIZE_FIELDS), **data}
     return tuple(read(_required(data, name, where), where, name) for name, read in _NUMBER_READERS)
 
 
@@ -466,6 +495,7 @@ def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  
     numbers = _numbers_of(data, where, schema)
     if (
         len(data) == _TEST_FIELDS
+        and schema == SCHEMA  # an older entry with environment and marker has as many keys
         and type(outcome := data.get("outcome")) is str
         and type(functions := data.get("functions")) is dict
         and type(benchmarks := data.get("benchmarks")) is dict
@@ -480,7 +510,10 @@ def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  
                 for k, v in functions.items()
             },
             Counts(*_numbers_of(eager, f"{where}.eager", schema)),
-            {k: entry_from_json(v, f"{where}.benchmarks[{k!r}]") for k, v in benchmarks.items()},
+            {
+                k: entry_from_json(v, f"{where}.benchmarks[{k!r}]", schema)
+                for k, v in benchmarks.items()
+            },
         )
     return _test_from_json(data, where, schema, numbers)
 
@@ -507,7 +540,7 @@ def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]
     }
     rec.eager = Counts(*_numbers_of(_required(data, "eager", where), f"{where}.eager", schema))
     rec.benchmarks = {
-        k: entry_from_json(v, f"{where}.benchmarks[{k!r}]") for k, v in benchmarks.items()
+        k: entry_from_json(v, f"{where}.benchmarks[{k!r}]", schema) for k, v in benchmarks.items()
     }
     marker = data.get("marker", {})
     if type(marker) is not dict or not all(type(k) is str for k in marker):
@@ -564,9 +597,10 @@ _BENCHMARK_KEYS = frozenset(
 _SCALING_KEYS = frozenset({"kind", *(f.name for f in fields(ScalingEntry))})
 
 
-def entry_from_json(data: Any, where: str) -> Entry:
+def entry_from_json(data: Any, where: str, schema: str = SCHEMA) -> Entry:
     """A benchmark or scaling entry, every field checked; an unknown field is an error (it
-    would be lost on the next save)."""
+    would be lost on the next save). A benchmark's `hlo_ops` in a file before /4 counted the
+    op names of the module's text (no `call`, `return`): read as not measured."""
     _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
     kind = data.get("kind", "benchmark")
     if kind == "scaling":
@@ -578,9 +612,10 @@ def entry_from_json(data: Any, where: str) -> Entry:
     runtime = data.get("runtime")
     metrics = None
     if "jaxpr_eqns" in data or "hlo_ops" in data:
+        hlo_ops = _optional(data, "hlo_ops", where, _is_count, "a count")
         metrics = ProgramMetrics(
             jaxpr_eqns=_field(data, "jaxpr_eqns", where, _is_count, "a count"),
-            hlo_ops=_field(data, "hlo_ops", where, _is_count, "a count"),
+            hlo_ops=None if schema in _WITHOUT_SIZES else hlo_ops,
             **{k: _optional(data, k, where, _is_seconds, "a number") for k in STATIC_METRICS[2:]},
         )
     return BenchmarkEntry(

@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from . import _jaxhooks as hooks
 from .model import ProgramMetrics
-
-# An op name, not an attribute: `#stablehlo.scatter<...>` and `mhlo.num_partitions = 1` are not ops.
-_HLO_OP = re.compile(r"(?<![#\w.])(?:stablehlo|func|chlo|sdy|mhlo)\.[a-z_]+\b(?!\s*=)")
 
 
 def count_eqns(jaxpr: Any) -> int:
@@ -31,8 +28,27 @@ def _subjaxprs(params: dict[str, Any]) -> list[Any]:
     return found
 
 
-def count_hlo_ops(stablehlo_text: str) -> int:
-    return len(_HLO_OP.findall(stablehlo_text))
+def size(lowering: hooks.Lowering) -> tuple[int | None, int | None]:
+    """(jaxpr equations, StableHLO ops) of one lowering, from what JAX built for it; None
+    for what was not found or could not be walked."""
+    eqns = ops = None
+    try:
+        if lowering.jaxpr is not None:
+            eqns = count_eqns(lowering.jaxpr)
+    except Exception:  # an unexpected object in the frame: not measured
+        pass
+    try:
+        if lowering.module is not None:
+            ops = hooks.module_ops(lowering.module)
+    except Exception:
+        pass
+    return eqns, ops
+
+
+def hlo_ops(lowered: Any) -> int:
+    """StableHLO operations of a `jax.stages.Lowered`, counted as the recorder counts each
+    lowering's (`_jaxhooks.module_ops`)."""
+    return hooks.module_ops(lowered.compiler_ir("stablehlo"))
 
 
 def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> ProgramMetrics:
@@ -45,7 +61,7 @@ def measure(jitted: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Progr
     memory = _memory(compiled)
     return ProgramMetrics(
         jaxpr_eqns=count_eqns(traced.jaxpr),
-        hlo_ops=count_hlo_ops(lowered.as_text()),
+        hlo_ops=hlo_ops(lowered),
         flops=cost.get("flops"),
         transcendentals=cost.get("transcendentals"),
         bytes_accessed=cost.get("bytes accessed"),

@@ -23,13 +23,17 @@ import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import _jaxhooks as hooks
-from . import causes, identity
+from . import causes, identity, program_metrics
 from .identity import Identity
-from .model import MAX_REASONS, Counts, Entry, FunctionRecord, TestRecord, short_name
+from .model import MAX_REASONS, PROGRAM_SIZE, Counts, Entry, FunctionRecord, TestRecord, short_name
 
+_N = TypeVar("_N", int, float)
+# The probe `x * 2.0 + 1.0`: equations mul, add; at least main, multiply, add and return in
+# its module (jax 0.6 - 0.10 add two constants and their broadcasts: 8).
+_PROBE_EQNS, _PROBE_MIN_OPS = 2, 4
 _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
 _MAX_SEEN = 2000
@@ -161,12 +165,22 @@ class Scope:
             target.trace_s += seconds
             target.trace_cpu_s = _plus(target.trace_cpu_s, cpu)
 
-    def on_lowering(self, ident: Identity | None, seconds: float, cpu: float | None) -> None:
+    def on_lowering(
+        self,
+        ident: Identity | None,
+        seconds: float,
+        cpu: float | None,
+        size: tuple[int | None, int | None] = (None, None),
+    ) -> None:
+        """One lowering: its seconds and the (jaxpr equations, StableHLO ops) of what it
+        lowered (None: not read)."""
         with self._lock:
             target = self._target(ident)
             target.lowerings += 1
             target.lower_s += seconds
             target.lower_cpu_s = _plus(target.lower_cpu_s, cpu)
+            target.jaxpr_eqns = _plus(target.jaxpr_eqns, size[0])
+            target.hlo_ops = _plus(target.hlo_ops, size[1])
             self._pending[threading.get_ident()] = ident
 
     def on_compile(self, seconds: float, cpu: float | None) -> None:
@@ -314,13 +328,13 @@ class Recorder:
                 self._aliases[str(src)] = ident
         return ident
 
-    def _lowered(self) -> Identity | None:
+    def _lowered(self, jaxpr: Any) -> Identity | None:
         fun = hooks.jitted_callable()
         if fun is not None and not hooks.is_jit_wrapper(fun):
             ident = self._user(identity.resolve(fun, self._jax_dirs))
             if ident is not None:
                 return ident
-        for dbg in hooks.debug_infos(hooks.lowered_jaxpr()):
+        for dbg in hooks.debug_infos(jaxpr):
             src = getattr(dbg, "func_src_info", None)
             ident = self._aliases.get(str(src)) if src else None
             ident = self._user(ident or identity.from_debug_info(dbg))
@@ -395,7 +409,13 @@ class Recorder:
                 ident = None if traced is None else self._identify(*traced)
                 scope.on_trace_time(ident, duration_secs, cpu)
             elif event == hooks.LOWER_EVENT:
-                scope.on_lowering(self._lowered(), duration_secs, cpu)
+                lowering = hooks.lowering()
+                scope.on_lowering(
+                    self._lowered(lowering.jaxpr),
+                    duration_secs,
+                    cpu,
+                    program_metrics.size(lowering),
+                )
             else:
                 scope.on_compile(duration_secs, cpu)
         except Exception:
@@ -551,7 +571,8 @@ class Recorder:
         JAX's default settings whatever the user's configuration (`hooks.own_settings`).
 
         Returns {metric: what is wrong} for every metric this JAX cannot be counted on for:
-        'traces', 'compiles' (lowerings and compiles with their seconds). A hook missing from
+        'traces', 'compiles' (lowerings and compiles with their seconds), PROGRAM_SIZE (the
+        jaxpr equations and StableHLO ops of each lowering). A hook missing from
         JAX reads "missing ..."; a probe that misbehaved says what was seen."""
         self.install()
         problems: dict[str, str] = {}
@@ -578,6 +599,14 @@ class Recorder:
             problems["compiles"] = (
                 "a probe function's lowering/compile was not counted (lowerings, compiles: "
                 f"{_probe_counts(counted, 'lowerings')}, {_probe_counts(counted, 'compiles')})"
+            )
+        if "compiles" not in problems and not (
+            first and first.jaxpr_eqns == _PROBE_EQNS and (first.hlo_ops or 0) >= _PROBE_MIN_OPS
+        ):
+            problems[PROGRAM_SIZE] = (
+                "the probe's lowered program was not read (jaxpr equations, StableHLO ops: "
+                f"{_probe_counts(counted, 'jaxpr_eqns')}, {_probe_counts(counted, 'hlo_ops')}; "
+                f"expected {_PROBE_EQNS}, at least {_PROBE_MIN_OPS})"
             )
         if not (third and third.compiles == 1 and (third.traces == 1 or "traces" in problems)):
             # Counts would then depend on the tests that ran before: neither can be gated.
@@ -630,9 +659,10 @@ def _add_reason(reasons: list[str], reason: str | None) -> None:
         reasons.append(reason)
 
 
-def _plus(total: float | None, cpu: float | None) -> float | None:
-    """CPU seconds so far plus one phase's; None once a phase's could not be measured."""
-    return None if total is None or cpu is None else total + cpu
+def _plus(total: _N | None, more: _N | None) -> _N | None:
+    """CPU seconds (or program sizes) so far plus one phase's; None once one could not be
+    measured."""
+    return None if total is None or more is None else total + more
 
 
 def _ref(fun: Any) -> weakref.ref[Any] | int:

@@ -17,6 +17,7 @@ from typing import Any
 from .model import (
     COUNT_FIELDS,
     SECONDS_FIELDS,
+    SIZE_FIELDS,
     TIME_DIGITS,
     Counts,
     FormatError,
@@ -332,10 +333,11 @@ def _template(
     )
 
 
-_COUNTS_OF = operator.attrgetter(*COUNT_FIELDS)
+_COUNTS_OF = operator.attrgetter(*COUNT_FIELDS, *SIZE_FIELDS)
 _SECONDS_OF = operator.attrgetter(*SECONDS_FIELDS)
-_NAMES = COUNT_FIELDS + SECONDS_FIELDS
-_INTS, _FLOATS = (int,) * len(COUNT_FIELDS), (float,) * len(SECONDS_FIELDS)
+_NAMES = COUNT_FIELDS + SIZE_FIELDS + SECONDS_FIELDS
+_INTS = (int,) * (len(COUNT_FIELDS) + len(SIZE_FIELDS))
+_FLOATS = (float,) * len(SECONDS_FIELDS)
 _DIGITS = (TIME_DIGITS,) * len(SECONDS_FIELDS)
 _INF = math.inf
 _EAGER_LINE, _EAGER_ORDER = _template((), ", ", "{", "}")
@@ -348,7 +350,7 @@ _TEST_TEXT, _TEST_ORDER = _template(
 def _numbers(c: Counts) -> tuple[Any, ...] | None:
     """The counts and rounded seconds of `c` in _NAMES order when the counts are ints and the
     seconds finite floats (%r then writes them as json.dumps does), else None (CPU seconds
-    not measured, say: the general writer writes null)."""
+    or sizes not measured, say: the general writer writes null)."""
     counts, seconds = _COUNTS_OF(c), _SECONDS_OF(c)
     if (
         tuple(map(type, counts)) == _INTS  # a bool is not one

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .compare import COMPILE_TIME, JIT, RUNTIME, Breach, Verdict
+from .compare import COMPILE_TIME, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
 from .model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry, TestRecord
 from .summary import RunSummary, status_of
 
@@ -14,13 +14,25 @@ def _fmt(metric: str, value: float) -> str:
         return f"{value:.3f} s"
     if metric == RUNTIME:
         return f"{value * 1e6:.1f} us" if value < 1e-3 else f"{value * 1e3:.3f} ms"
+    if metric in _SIZES:
+        return f"{value:,g}"
     return f"{value:g}"
+
+
+_SIZES = frozenset(SIZE_WORDS.values())
 
 
 def cpu_seconds(counts: Counts) -> str:
     """Process CPU seconds of trace + lower + compile, or '-' where not measured."""
     cpu = counts.total_cpu_s
     return "-" if cpu is None else f"{cpu:.3f}"
+
+
+def program_size(counts: Counts) -> str:
+    """'jaxpr equations / StableHLO ops' lowered, '-' for one not measured."""
+    return " / ".join(
+        "-" if (v := getattr(counts, name)) is None else f"{v:,}" for name in SIZE_WORDS
+    )
 
 
 def _change(b: Breach) -> str:
@@ -108,7 +120,8 @@ def detail_section(record: TestRecord, verdict: Verdict) -> str:
             f"{fn.key}: traces={fn.traces} lowerings={fn.lowerings} "
             f"compiles={fn.compiles} cache_hits={fn.cache_hits} "
             f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s "
-            f"cpu={cpu_seconds(fn)}s"
+            f"cpu={cpu_seconds(fn)}s jaxpr_eqns={_size(fn.jaxpr_eqns)} "
+            f"hlo_ops={_size(fn.hlo_ops)}"
         )
         lines += [f"    retrace: {r}" for r in fn.retrace_reasons]
     e = record.eager
@@ -122,6 +135,10 @@ def detail_section(record: TestRecord, verdict: Verdict) -> str:
     lines += [f"improved: {i}" for i in verdict.improvements]
     lines += [f"note: {n}" for n in verdict.notes + verdict.info]
     return "\n".join(lines)
+
+
+def _size(value: int | None) -> str:
+    return "-" if value is None else str(value)
 
 
 def benchmark_line(label: str, entry: Entry) -> str:
@@ -200,6 +217,7 @@ def summary_rows(
         "compiles",
         "compile s (trace/lower/backend)",
         "cpu s",
+        "eqns / hlo ops",
         "vs baseline",
         "status",
     )
@@ -216,12 +234,13 @@ def summary_rows(
                 str(rec.compiles),
                 f"{rec.total_s:.3f} ({rec.trace_s:.3f}/{rec.lower_s:.3f}/{rec.compile_s:.3f})",
                 cpu_seconds(rec),
+                program_size(rec),
                 _vs_baseline(out) if out is not None else "-",
                 status,
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    right = {1, 2}
+    right = {1, 2, 5}
     lines = [
         "  ".join(
             c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))

@@ -231,16 +231,18 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     assert ("tests/test_core.py::test_not_recorded", "traces") not in rows  # not recorded
     # The cause of the retrace, from the plugin's own rules.
     assert re.search(r"cause: .*function re-defined on every call", out)
-    # The head's fori_loop is a bigger program too: its program metrics regress as well.
+    # The head's fori_loop is a bigger program too: its program metrics regress as well, and
+    # so do the function's sizes.
+    assert rows[(NODE_WORK, "StableHLO ops")][-1] == "REGRESSED"
     assert out.splitlines()[-1].startswith(
-        "jaxperf ab: 7 regressions (traces, compiles, program metrics, runtime), 0 improvements;"
+        "jaxperf ab: 9 regressions (traces, compiles, program metrics, runtime), 0 improvements;"
     )
     # Outputs: the step summary appended to, the JSON, the kept reports.
     text = summary.read_text()
     assert text.startswith("earlier step\n\n### jaxperf ab: head ")
     assert "| traces | 1 | 2 |  |  | **REGRESSED** |" in text
     data = json.loads((tmp_path / "ab.json").read_text())
-    assert data["schema"] == render.SCHEMA and data["regressions"] == 7
+    assert data["schema"] == render.SCHEMA and data["regressions"] == 9
     assert data["base"]["commit"] == base and data["rounds"] == 1
     # By default every run is confined to one CPU, the highest the command may use.
     cpu = max(os.sched_getaffinity(0))
@@ -928,3 +930,27 @@ def test_a_round_with_an_outlier_process_is_left_out_and_noted() -> None:
         "t.py::test_a runtime f: 1 of 3 rounds left out: a process in it ran more than 2x "
         "away from the median of its tree's processes (what ran beside it, not the code)"
     ]
+
+
+def test_program_size_rows_where_a_function_grew() -> None:
+    from _records import fn, rec
+
+    def one(ops: int) -> Report:
+        f = fn("rollout", "m.py:1", compile_s=0.3)
+        f.jaxpr_eqns, f.hlo_ops = 5, ops
+        return Report(tests={"t.py::test_a": rec(f)})
+
+    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
+    grown = verdicts.compare_rounds([(one(33), one(221))] * 2, thresholds)
+    rows = {r.metric: r for r in grown.rows}
+    assert "jaxpr equations" not in rows  # equal: not shown
+    size = rows["StableHLO ops"]
+    assert (size.verdict, size.base, size.head, size.kind) == (
+        "REGRESSED", 33, 221, "program metrics"
+    )
+    assert size.causes == ("StableHLO ops of rollout at m.py:1: base 33 -> head 221",)
+    assert [r.metric for r in grown.regressions] == ["StableHLO ops"]
+    shrunk = {r.metric: r for r in verdicts.compare_rounds([(one(221), one(33))], thresholds).rows}
+    assert shrunk["StableHLO ops"].verdict == "improved"
+    same = verdicts.compare_rounds([(one(33), one(33))], thresholds).rows
+    assert [r.metric for r in same] == ["traces", "compiles", "compile time"]

@@ -192,7 +192,7 @@ def test_json_report_format(jp: pytest.Pytester) -> None:
     jp.runpytest("--jaxperf", "--jaxperf-json=reports/run.json").assert_outcomes(passed=2)
     text = (jp.path / "reports" / "run.json").read_text()
     data = json.loads(text)
-    assert data["schema"] == "pytest-jaxperf/3"
+    assert data["schema"] == "pytest-jaxperf/4"
     assert set(data["environment"]) >= {
         "jax", "jaxlib", "python", "backend", "device_kind", "device_count", "x64",
     }  # fmt: skip
@@ -332,8 +332,9 @@ def test_limit_naming_nothing_the_test_ran_fails_naming_it(jp: pytest.Pytester) 
     result.stdout.fnmatch_lines(
         lit(
             "jaxperf: test_mod.py::test_misspelt_label: @pytest.mark.jaxperf(max_jaxpr_eqns=...) "
-            "names 'sgd_stp', a benchmark this test did not run (did you mean 'sgd_step'?); "
-            "benchmarks: sgd_step. Use the label of one of this test's benchmarks",
+            "names 'sgd_stp', a function or benchmark this test did not trace or run (did you "
+            "mean 'sgd_step'?); traced and benchmarks: sgd_step, sgd_step at test_mod.py:6. Use "
+            "a traced function's name or its 'name at path:line' or a benchmark label",
         )
     )
     result.stdout.fnmatch_lines(

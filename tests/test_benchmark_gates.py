@@ -320,9 +320,9 @@ def test_dict_limit_naming_no_benchmark_fails_with_a_close_match(argument: str) 
     out = run(current, None, MarkerLimits(**{argument: {"stpe": 10**6}}))
     assert out.failed and out.status == "BAD LIMIT"
     assert out.errors == [
-        f"@pytest.mark.jaxperf({argument}=...) names 'stpe', a benchmark this test did not run "
-        "(did you mean 'step'?); benchmarks: eval, step. Use the label of one of this test's "
-        "benchmarks"
+        f"@pytest.mark.jaxperf({argument}=...) names 'stpe', a function or benchmark this test "
+        "did not trace or run (did you mean 'step'?); traced and benchmarks: eval, step. Use a "
+        "traced function's name or its 'name at path:line' or a benchmark label"
     ]
 
 

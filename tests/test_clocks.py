@@ -165,7 +165,9 @@ def test_cpu_seconds_are_recorded_beside_wall_seconds(jp: pytest.Pytester) -> No
     assert f["compile_cpu_s"] > 0
     runtime = test["benchmarks"]["f8"]["runtime"]
     assert runtime["cpu_median_s"] > 0
-    result.stdout.fnmatch_lines(["f at test_mod.py:*cpu=*s", "*cpu * per call*", "*cpu s*"])
+    result.stdout.fnmatch_lines(
+        ["f at test_mod.py:*cpu=*s jaxpr_eqns=* hlo_ops=*", "*cpu * per call*", "*cpu s*"]
+    )
 
 
 def test_old_baseline_without_cpu_seconds_is_read_and_gated_on_wall(jp: pytest.Pytester) -> None:
@@ -193,7 +195,9 @@ def test_old_baseline_without_cpu_seconds_is_read_and_gated_on_wall(jp: pytest.P
     result.stdout.fnmatch_lines(
         [
             "*note: compile time gated on wall seconds: the baseline has no CPU*",
-            "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated",
+            # Nor has it program sizes (schema /4).
+            "jaxperf: program sizes of 1 test not gated: the baseline has none*",
+            "jaxperf: 0 regressions, 0 improvements, 0 new, 1 not gated",
         ]  # fmt: skip
     )
     # Saving again writes the newest schema, with CPU seconds.

@@ -56,8 +56,12 @@ def test_github_action_benchmark_entries_per_test_and_metric() -> None:
     runtime = named[f"{REGRESSED}::step runtime median"]
     assert (runtime["unit"], runtime["value"]) == ("s", 1.6e-3)
     assert "rounds 40" in runtime["extra"] and "min " in runtime["extra"]
-    # Four tests x three metrics, plus the two benchmarks with a runtime.
-    assert len(entries) == 4 * 3 + 2
+    assert (
+        named[f"{REGRESSED} StableHLO ops"]["unit"],
+        named[f"{REGRESSED} StableHLO ops"]["value"],
+    ) == ("StableHLO ops", 0)
+    # Four tests x five metrics, plus the two benchmarks with a runtime.
+    assert len(entries) == 4 * 5 + 2
     assert f"{OK}::" not in " ".join(named)
 
 
@@ -94,6 +98,8 @@ def test_bencher_measures_per_test_and_per_benchmark() -> None:
         "traces": {"value": 2},
         "compiles": {"value": 2},
         "compile-time": {"value": 0.12},
+        "jaxpr-equations": {"value": 0},
+        "stablehlo-ops": {"value": 0},
     }
     step = run.tests[REGRESSED].benchmarks["step"]
     assert isinstance(step, BenchmarkEntry) and step.runtime is not None
@@ -135,10 +141,12 @@ def test_benchmarks_without_measurements_are_not_exported() -> None:
             "eqns": unmeasured(metrics=ProgramMetrics(jaxpr_eqns=7, hlo_ops=9)),
         },
     )
+    record.jaxpr_eqns = record.hlo_ops = None  # not measured: left out, never 0
     run = Report(tests={"t::a": record})
     doc = to_bencher(run)
     check_bmf(doc)
     assert sorted(doc) == ["t::a", "t::a::eqns"]
+    assert "stablehlo-ops" not in doc["t::a"] and "jaxpr-equations" not in doc["t::a"]
     assert doc["t::a::eqns"] == {"jaxpr-equations": {"value": 7}}
     assert [e["name"] for e in to_github_action_benchmark(run)] == [
         "t::a traces",

@@ -10,12 +10,8 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
-from pytest_jaxperf.program_metrics import (
-    count_eqns,
-    count_hlo_ops,
-    device_peak_bytes,
-    measure,
-)
+from pytest_jaxperf._jaxhooks import module_ops
+from pytest_jaxperf.program_metrics import count_eqns, device_peak_bytes, measure
 
 
 def builtin_sum(x: Any) -> Any:
@@ -141,56 +137,32 @@ def test_builtin_sum_count_matches_reference_walker() -> None:
     assert count_eqns(closed) == reference_count(closed) == len(closed.jaxpr.eqns) == 30
 
 
-# -- count_hlo_ops ----------------------------------------------------------------------------
+# -- module_ops -------------------------------------------------------------------------------
 
-# Abridged from `jax.jit(f).trace(x).lower().as_text()`: 2 func.func, 1 func.call,
-# 7 stablehlo ops in the main body (constant, compare, convert, generic "stablehlo.case",
-# subtract, add, the reduce's `applies stablehlo.add` body) and 2 stablehlo.return in the
-# case regions; `return` and `call` without a dialect prefix are not matched.
-STABLEHLO_OPS_ONLY = """\
-  func.func public @main(%arg0: tensor<4xf32>) -> (tensor<f32> {jax.result_info = "result"}) {
+# Every operation counts, in every region: func.func x2, constant, reduce, the reducer's add
+# and stablehlo.return (hidden by the `applies` form), call, return x2.
+STABLEHLO_MODULE = """\
+module @m {
+  func.func public @main(%arg0: tensor<4xf32>) -> tensor<f32> {
     %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
-    %0 = stablehlo.compare GT, %arg0, %cst, FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
-    %1 = stablehlo.convert %0 : (tensor<i1>) -> tensor<i32>
-    %2 = "stablehlo.case"(%1) ({
-      %3 = stablehlo.subtract %arg0, %cst : tensor<f32>
-      stablehlo.return %3 : tensor<f32>
-    }, {
-      %4 = stablehlo.add %arg0, %cst : tensor<f32>
-      stablehlo.return %4 : tensor<f32>
-    }) : (tensor<i32>) -> tensor<f32>
-    %5 = func.call @helper(%2) : (tensor<f32>) -> tensor<f32>
-    %6 = stablehlo.reduce(%5 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
-    %7 = call @inner(%6) : (tensor<f32>) -> tensor<f32>
-    return %7 : tensor<f32>
+    %0 = stablehlo.reduce(%arg0 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<4xf32>, tensor<f32>) -> tensor<f32>
+    %1 = call @helper(%0) : (tensor<f32>) -> tensor<f32>
+    return %1 : tensor<f32>
   }
   func.func private @helper(%arg0: tensor<f32>) -> tensor<f32> {
     return %arg0 : tensor<f32>
   }
+}
 """  # noqa: E501
 
 
-def test_count_hlo_ops_on_literal_stablehlo() -> None:
-    # func.func x2, constant, compare, convert, case, subtract, return, add, return,
-    # func.call, reduce, add (reducer)
-    assert count_hlo_ops(STABLEHLO_OPS_ONLY) == 13
-    assert count_hlo_ops("") == 0
-    assert count_hlo_ops("%0 = chlo.erf_inv %arg0 : tensor<f32>") == 1
+def test_module_ops_counts_every_operation_of_a_literal_module() -> None:
+    from jax._src.interpreters import mlir
+    from jax._src.lib.mlir import ir
 
-
-def test_count_hlo_ops_ignores_attributes() -> None:
-    module = (
-        "module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32} {\n"
-        + STABLEHLO_OPS_ONLY
-        + "}\n"
-    )
-    assert count_hlo_ops(module) == 13
-    scatter = (
-        '%5 = "stablehlo.scatter"(%arg0, %4, %cst) <{indices_are_sorted = true, '
-        "scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], "
-        "scatter_dims_to_operand_dims = [0]>, unique_indices = true}> ({"
-    )
-    assert count_hlo_ops(scatter) == 1
+    with mlir.make_ir_context():
+        assert module_ops(ir.Module.parse(STABLEHLO_MODULE)) == 9
+        assert module_ops(ir.Module.parse("module {}")) == 0
 
 
 # -- program_metrics --------------------------------------------------------------------------
@@ -210,9 +182,8 @@ def test_program_metrics_of_a_matmul() -> None:
     assert m.argument_bytes == 2 * 64 * 64 * 4
     assert m.output_bytes == 64 * 64 * 4
     assert m.bytes_accessed == 3 * 64 * 64 * 4  # read a and b, write the product
-    lowered_text = jitted.trace(a, b).lower().as_text()
-    assert m.hlo_ops == count_hlo_ops(lowered_text)
-    assert "stablehlo.dot_general" in lowered_text
+    # main, dot_general, return
+    assert m.hlo_ops == module_ops(jitted.trace(a, b).lower().compiler_ir("stablehlo")) == 3
 
 
 def test_program_metrics_kwargs_and_transcendentals() -> None:

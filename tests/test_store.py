@@ -225,18 +225,19 @@ def test_every_object_has_sorted_keys(make: Any) -> None:
 def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     lines = dumps(full_report()).splitlines()
     assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
-    assert '  "schema": "pytest-jaxperf/3",' in lines
+    assert '  "schema": "pytest-jaxperf/4",' in lines
     assert '    "tests/test_a.py::test_x": {' in lines
     assert '      "traces": 3' in lines
     assert '      "compile_s": 1.125,' in lines
     assert (
         '      "eager": {"cache_hits": 0, "compile_cpu_s": 0.0, "compile_s": 0.174, '
-        '"compiles": 7, "lower_cpu_s": 0.0, "lower_s": 0.0, "lowerings": 7, "trace_cpu_s": 0.0, '
-        '"trace_s": 0.0, "traces": 0},'
+        '"compiles": 7, "hlo_ops": 0, "jaxpr_eqns": 0, "lower_cpu_s": 0.0, "lower_s": 0.0, '
+        '"lowerings": 7, "trace_cpu_s": 0.0, "trace_s": 0.0, "traces": 0},'
     ) in lines
     assert (
         '        "integrate at pkg/ode.py:42": {"cache_hits": 1, "compile_cpu_s": 0.0, '
-        '"compile_s": 0.345678, "compiles": 4, "lower_cpu_s": 0.0, "lower_s": 0.023456, '
+        '"compile_s": 0.345678, "compiles": 4, "hlo_ops": 0, "jaxpr_eqns": 0, "lower_cpu_s": 0.0, '
+        '"lower_s": 0.023456, '
         '"lowerings": 3, "name": "integrate", '
         '"retrace_reasons": ["x: f32[3] -> f32[4]", "static argument n: 2 -> 3"], '
         '"site": "pkg/ode.py:42", "trace_cpu_s": 0.0, "trace_s": 0.012345, "traces": 2}'
@@ -293,6 +294,45 @@ def test_a_file_of_the_first_schema_loads_with_cpu_seconds_not_measured(tmp_path
         load(path)
 
 
+def test_a_file_before_the_fourth_schema_loads_with_program_sizes_not_measured(
+    tmp_path: Path,
+) -> None:
+    data = valid()
+    data["schema"] = "pytest-jaxperf/3"
+    for test in data["tests"].values():
+        for counts in (test, test["eager"], *test["functions"].values()):
+            for name in model.SIZE_FIELDS:
+                del counts[name]
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    loaded = load(path)
+    assert loaded is not None
+    rec = loaded.tests["tests/test_b.py::test_y"]
+    fn = rec.functions["integrate at pkg/ode.py:42"]
+    assert (rec.jaxpr_eqns, rec.hlo_ops, fn.jaxpr_eqns, fn.hlo_ops) == (None,) * 4
+    assert rec.traces == 3 and fn.compile_cpu_s == 0.0
+    data["schema"] = "pytest-jaxperf/4"  # from /4 on they are required
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(BaselineError, match="missing field 'jaxpr_eqns'"):
+        load(path)
+
+
+def test_program_sizes_round_trip_measured_or_not(tmp_path: Path) -> None:
+    report = full_report()
+    rec = report.tests["tests/test_b.py::test_y"]
+    fn = rec.functions["integrate at pkg/ode.py:42"]
+    fn.jaxpr_eqns, fn.hlo_ops = 12, 13_702
+    rec.eager.hlo_ops = None  # a lowering whose module was not found
+    rec.recompute_totals()
+    path = tmp_path / "b.json"
+    save(path, report)
+    text = path.read_text(encoding="utf-8")
+    assert '"hlo_ops": 13702' in text and '"hlo_ops": null' in text
+    loaded = load(path)
+    assert loaded == report
+    assert loaded is not None and loaded.tests["tests/test_b.py::test_y"].eager.hlo_ops is None
+
+
 def test_a_benchmark_entry_reads_back_as_written() -> None:
     report = full_report()
     loaded = model.report_from_json(json.loads(dumps(report)))
@@ -305,7 +345,8 @@ def test_a_new_counts_field_needs_only_its_declaration() -> None:
     # The field lists, the reader, the writer and the file's templates follow the dataclass.
     names = tuple(f.name for f in dataclasses.fields(Counts))
     assert names == model.NUMBER_FIELDS
-    assert set(model.COUNT_FIELDS + model.TIME_FIELDS + model.CPU_FIELDS) == set(names)
+    tagged = model.COUNT_FIELDS + model.TIME_FIELDS + model.CPU_FIELDS + model.SIZE_FIELDS
+    assert set(tagged) == set(names)
     # The reader passes the numbers by position: they are the first fields of each record.
     assert tuple(f.name for f in dataclasses.fields(FunctionRecord))[: len(names)] == names
     assert tuple(f.name for f in dataclasses.fields(Record))[: len(names)] == names
@@ -485,7 +526,7 @@ BROKEN_FILES = [
     pytest.param(
         json.dumps({"schema": "pytest-benchmark/4", "tests": {}}),
         "schema: expected one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', "
-        "got 'pytest-benchmark/4'",
+        "'pytest-jaxperf/4', got 'pytest-benchmark/4'",
         id="wrong-schema",
     ),
     pytest.param(json.dumps({"tests": {}}), "got None", id="no-schema"),
@@ -519,7 +560,7 @@ BROKEN_FILES = [
         id="count-with-5000-digits",
     ),
     pytest.param(
-        '{"schema": "pytest-jaxperf/3", "environment": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"schema": "pytest-jaxperf/4", "environment": ' + "[" * 100_000 + "]" * 100_000 + "}",
         "nested too deeply to read",
         id="deeply-nested",
     ),

@@ -1,7 +1,8 @@
 import jax.numpy as jnp
+import jax.scipy.stats
 import numpy as np
 import pytest
-from jaxperf_example.integration import overlap, overlap_sweep
+from jaxperf_example.integration import gaussian_quantile, overlap, overlap_sweep
 
 GRID = jnp.linspace(-10.0, 10.0, 1600)
 
@@ -45,3 +46,12 @@ def test_equations_do_not_grow_with_the_grid(jaxperf):
         max_exponent=0.1,
     )
     assert result.values[0] == result.values[-1]
+
+
+@pytest.mark.jaxperf(max_traces=1, max_compiles=1)
+def test_quantile_matches_the_closed_form():
+    # Newton's method in a loop of fixed length: one trace, one compile, one loop in the
+    # program (its size and compile time are in the baseline, gated on any machine).
+    p = jnp.array([0.001, 0.01, 0.1, 0.5, 0.9, 0.99, 0.999])
+    q = gaussian_quantile(p, 1.0, 2.0)
+    np.testing.assert_allclose(q, 1.0 + 2.0 * jax.scipy.stats.norm.ppf(p), atol=1e-4)

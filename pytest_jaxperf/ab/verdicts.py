@@ -1,10 +1,11 @@
 """The reports of both trees, round by round -> one row per test and metric, with its verdict.
 
-- Counts (traces, compiles) and program metrics come from the first round and follow the
-  plugin's own rules with the base run as the baseline (`compare.evaluate`: functions matched
-  by name and site, retrace causes, gone functions): any count increase fails, a program
-  metric fails above `static_rtol`. They do not vary between runs; a count that did vary is
-  noted.
+- Counts (traces, compiles), program sizes (jaxpr equations and StableHLO ops of the test's
+  functions, judged per function) and program metrics come from the first round and follow
+  the plugin's own rules with the base run as the baseline (`compare.evaluate`: functions
+  matched by name and site, retrace causes, gone functions): any count increase fails, a
+  program size or metric fails above `static_rtol`. They do not vary between runs; a count
+  that did vary is noted.
 - Compile seconds (process CPU seconds where measured, per test) and steady-state runtime (per
   benchmark) are head/base ratios over all rounds with their intervals (`stats`): a slowdown
   fails when the whole interval lies above its threshold (compile time: and the growth is
@@ -79,7 +80,8 @@ class Row:
     @property
     def kind(self) -> str:
         """What the row measures, in the tally's words."""
-        return "program metrics" if self.metric in STATIC_METRICS else self.metric
+        program = self.metric in STATIC_METRICS or self.metric in compare.SIZE_WORDS.values()
+        return "program metrics" if program else self.metric
 
 
 @dataclass(frozen=True)
@@ -200,6 +202,19 @@ def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Threshol
     gone = tuple(gone_line(fn.key, fn.traces, fn.compiles) for fn in judged.gone)
     if gone:  # shown under the test's counts; neither better nor worse
         rows[-1] = dataclasses.replace(rows[-1], causes=rows[-1].causes + gone)
+    for field_name, metric in compare.SIZE_WORDS.items():
+        # The test's functions summed; shown where they differ, judged per function.
+        before_n, now_n = getattr(base, field_name), getattr(head, field_name)
+        if before_n is None or now_n is None or before_n == now_n:
+            continue
+        mine = [b for b in breaches if b.metric == metric]
+        if mine:
+            verdict = "REGRESSED"
+        elif now_n * (1 + thresholds.static_rtol) < before_n:
+            verdict = "improved"
+        else:
+            verdict = "ok"
+        rows.append(Row(nodeid, metric, verdict, before_n, now_n, causes=_causes(mine)))
     base_benchmarks = dict(base.benchmark_entries())
     for label, bench in head.benchmark_entries():
         old = base_benchmarks.get(label)
@@ -231,7 +246,7 @@ def _causes(breaches: Iterable[compare.Breach]) -> tuple[str, ...]:
     lines = []
     for b in breaches:
         where = "all functions" if b.function is None else b.function.key
-        lines.append(f"{b.metric} of {where}: base {b.reference:g} -> head {b.current:g}")
+        lines.append(f"{b.metric} of {where}: base {b.reference:,g} -> head {b.current:,g}")
         lines += [f"  cause: {r}" for r in b.reasons]
     return tuple(lines)
 
