@@ -25,6 +25,7 @@ JAX_DEPENDENT = [
     "tests/test_example_regressions.py",
     "tests/test_user_settings.py",
     "tests/test_program_sizes.py",
+    "tests/test_cross_machine.py",
 ]
 
 nox.options.sessions = ["tests"]

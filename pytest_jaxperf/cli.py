@@ -23,6 +23,7 @@ from .config import (
 )
 from .environment import (
     UNDER_XDIST,
+    machine_scale,
     static_differences,
     timing_differences,
     under_xdist,
@@ -304,6 +305,7 @@ def evaluate_all(
             static_differences=static_differences(before, now),
             timing_mode=timing_mode,
             not_measured={**unmeasured(now), **unmeasured(before)},
+            machine=machine_scale(before, now),
         )
     return verdicts
 

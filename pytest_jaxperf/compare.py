@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from . import causes
 from .config import Limit, MarkerLimits, Tolerances
+from .environment import MachineScale
 from .matching import match_functions
 from .model import (
     PROGRAM_SIZE,
@@ -198,6 +199,9 @@ class Gating:
     gate_baseline: bool = True  # False while saving: baseline breaches shown, not failing
     # Metrics the self-check could not vouch for: shown, never gated.
     skipped: frozenset[str] = frozenset()
+    # Where the machine is the only timing difference: compile CPU seconds are compared
+    # scaled by the two machines' reference compiles.
+    machine: MachineScale | None = None
 
 
 def evaluate(
@@ -210,6 +214,7 @@ def evaluate(
     static_differences: Sequence[str] = (),
     timing_mode: str = "gate",
     not_measured: Mapping[str, str] | None = None,
+    machine: MachineScale | None = None,
 ) -> Verdict:
     """Compare one test against its marker limits and its baseline entry (see `Gating` for
     what each argument decides)."""
@@ -226,6 +231,7 @@ def evaluate(
         timing_mode=timing_mode,
         gate_baseline=gate_baseline,
         skipped=frozenset(skipped),
+        machine=machine,
     )
     _count_and_time_limits(out, record, limits, gating)
     _size_limits(out, record, limits, gating)
@@ -421,28 +427,47 @@ def _compile_time_vs_baseline(
             f"(baseline {base.cache_hits}, now {record.cache_hits})"
         )
         return
-    if gating.timing_differences:
-        out.notes.append(
-            f"compile time not gated: environment differs ({', '.join(gating.timing_differences)})"
-        )
+    differs = (
+        f"compile time not gated: environment differs ({', '.join(gating.timing_differences)})"
+    )
+    machine = gating.machine
+    if machine is not None and set(machine.differences) != set(gating.timing_differences):
+        machine = None  # something besides the machine differs (xdist, a version)
+    if gating.timing_differences and machine is None:
+        out.notes.append(differs)
         return
     clock = tol.compile_clock
-    if clock == "cpu" and (record.total_cpu_s is None or base.total_cpu_s is None):
+    has_cpu = record.total_cpu_s is not None and base.total_cpu_s is not None
+    if machine is not None and not (clock == "cpu" and has_cpu):
+        # The reference compile is measured in CPU seconds: wall seconds do not scale by it.
+        out.notes.append(differs + "; across machines only CPU seconds are compared")
+        return
+    if clock == "cpu" and not has_cpu:
         clock = "wall"
         out.info.append(
             "compile time gated on wall seconds: the baseline has no CPU seconds (saved by "
             "an older pytest-jaxperf; re-save it with --jaxperf-save)"
         )
-    now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock)
+    scale = 1.0 if machine is None else machine.factor
+    now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock) * scale
+    detail = f"{clock} seconds, rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s"
+    if machine is not None:
+        detail += (
+            f"; baseline x {scale:.2f}: the reference compile takes {machine.before_s:.3f} s "
+            f"there, {machine.now_s:.3f} s here ({', '.join(machine.differences)})"
+        )
+        out.info.append(
+            f"compile time gated across machines: the baseline's CPU seconds x {scale:.2f}, "
+            "the ratio of the two machines' reference compiles"
+        )
     if now_s > before_s * (1 + tol.compile_rtol) and now_s - before_s > tol.compile_floor:
         out.breaches.append(Breach(
             metric=COMPILE_TIME, function=None, reference=before_s, current=now_s,
-            against="baseline", reasons=_compile_time_growth(record, matched, clock),
-            gated=gating.gate_baseline,
-            detail=f"{clock} seconds, rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s",
+            against="baseline", reasons=_compile_time_growth(record, matched, clock, scale),
+            gated=gating.gate_baseline, detail=detail,
         ))  # fmt: skip
         return
-    kept_s = before_s - sum(compile_seconds(f, clock) for f in gone)
+    kept_s = before_s - sum(compile_seconds(f, clock) for f in gone) * scale
     if now_s * (1 + tol.compile_rtol) < kept_s and kept_s - now_s > tol.compile_floor:
         out.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
 
@@ -452,13 +477,18 @@ def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]
 
 
 def _compile_time_growth(
-    record: TestRecord, matched: Mapping[str, FunctionRecord], clock: str, most: int = 3
+    record: TestRecord,
+    matched: Mapping[str, FunctionRecord],
+    clock: str,
+    scale: float = 1.0,
+    most: int = 3,
 ) -> tuple[str, ...]:
-    """The functions whose compile time grew most, with the phase split: where to look."""
+    """The functions whose compile time grew most, with the phase split: where to look
+    (the baseline's seconds times `scale`, the machines' ratio)."""
     grown = []
     for key, fn in record.functions.items():
         old = matched.get(key)
-        before = compile_seconds(old, clock) if old else 0.0
+        before = compile_seconds(old, clock) * scale if old else 0.0
         now = compile_seconds(fn, clock)
         if now > before:
             grown.append((now - before, fn, before, now))

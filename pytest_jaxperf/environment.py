@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 # Timings are compared only when all of these match the baseline's.
@@ -16,6 +17,10 @@ TIMING_KEYS = (
 _OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers"})
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
 STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
+# The machine: where only these differ, compile seconds are compared through each machine's
+# reference compile (`reference.py`), stored under REFERENCE_KEY.
+MACHINE_KEYS = ("cpu", "cpu_count")
+REFERENCE_KEY = "reference_compile_cpu_s"
 # Why a run on pytest-xdist workers gates no timings (by the plugin, nor by `jaxperf compare`
 # reading its report): they were measured beside other workers.
 UNDER_XDIST = "measured under pytest-xdist, beside other workers"
@@ -81,6 +86,34 @@ def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) 
 def static_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Differences that change program metrics; empty when they are comparable."""
     return _differences(STATIC_KEYS, baseline, current)
+
+
+@dataclass(frozen=True)
+class MachineScale:
+    """How much faster or slower this machine compiles than the baseline entry's: the CPU
+    seconds of the same reference compile on each."""
+
+    before_s: float
+    now_s: float
+    differences: tuple[str, ...]  # "cpu AMD EPYC -> Intel(R) Xeon(R) Processor", ...
+
+    @property
+    def factor(self) -> float:
+        return self.now_s / self.before_s
+
+
+def machine_scale(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> MachineScale | None:
+    """The scale between the two machines where the machine (CPU model, core count) is the
+    only timing difference and both measured the reference compile; else None."""
+    every = timing_differences(baseline, current)
+    machine = _differences(MACHINE_KEYS, baseline, current)
+    if not machine or len(every) != len(machine):
+        return None
+    before, now = baseline.get(REFERENCE_KEY), current.get(REFERENCE_KEY)
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
+               for v in (before, now)):  # fmt: skip
+        return None
+    return MachineScale(float(before), float(now), tuple(machine))  # type: ignore[arg-type]
 
 
 def under_xdist(env: Mapping[str, Any]) -> bool:

@@ -61,10 +61,13 @@ class JaxPerfSession:
 
     def _env(self) -> dict[str, Any]:
         if self.environment is None:
-            from . import environment
+            from . import environment, reference
 
-            self.environment = environment.capture()
-            self.environment["xdist_workers"] = _xdist.worker_count(self.config)
+            self.environment = env = environment.capture()
+            env["xdist_workers"] = _xdist.worker_count(self.config)
+            measured = reference.cached(env, getattr(self.config, "cache", None))
+            if measured is not None:
+                env[environment.REFERENCE_KEY] = measured
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
         return self.environment
@@ -199,6 +202,7 @@ class JaxPerfSession:
         base = self.baseline.tests.get(item.nodeid) if self.baseline else None
         from .environment import (
             UNDER_XDIST,
+            machine_scale,
             static_differences,
             timing_differences,
             unmeasured,
@@ -219,6 +223,7 @@ class JaxPerfSession:
             static_differences=static_differences(base_env, env) if base is not None else [],
             timing_mode=self.settings.timing_mode,
             not_measured={**(self.not_measured or {}), **unmeasured(base_env)},
+            machine=machine_scale(base_env, env) if base is not None else None,
         )
         self.verdicts[item.nodeid] = verdict
         section = terminal.detail_section(record, verdict)

@@ -116,7 +116,8 @@ def test_another_cpu_model_still_gates_the_sizes(jp: pytest.Pytester) -> None:
     assert result.ret == 1
     out = result.stdout.str()
     assert "StableHLO ops of rollout (defined at test_mod.py:9): baseline" in out
-    assert "compile time not gated: environment differs (cpu Some Other CPU 9000 ->" in out
+    # Compile time too, scaled by the two machines' reference compiles (test_cross_machine).
+    assert "note: compile time gated across machines" in out
 
 
 def test_another_jax_version_leaves_the_sizes_out_and_says_so(jp: pytest.Pytester) -> None:
