@@ -282,8 +282,9 @@ class Recorder:
         self.evicted = 0
         self.isolation = "per function"
         self._probes: list[Any] = []
-        # Process CPU time at the start of each phase, per (thread, event).
-        self._cpu_start: dict[tuple[int, str], float] = {}
+        # Per thread and phase, the CPU clock at each open phase's start, innermost last: a
+        # trace may start another inside it (a jitted helper traced for the first time).
+        self._cpu_start: dict[tuple[int, str], list[float]] = {}
         # What the last self-check found missing, by metric.
         self.problems: dict[str, str] = {}
 
@@ -391,7 +392,9 @@ class Recorder:
         # JAX announces the start of each trace / lowering / compile with a scalar event
         # (its wall-clock start time); the process CPU clock is read here and at the end.
         if self.active is not None and event in _PHASES:
-            self._cpu_start[(threading.get_ident(), event)] = time.process_time()
+            self._cpu_start.setdefault((threading.get_ident(), event), []).append(
+                time.process_time()
+            )
 
     def _on_duration(self, event: str, duration_secs: float, **kwargs: Any) -> None:
         scope = self.active
@@ -400,7 +403,8 @@ class Recorder:
         try:
             if event not in _PHASES:
                 return
-            start = self._cpu_start.pop((threading.get_ident(), event), None)
+            starts = self._cpu_start.get((threading.get_ident(), event))
+            start = starts.pop() if starts else None
             cpu = None if start is None else max(0.0, time.process_time() - start)
             if not scope.owns_current_thread():
                 return

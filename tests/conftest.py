@@ -56,6 +56,28 @@ def test_f():
 """
 
 
+# A recorded test of a jitted lax.scan over 50 steps: `unroll` 1 (rolled) or True (fully
+# unrolled: the same jaxpr, about 7x the StableHLO ops, about 15x the compile time), and
+# the test's marker keywords (`marker`, text).
+ROLLOUT_TEST = """
+import jax
+import jax.numpy as jnp
+import pytest
+from jax import lax
+
+def step(c, x):
+    return jnp.tanh(c * x + c), c.sum()
+
+@jax.jit
+def rollout(c, xs):
+    return lax.scan(step, c, xs, unroll={unroll})
+
+@pytest.mark.jaxperf({marker})
+def test_rollout():
+    rollout(jnp.ones(4), jnp.ones((50, 4)))
+"""
+
+
 def read_json(path: Path) -> Any:
     return json.loads(path.read_text(encoding="utf-8"))
 

@@ -461,6 +461,8 @@ def test_compare_gives_the_plugins_verdict_for_the_same_files(
     regressed, _, out = _verdicts(jp, capsys, "--jaxperf-static-rtol=0.1")
     assert regressed == {"test_same.py::test_ini_tolerance", *marker_only}
     assert "jaxpr_eqns of benchmark 'poly': baseline 10 -> now 12" in out
+    # The function's own program size, as the plugin gates it.
+    assert "jaxpr equations of poly (defined at test_same.py:" in out
 
 
 def _save_pair(tmp_path: Path, base: Report, run: Report) -> list[str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 from _records import fn, rec
-from conftest import read_json
+from conftest import ROLLOUT_TEST, read_json
 
 from pytest_jaxperf import reference
 from pytest_jaxperf.compare import COMPILE_TIME, evaluate
@@ -112,27 +112,11 @@ def test_the_reference_is_measured_once_and_cached_per_machine() -> None:
     assert reference.cached(env, cache) not in (None, "fast")
 
 
-SOURCE = """
-import jax
-import jax.numpy as jnp
-import pytest
-from jax import lax
 
-def step(c, x):
-    return jnp.tanh(c * x + c), c.sum()
-
-@jax.jit
-def rollout(c, xs):
-    return lax.scan(step, c, xs, unroll={unroll})
-
-@pytest.mark.jaxperf(static_rtol=1000)
-def test_rollout():
-    rollout(jnp.ones(4), jnp.ones((50, 4)))
-"""
 
 
 def test_a_baseline_from_another_cpu_model_gates_compile_time(jp: pytest.Pytester) -> None:
-    jp.makepyfile(test_mod=SOURCE.format(unroll=1))
+    jp.makepyfile(test_mod=ROLLOUT_TEST.format(unroll=1, marker="static_rtol=1000"))
     assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
     path = jp.path / ".jaxperf" / "baseline.json"
     data = read_json(path)
@@ -148,7 +132,7 @@ def test_a_baseline_from_another_cpu_model_gates_compile_time(jp: pytest.Pyteste
         "0 not gated", ""
     )
     # The scan unrolled: compile time grows about 15x (its size is left out: static_rtol).
-    jp.makepyfile(test_mod=SOURCE.format(unroll=True))
+    jp.makepyfile(test_mod=ROLLOUT_TEST.format(unroll=True, marker="static_rtol=1000"))
     result = jp.runpytest("--jaxperf")
     assert result.ret == 1
     out = result.stdout.str()

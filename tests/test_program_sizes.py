@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from _records import fn, rec
-from conftest import read_json
+from conftest import ROLLOUT_TEST, read_json
 from jax import lax
 
 from pytest_jaxperf.compare import evaluate
@@ -20,28 +20,12 @@ from pytest_jaxperf.program_metrics import count_eqns, hlo_ops
 from pytest_jaxperf.terminal import breach_lines
 
 NODE = "test_mod.py::test_rollout"
-SOURCE = """
-import jax
-import jax.numpy as jnp
-import pytest
-from jax import lax
 
-def step(c, x):
-    return jnp.tanh(c * x + c), c.sum()
-
-@jax.jit
-def rollout(c, xs):
-    return lax.scan(step, c, xs, unroll={unroll})
-
-# Compile time grows too (about 15x): left out here, to see the sizes' own gate.
-@pytest.mark.jaxperf(compile_rtol=1000{marker})
-def test_rollout():
-    rollout(jnp.ones(4), jnp.ones((50, 4)))
-"""
 
 
 def _module(jp: pytest.Pytester, unroll: object = 1, marker: str = "") -> None:
-    jp.makepyfile(test_mod=SOURCE.format(unroll=unroll, marker=marker))
+    # Compile time grows too (about 15x): left out here, to see the sizes' own gate.
+    jp.makepyfile(test_mod=ROLLOUT_TEST.format(unroll=unroll, marker="compile_rtol=1000" + marker))
 
 
 def _step(c: Any, x: Any) -> Any:

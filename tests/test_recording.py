@@ -474,3 +474,32 @@ def test_f():
             "recorder: * JAX event(s) could not be read; the counts*",
         ]
     )
+
+
+def test_a_trace_that_starts_another_keeps_its_own_cpu_seconds(jp: pytest.Pytester) -> None:
+    # `inner` is traced for the first time inside `outer`'s trace: two trace phases open at
+    # once on one thread, each with its own start.
+    jp.makepyfile(
+        test_mod="""
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def inner(x):
+    return jnp.sin(x) * 3
+
+@jax.jit
+def outer(x):
+    return inner(x) + inner(x * 2)
+
+@pytest.mark.jaxperf
+def test_nested():
+    outer(jnp.ones(5))
+"""
+    )
+    functions = _record(jp)["test_mod.py::test_nested"]["functions"]
+    by_name = {f["name"]: f for f in functions.values()}
+    assert by_name["inner"]["traces"] == by_name["outer"]["traces"] == 1
+    for name in ("inner", "outer"):
+        assert by_name[name]["trace_cpu_s"] is not None, name

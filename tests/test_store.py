@@ -273,15 +273,22 @@ def test_a_file_in_the_old_layout_loads_the_same(tmp_path: Path) -> None:
     assert load(old) == load(new) == report
 
 
-def test_a_file_of_the_first_schema_loads_with_cpu_seconds_not_measured(tmp_path: Path) -> None:
+def _older_file(path: Path, schema: str, missing: tuple[str, ...]) -> dict[str, Any]:
+    """A valid file as an older pytest-jaxperf wrote it: `schema`, without the `missing`
+    fields in any counts; written to `path`, and returned."""
     data = valid()
-    data["schema"] = "pytest-jaxperf/1"
+    data["schema"] = schema
     for test in data["tests"].values():
         for counts in (test, test["eager"], *test["functions"].values()):
-            for name in model.CPU_FIELDS:
+            for name in missing:
                 del counts[name]
-    path = tmp_path / "old.json"
     path.write_text(json.dumps(data), encoding="utf-8")
+    return data
+
+
+def test_a_file_of_the_first_schema_loads_with_cpu_seconds_not_measured(tmp_path: Path) -> None:
+    path = tmp_path / "old.json"
+    data = _older_file(path, "pytest-jaxperf/1", model.CPU_FIELDS)
     loaded = load(path)
     assert loaded is not None
     rec = loaded.tests["tests/test_b.py::test_y"]
@@ -297,14 +304,8 @@ def test_a_file_of_the_first_schema_loads_with_cpu_seconds_not_measured(tmp_path
 def test_a_file_before_the_fourth_schema_loads_with_program_sizes_not_measured(
     tmp_path: Path,
 ) -> None:
-    data = valid()
-    data["schema"] = "pytest-jaxperf/3"
-    for test in data["tests"].values():
-        for counts in (test, test["eager"], *test["functions"].values()):
-            for name in model.SIZE_FIELDS:
-                del counts[name]
     path = tmp_path / "old.json"
-    path.write_text(json.dumps(data), encoding="utf-8")
+    data = _older_file(path, "pytest-jaxperf/3", model.SIZE_FIELDS)
     loaded = load(path)
     assert loaded is not None
     rec = loaded.tests["tests/test_b.py::test_y"]

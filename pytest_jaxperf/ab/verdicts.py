@@ -208,12 +208,7 @@ def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Threshol
         if before_n is None or now_n is None or before_n == now_n:
             continue
         mine = [b for b in breaches if b.metric == metric]
-        if mine:
-            verdict = "REGRESSED"
-        elif now_n * (1 + thresholds.static_rtol) < before_n:
-            verdict = "improved"
-        else:
-            verdict = "ok"
+        verdict = _static_verdict(bool(mine), now_n, before_n, thresholds.static_rtol)
         rows.append(Row(nodeid, metric, verdict, before_n, now_n, causes=_causes(mine)))
     base_benchmarks = dict(base.benchmark_entries())
     for label, bench in head.benchmark_entries():
@@ -225,14 +220,16 @@ def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Threshol
             if now_v is None or before_v is None or now_v == before_v:
                 continue
             regressed = any(b.metric == metric and b.benchmark == label for b in breaches)
-            if regressed:
-                verdict = "REGRESSED"
-            elif now_v * (1 + thresholds.static_rtol) < before_v:
-                verdict = "improved"
-            else:
-                verdict = "ok"
+            verdict = _static_verdict(regressed, now_v, before_v, thresholds.static_rtol)
             rows.append(Row(nodeid, metric, verdict, before_v, now_v, benchmark=label))
     return rows
+
+
+def _static_verdict(regressed: bool, now: float, before: float, rtol: float) -> Status:
+    """A deterministic metric's row: the plugin's breach, or better beyond `rtol`."""
+    if regressed:
+        return "REGRESSED"
+    return "improved" if now * (1 + rtol) < before else "ok"
 
 
 def gone_line(key: str, traces: int, compiles: int) -> str:
