@@ -15,6 +15,9 @@ from .model import Report, TestRecord, test_from_json, test_to_json
 from .summary import RunSummary, not_gated_lines
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
+# Set by a plugin whose runs are compared only with each other on one machine (`jaxperf ab`):
+# no reference compile is measured for them (it is there to compare across machines).
+NO_REFERENCE_KEY = pytest.StashKey[bool]()
 T = TypeVar("T")
 
 
@@ -65,9 +68,10 @@ class JaxPerfSession:
 
             self.environment = env = environment.capture()
             env["xdist_workers"] = _xdist.worker_count(self.config)
-            measured = reference.cached(env, getattr(self.config, "cache", None))
-            if measured is not None:
-                env[environment.REFERENCE_KEY] = measured
+            if not self.config.stash.get(NO_REFERENCE_KEY, False):
+                measured = reference.cached(env, getattr(self.config, "cache", None))
+                if measured is not None:
+                    env[environment.REFERENCE_KEY] = measured
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
         return self.environment

@@ -260,6 +260,8 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     # The base run measured the base tree, the head run the head tree.
     kept = json.loads((tmp_path / "reports" / "base-1.json").read_text())
     assert kept["tests"][NODE_SCALE]["traces"] == 1
+    # Both trees ran here: no reference compile was measured for a comparison across machines.
+    assert "reference_compile_cpu_s" not in kept["environment"]
     # Nothing left behind: no worktree, no temporary directory, the user's tree as it was.
     assert worktrees(root) == [str(root)]
     assert leftovers(out) == []

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import pytest
 
+from ..session import NO_REFERENCE_KEY
 from .imports import CHECK_ENV, EXIT_WRONG_IMPORT, Spec, problems
 
 
@@ -59,6 +60,8 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get(CHECK_ENV):
         for dest in FORCED_OFF:
             setattr(config.option, dest, None)
+        # Both trees run on this machine: the reference compile (~0.7 s a run) is not needed.
+        config.stash[NO_REFERENCE_KEY] = True
 
 
 @pytest.hookimpl(trylast=True)
