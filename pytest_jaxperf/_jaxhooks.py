@@ -38,7 +38,8 @@ lowered jaxpr's DebugInfo). `eager_traces_counted()` says which applies.
 Common to all: lowering / compile counts and seconds from `jax.monitoring` duration events
 (public); the jaxpr being lowered and the MLIR module it became from frame
 `_cached_lowering_to_hlo`, locals `closed_jaxpr` and `lowering_result` (whose size is read
-then: no second lowering);
+then: no second lowering); the executable compiled from frame `_cached_compilation`, local
+`xla_executable` (its HLO instructions counted then);
 the jitted callable from pjit's `cache_miss` frame, local `fun`; pjit's dispatch caches
 (`_infer_params_cached` when present, `_cpp_pjit_cache_*`, `PjitFunctionCache.clear_all`).
 
@@ -275,6 +276,34 @@ def lowering() -> Lowering:
         return Lowering(None, None)
     result = frame.f_locals.get("lowering_result")
     return Lowering(frame.f_locals.get("closed_jaxpr"), getattr(result, "module", None))
+
+
+def compiled_executable() -> Any:
+    """The executable whose backend-compile duration event is being emitted (or None),
+    loaded from the persistent cache or compiled: the local `xla_executable` of
+    `pxla._cached_compilation` (jax 0.6.0 - 0.11.0), or `compiled` of the pre-merge pmap's
+    `UnloadedPmapExecutable.from_hlo` (jax 0.6 - 0.8)."""
+    frame = _nearest(("_cached_compilation", "from_hlo"), start=2)
+    if frame is None:
+        return None
+    local = frame.f_locals
+    return local.get("xla_executable", local.get("compiled"))
+
+
+def executable_ops(executable: Any) -> int:
+    """HLO instructions of a compiled executable, every computation (fusions, loop bodies)
+    of every module: `HloComputation.instructions()` where jaxlib has it (0.9 on), else its
+    modules' text, one instruction a line (`%x = ...`, `ROOT %x = ...`: the same count)."""
+    total = 0
+    for module in executable.hlo_modules():
+        computations = module.computations()
+        if all(hasattr(c, "instructions") for c in computations):
+            total += sum(len(c.instructions()) for c in computations)
+            continue
+        for line in module.to_string().splitlines():
+            text = line.lstrip().removeprefix("ROOT ")
+            total += text.startswith("%") and " = " in text
+    return total
 
 
 def module_ops(module: Any) -> int:

@@ -27,7 +27,11 @@ COMPILE_TIME = "compile time"
 # The program sizes of the recorded functions (model.SIZE_FIELDS), as breaches name them;
 # a benchmark's breach keeps the field's name (`jaxpr_eqns of benchmark 'b'`), as its marker
 # limit and its program metrics do.
-SIZE_WORDS = {"jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops"}
+SIZE_WORDS = {
+    "jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops", "xla_ops": "optimized HLO ops"
+}  # fmt: skip
+# What each size is summed over: a retrace or recompile is compared per one of these.
+_SIZE_UNIT = {"jaxpr_eqns": "lowerings", "hlo_ops": "lowerings", "xla_ops": "compiles"}
 
 
 # A test's verdict, in the words every report shows (terminal, markdown, HTML, JUnit and
@@ -370,18 +374,20 @@ def _sizes_vs_baseline(
         old = matched.get(key)
         if old is None:
             continue
-        # A retrace is the counts' finding: where the lowerings changed, the sizes are
-        # compared per lowering, so that one more of the same program is not also "growth".
-        per = bool(fn.lowerings and old.lowerings and fn.lowerings != old.lowerings)
         for metric, words in SIZE_WORDS.items():
             now, before = getattr(fn, metric), getattr(old, metric)
             if now is None or before is None:
                 unmeasured.add("the baseline" if before is None else "this run")
                 continue
+            # A retrace or recompile is the counts' finding: where their number changed, the
+            # sizes are compared per one, so that one more of the same program is not "growth".
+            unit = _SIZE_UNIT[metric]
+            n_now, n_before = getattr(fn, unit), getattr(old, unit)
+            per = bool(n_now and n_before and n_now != n_before)
             if per:
-                now, before = now / fn.lowerings, before / old.lowerings
+                now, before = now / n_now, before / n_before
             detail = f"static_rtol {rtol:g}" + (
-                f", per lowering: {old.lowerings} -> {fn.lowerings} lowerings" if per else ""
+                f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
             )
             if now > before * (1 + rtol) and now > before:
                 out.breaches.append(Breach(

@@ -45,7 +45,8 @@ STABLEHLO_OPS = "stablehlo-ops"
 # A test's program sizes (summed over its functions' lowerings) under each format's names;
 # left out where not measured.
 _SIZES = (("jaxpr_eqns", JAXPR_EQUATIONS, "jaxpr equations"),
-          ("hlo_ops", STABLEHLO_OPS, "StableHLO ops"))  # fmt: skip
+          ("hlo_ops", STABLEHLO_OPS, "StableHLO ops"),
+          ("xla_ops", "optimized-hlo-ops", "optimized HLO ops"))  # fmt: skip
 
 
 def document(fmt: str, run: Report, commit: Mapping[str, Any] | None = None) -> Any:
@@ -79,8 +80,8 @@ def _finite(value: Any) -> Any:
 
 def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
     """One entry per test and metric: traces, compiles, compile seconds (trace + lower +
-    backend), jaxpr equations and StableHLO ops (where measured), and the runtime median of
-    each benchmark that measured one."""
+    backend), jaxpr equations, StableHLO ops and optimized HLO ops (where measured), and the
+    runtime median of each benchmark that measured one."""
     out: list[dict[str, Any]] = []
     for nodeid, rec in sorted(run.tests.items()):
         note = "" if rec.outcome == "passed" else f"test outcome: {rec.outcome}"
@@ -125,9 +126,9 @@ def _runtime_extra(runtime: RuntimeStats) -> str:
 
 def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format: per test the measures traces, compiles, compile-time
-    (seconds), jaxpr-equations and stablehlo-ops (where measured); per benchmark runtime
-    (median seconds, lower_value the minimum, upper_value the 75th percentile) and
-    jaxpr-equations, where measured."""
+    (seconds), jaxpr-equations, stablehlo-ops and optimized-hlo-ops (where measured); per
+    benchmark runtime (median seconds, lower_value the minimum, upper_value the 75th
+    percentile) and jaxpr-equations, where measured."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for nodeid, rec in sorted(run.tests.items()):
         out[nodeid] = _test_measures(rec)

@@ -52,8 +52,9 @@ def _size() -> Any:
 @dataclass
 class Counts:
     """Traces, lowerings, backend compiles and their seconds for one function or a total;
-    and the size of the programs lowered, summed over the lowerings: jaxpr equations
-    (recursive) and operations of the StableHLO module handed to XLA."""
+    and the size of the programs: jaxpr equations (recursive) and operations of the
+    StableHLO module handed to XLA, summed over the lowerings; HLO instructions of what XLA
+    made of them (`xla_ops`, after its passes), summed over the compiles."""
 
     traces: int = _count()
     lowerings: int = _count()
@@ -67,6 +68,7 @@ class Counts:
     compile_cpu_s: float | None = _cpu_seconds()
     jaxpr_eqns: int | None = _size()
     hlo_ops: int | None = _size()
+    xla_ops: int | None = _size()
 
     @property
     def total_s(self) -> float:

@@ -45,6 +45,17 @@ def size(lowering: hooks.Lowering) -> tuple[int | None, int | None]:
     return eqns, ops
 
 
+def xla_ops(executable: Any) -> int | None:
+    """HLO instructions of a compiled executable after XLA's passes (every computation:
+    fusions and loop bodies included); None where the backend does not expose its modules."""
+    if executable is None:
+        return None
+    try:
+        return hooks.executable_ops(executable)
+    except Exception:  # an executable without HLO modules: not measured
+        return None
+
+
 def hlo_ops(lowered: Any) -> int:
     """StableHLO operations of a `jax.stages.Lowered`, counted as the recorder counts each
     lowering's (`_jaxhooks.module_ops`)."""

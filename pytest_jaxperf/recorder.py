@@ -183,11 +183,14 @@ class Scope:
             target.hlo_ops = _plus(target.hlo_ops, size[1])
             self._pending[threading.get_ident()] = ident
 
-    def on_compile(self, seconds: float, cpu: float | None) -> None:
+    def on_compile(self, seconds: float, cpu: float | None, ops: int | None = None) -> None:
+        """One backend compile (or persistent-cache load): its seconds and the HLO
+        instructions of what XLA made of the program (None: not read)."""
         tid = threading.get_ident()
         with self._lock:
             target = self._target(self._pending.pop(tid, None))
             target.compiles += 1
+            target.xla_ops = _plus(target.xla_ops, ops)
             if tid in self._cache_hit:
                 # A persistent-cache hit takes ~1 ms: never let it pass for a fast compile.
                 self._cache_hit.discard(tid)
@@ -421,7 +424,8 @@ class Recorder:
                     program_metrics.size(lowering),
                 )
             else:
-                scope.on_compile(duration_secs, cpu)
+                ops = program_metrics.xla_ops(hooks.compiled_executable())
+                scope.on_compile(duration_secs, cpu, ops)
         except Exception:
             scope.listener_errors += 1
 
@@ -605,12 +609,16 @@ class Recorder:
                 f"{_probe_counts(counted, 'lowerings')}, {_probe_counts(counted, 'compiles')})"
             )
         if "compiles" not in problems and not (
-            first and first.jaxpr_eqns == _PROBE_EQNS and (first.hlo_ops or 0) >= _PROBE_MIN_OPS
+            first
+            and first.jaxpr_eqns == _PROBE_EQNS
+            and (first.hlo_ops or 0) >= _PROBE_MIN_OPS
+            and (first.xla_ops or 0) >= 1
         ):
             problems[PROGRAM_SIZE] = (
-                "the probe's lowered program was not read (jaxpr equations, StableHLO ops: "
-                f"{_probe_counts(counted, 'jaxpr_eqns')}, {_probe_counts(counted, 'hlo_ops')}; "
-                f"expected {_PROBE_EQNS}, at least {_PROBE_MIN_OPS})"
+                "the probe's program was not read (jaxpr equations, StableHLO ops, optimized "
+                f"HLO ops: {_probe_counts(counted, 'jaxpr_eqns')}, "
+                f"{_probe_counts(counted, 'hlo_ops')}, {_probe_counts(counted, 'xla_ops')}; "
+                f"expected {_PROBE_EQNS}, at least {_PROBE_MIN_OPS}, at least 1)"
             )
         if not (third and third.compiles == 1 and (third.traces == 1 or "traces" in problems)):
             # Counts would then depend on the tests that ran before: neither can be gated.

@@ -29,7 +29,7 @@ def cpu_seconds(counts: Counts) -> str:
 
 
 def program_size(counts: Counts) -> str:
-    """'jaxpr equations / StableHLO ops' lowered, '-' for one not measured."""
+    """'jaxpr equations / StableHLO ops / optimized HLO ops', '-' for one not measured."""
     return " / ".join(
         "-" if (v := getattr(counts, name)) is None else f"{v:,}" for name in SIZE_WORDS
     )
@@ -121,7 +121,7 @@ def detail_section(record: TestRecord, verdict: Verdict) -> str:
             f"compiles={fn.compiles} cache_hits={fn.cache_hits} "
             f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s "
             f"cpu={cpu_seconds(fn)}s jaxpr_eqns={_size(fn.jaxpr_eqns)} "
-            f"hlo_ops={_size(fn.hlo_ops)}"
+            f"hlo_ops={_size(fn.hlo_ops)} xla_ops={_size(fn.xla_ops)}"
         )
         lines += [f"    retrace: {r}" for r in fn.retrace_reasons]
     e = record.eager
@@ -217,7 +217,7 @@ def summary_rows(
         "compiles",
         "compile s (trace/lower/backend)",
         "cpu s",
-        "eqns / hlo ops",
+        "eqns / hlo / xla ops",
         "vs baseline",
         "status",
     )

@@ -235,14 +235,14 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     # so do the function's sizes.
     assert rows[(NODE_WORK, "StableHLO ops")][-1] == "REGRESSED"
     assert out.splitlines()[-1].startswith(
-        "jaxperf ab: 9 regressions (traces, compiles, program metrics, runtime), 0 improvements;"
+        "jaxperf ab: 10 regressions (traces, compiles, program metrics, runtime), 0 improvements;"
     )
     # Outputs: the step summary appended to, the JSON, the kept reports.
     text = summary.read_text()
     assert text.startswith("earlier step\n\n### jaxperf ab: head ")
     assert "| traces | 1 | 2 |  |  | **REGRESSED** |" in text
     data = json.loads((tmp_path / "ab.json").read_text())
-    assert data["schema"] == render.SCHEMA and data["regressions"] == 9
+    assert data["schema"] == render.SCHEMA and data["regressions"] == 10
     assert data["base"]["commit"] == base and data["rounds"] == 1
     # By default every run is confined to one CPU, the highest the command may use.
     cpu = max(os.sched_getaffinity(0))

@@ -138,9 +138,11 @@ CASES = {
         lines=(),
         same_jax_failed=("test_integration.py::test_quantile_matches_the_closed_form",),
         same_jax_lines=(
-            "*1 metric(s) over the baseline or a limit",
+            "*2 metric(s) over the baseline or a limit",
             "*StableHLO ops of gaussian_quantile (defined at jaxperf_example/integration.py:*): "
             "baseline * -> now * (+*, +*%) [static_rtol 0.1]",
+            # XLA inlines the step's calls: what it compiles grows about 30x.
+            "*optimized HLO ops of gaussian_quantile (defined at *): baseline * -> now *",
         ),
     ),
     "print_in_jit": Case(

@@ -60,8 +60,8 @@ def test_github_action_benchmark_entries_per_test_and_metric() -> None:
         named[f"{REGRESSED} StableHLO ops"]["unit"],
         named[f"{REGRESSED} StableHLO ops"]["value"],
     ) == ("StableHLO ops", 0)
-    # Four tests x five metrics, plus the two benchmarks with a runtime.
-    assert len(entries) == 4 * 5 + 2
+    # Four tests x six metrics, plus the two benchmarks with a runtime.
+    assert len(entries) == 4 * 6 + 2
     assert f"{OK}::" not in " ".join(named)
 
 
@@ -100,6 +100,7 @@ def test_bencher_measures_per_test_and_per_benchmark() -> None:
         "compile-time": {"value": 0.12},
         "jaxpr-equations": {"value": 0},
         "stablehlo-ops": {"value": 0},
+        "optimized-hlo-ops": {"value": 0},
     }
     step = run.tests[REGRESSED].benchmarks["step"]
     assert isinstance(step, BenchmarkEntry) and step.runtime is not None
@@ -141,7 +142,7 @@ def test_benchmarks_without_measurements_are_not_exported() -> None:
             "eqns": unmeasured(metrics=ProgramMetrics(jaxpr_eqns=7, hlo_ops=9)),
         },
     )
-    record.jaxpr_eqns = record.hlo_ops = None  # not measured: left out, never 0
+    record.jaxpr_eqns = record.hlo_ops = record.xla_ops = None  # not measured: left out, not 0
     run = Report(tests={"t::a": record})
     doc = to_bencher(run)
     check_bmf(doc)

@@ -59,11 +59,12 @@ def test_improvements_new_tests_and_table() -> None:
     assert f"- `{NEW}`" in section(text, "New tests")  # no table escaping outside tables
     rows = [line for line in section(text, "All recorded tests").splitlines() if "`" in line]
     assert rows == [
-        f"| `{REGRESSED}` | 2 | 2 | 0.120 (0.010 / 0.010 / 0.100) | 0.120 | 0 / 0 | REGRESSED |",
-        f"| `{IMPROVED}` | 1 | 1 | 0.120 (0.010 / 0.010 / 0.100) | 0.120 | 0 / 0 | improved |",
+        f"| `{REGRESSED}` | 2 | 2 | 0.120 (0.010 / 0.010 / 0.100) | 0.120 | 0 / 0 / 0 "
+        "| REGRESSED |",
+        f"| `{IMPROVED}` | 1 | 1 | 0.120 (0.010 / 0.010 / 0.100) | 0.120 | 0 / 0 / 0 | improved |",
         "| `tests/test_sim.py::test_new[a\\|b]` | 1 | 1 | 0.120 (0.010 / 0.010 / 0.100) | 0.120 "
-        "| 0 / 0 | new |",
-        f"| `{OK}` | 1 | 1 | 0.070 (0.010 / 0.010 / 0.050) | 0.070 | 0 / 0 | ok |",
+        "| 0 / 0 / 0 | new |",
+        f"| `{OK}` | 1 | 1 | 0.070 (0.010 / 0.010 / 0.050) | 0.070 | 0 / 0 / 0 | ok |",
     ]
 
 

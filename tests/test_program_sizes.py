@@ -14,8 +14,10 @@ from _records import fn, rec
 from conftest import ROLLOUT_TEST, read_json
 from jax import lax
 
+from pytest_jaxperf._jaxhooks import executable_ops
 from pytest_jaxperf.compare import evaluate
 from pytest_jaxperf.config import DEFAULT_STATIC_RTOL, MarkerLimits, Tolerances
+from pytest_jaxperf.model import SIZE_FIELDS
 from pytest_jaxperf.program_metrics import count_eqns, hlo_ops
 from pytest_jaxperf.terminal import breach_lines
 
@@ -42,6 +44,16 @@ def _expected(unroll: object) -> tuple[int, int]:
     return count_eqns(traced.jaxpr), hlo_ops(traced.lower())
 
 
+def _expected_xla(unroll: object) -> int:
+    """HLO instructions after XLA's passes of the same program, compiled ahead of time here."""
+
+    def rollout(c: Any, xs: Any) -> Any:
+        return lax.scan(_step, c, xs, unroll=unroll)
+
+    compiled = jax.jit(rollout).trace(jnp.ones(4), jnp.ones((50, 4))).lower().compile()
+    return executable_ops(compiled.runtime_executable())
+
+
 def _function(path: Path) -> dict[str, Any]:
     (fn,) = read_json(path)["tests"][NODE]["functions"].values()
     return fn  # type: ignore[no-any-return]
@@ -50,7 +62,7 @@ def _function(path: Path) -> dict[str, Any]:
 def test_sizes_are_those_of_the_lowered_program_and_unrolling_grows_only_the_hlo(
     jp: pytest.Pytester,
 ) -> None:
-    sizes = {}
+    sizes, xla = {}, {}
     for unroll in (1, True):  # (1 == True: the sizes are keyed by str)
         _module(jp, unroll)
         result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
@@ -59,14 +71,17 @@ def test_sizes_are_those_of_the_lowered_program_and_unrolling_grows_only_the_hlo
         assert (fn["lowerings"], fn["compiles"]) == (1, 1)
         sizes[str(unroll)] = (fn["jaxpr_eqns"], fn["hlo_ops"])
         assert sizes[str(unroll)] == _expected(unroll)
+        assert fn["xla_ops"] == _expected_xla(unroll)
+        xla[str(unroll)] = fn["xla_ops"]
         test = read_json(jp.path / "out.json")["tests"][NODE]
         assert (test["jaxpr_eqns"], test["hlo_ops"]) == sizes[str(unroll)]  # one function
     # The same one scan equation either way; fifty copies of the body in the module.
     assert sizes["1"][0] == sizes["True"][0]
     assert sizes["True"][1] > 5 * sizes["1"][1]
+    assert xla["True"] > 5 * xla["1"]  # what XLA compiles grows with it
 
 
-def test_an_unrolled_scan_fails_its_test_on_stablehlo_ops_alone(jp: pytest.Pytester) -> None:
+def test_an_unrolled_scan_fails_its_test_on_program_size_alone(jp: pytest.Pytester) -> None:
     _module(jp, 1)
     assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
     (before_eqns, before_ops), (_, now_ops) = _expected(1), _expected(True)
@@ -79,8 +94,9 @@ def test_an_unrolled_scan_fails_its_test_on_stablehlo_ops_alone(jp: pytest.Pytes
         f"StableHLO ops of rollout (defined at test_mod.py:9): baseline {before_ops:,} -> now "
         f"{now_ops:,} (+{now_ops - before_ops:,}, {growth}) [static_rtol {DEFAULT_STATIC_RTOL:g}]"
     ) in out
-    # Nothing else grew: the counts and the jaxpr are the baseline's.
-    assert "1 metric(s) over the baseline or a limit" in out
+    # And what XLA made of it; nothing else grew: the counts and the jaxpr are the baseline's.
+    assert "  optimized HLO ops of rollout (defined at test_mod.py:9): baseline " in out
+    assert "2 metric(s) over the baseline or a limit" in out
     assert "jaxpr equations of" not in out
     assert f"{before_eqns} / {now_ops:,}" in out  # the table's "eqns / hlo ops" column
 
@@ -122,7 +138,8 @@ def test_a_baseline_without_sizes_gates_the_rest_and_says_so(jp: pytest.Pytester
     data["schema"] = "pytest-jaxperf/3"  # as an older pytest-jaxperf wrote it
     for test in data["tests"].values():
         for counts in (test, test["eager"], *test["functions"].values()):
-            del counts["jaxpr_eqns"], counts["hlo_ops"]
+            for name in SIZE_FIELDS:
+                del counts[name]
     path.write_text(json.dumps(data), encoding="utf-8")
     _module(jp, True)
     result = jp.runpytest("--jaxperf", "-rA")

@@ -227,12 +227,12 @@ def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
     assert '  "schema": "pytest-jaxperf/4",' in lines
     assert '    "tests/test_a.py::test_x": {' in lines
-    assert '      "traces": 3' in lines
+    assert '      "traces": 3,' in lines
     assert '      "compile_s": 1.125,' in lines
     assert (
         '      "eager": {"cache_hits": 0, "compile_cpu_s": 0.0, "compile_s": 0.174, '
         '"compiles": 7, "hlo_ops": 0, "jaxpr_eqns": 0, "lower_cpu_s": 0.0, "lower_s": 0.0, '
-        '"lowerings": 7, "trace_cpu_s": 0.0, "trace_s": 0.0, "traces": 0},'
+        '"lowerings": 7, "trace_cpu_s": 0.0, "trace_s": 0.0, "traces": 0, "xla_ops": 0},'
     ) in lines
     assert (
         '        "integrate at pkg/ode.py:42": {"cache_hits": 1, "compile_cpu_s": 0.0, '
@@ -240,7 +240,8 @@ def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
         '"lower_s": 0.023456, '
         '"lowerings": 3, "name": "integrate", '
         '"retrace_reasons": ["x: f32[3] -> f32[4]", "static argument n: 2 -> 3"], '
-        '"site": "pkg/ode.py:42", "trace_cpu_s": 0.0, "trace_s": 0.012345, "traces": 2}'
+        '"site": "pkg/ode.py:42", "trace_cpu_s": 0.0, "trace_s": 0.012345, "traces": 2, '
+        '"xla_ops": 0}'
     ) in lines
     assert '        "step": {' in lines
     assert '          "first_call_s": 0.31,' in lines
@@ -706,12 +707,12 @@ def test_load_of_undecodable_bytes_names_the_file(tmp_path: Path) -> None:
 def odd_file(change: str) -> str:
     """A report file with one value orjson and json might read differently."""
     text = dumps(full_report())
-    assert '"traces": 3\n' in text
+    assert '"traces": 3,\n' in text
     return {
-        "big-count": text.replace('"traces": 3\n', '"traces": 123456789012345678901234567890\n'),
+        "big-count": text.replace('"traces": 3,\n', '"traces": 123456789012345678901234567890,\n'),
         "nan-seconds": text.replace('"compile_s": 1.125,', '"compile_s": NaN,'),
         "lone-surrogate": text.replace('"tests/test_a.py::test_x"', '"tests/\\ud800.py::t"'),
-        "duplicate-key": text.replace('"traces": 3\n', '"traces": 1, "traces": 3\n'),
+        "duplicate-key": text.replace('"traces": 3,\n', '"traces": 1, "traces": 3,\n'),
     }[change]
 
 

@@ -169,11 +169,11 @@ def test_summary_table_columns_and_statuses() -> None:
     lines = summary_lines(records, outcomes)
     # fmt: off
     assert lines == [
-        "test                             traces  compiles  compile s (trace/lower/backend)  cpu s  eqns / hlo ops  vs baseline             status",  # noqa: E501
-        "tests/test_m.py::test_limit          12        12  1.500 (0.000/0.000/1.500)        1.500           0 / 0  traces > limit          OVER LIMIT",  # noqa: E501
-        "tests/test_m.py::test_new             1         1  0.000 (0.000/0.000/0.000)        0.000           0 / 0  new                     new",  # noqa: E501
-        "tests/test_m.py::test_ok              1         1  0.000 (0.000/0.000/0.000)        0.000           0 / 0  =                       ok",  # noqa: E501
-        "tests/test_m.py::test_regressed       2         2  0.250 (0.000/0.000/0.250)        0.250           0 / 0  traces +1; compiles +1  REGRESSED",  # noqa: E501
+        "test                             traces  compiles  compile s (trace/lower/backend)  cpu s  eqns / hlo / xla ops  vs baseline             status",  # noqa: E501
+        "tests/test_m.py::test_limit          12        12  1.500 (0.000/0.000/1.500)        1.500             0 / 0 / 0  traces > limit          OVER LIMIT",  # noqa: E501
+        "tests/test_m.py::test_new             1         1  0.000 (0.000/0.000/0.000)        0.000             0 / 0 / 0  new                     new",  # noqa: E501
+        "tests/test_m.py::test_ok              1         1  0.000 (0.000/0.000/0.000)        0.000             0 / 0 / 0  =                       ok",  # noqa: E501
+        "tests/test_m.py::test_regressed       2         2  0.250 (0.000/0.000/0.250)        0.250             0 / 0 / 0  traces +1; compiles +1  REGRESSED",  # noqa: E501
     ]
     # fmt: on
 
@@ -223,7 +223,7 @@ def test_summary_marks_ungated_outcomes_and_unjudged_tests() -> None:
         row[0]: row[1:] for row in (cells_of(line) for line in summary_lines(records, outcomes))
     }
     header = [
-        "traces", "compiles", "compile s (trace/lower/backend)", "cpu s", "eqns / hlo ops",
+        "traces", "compiles", "compile s (trace/lower/backend)", "cpu s", "eqns / hlo / xla ops",
         "vs baseline", "status",
     ]  # fmt: skip
     assert cells["test"] == header
