@@ -61,7 +61,7 @@ KEY = environment.REFERENCE_KEY
 HOGS, HOG_LIMIT = 2, 600
 # The example project's own compile tolerance (pyproject.toml: jaxperf_compile_rtol = "2").
 EXAMPLE_TOL = Tolerances(compile_rtol=2.0)
-SIZES = ("jaxpr equations", "StableHLO ops", "jaxpr_eqns", "hlo_ops")
+SIZES = (*compare.SIZE_WORDS.values(), "jaxpr_eqns", "hlo_ops")
 TRAPS = {
     "builtin_sum": "tests/test_integration.py::test_overlap_matches_closed_form",
     "unrolled": "tests/test_integration.py::test_quantile_matches_the_closed_form",
