@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from .compare import SIZE_WORDS
 from .model import BenchmarkEntry, Report, RuntimeStats, TestRecord
 
 GITHUB_ACTION_BENCHMARK = "github-action-benchmark"
@@ -44,9 +45,8 @@ JAXPR_EQUATIONS = "jaxpr-equations"
 STABLEHLO_OPS = "stablehlo-ops"
 # A test's program sizes (summed over its functions' lowerings) under each format's names;
 # left out where not measured.
-_SIZES = (("jaxpr_eqns", JAXPR_EQUATIONS, "jaxpr equations"),
-          ("hlo_ops", STABLEHLO_OPS, "StableHLO ops"),
-          ("xla_ops", "optimized-hlo-ops", "optimized HLO ops"))  # fmt: skip
+_SLUGS = {"jaxpr_eqns": JAXPR_EQUATIONS, "hlo_ops": STABLEHLO_OPS, "xla_ops": "optimized-hlo-ops"}
+_SIZES = tuple((name, _SLUGS[name], words) for name, words in SIZE_WORDS.items())
 
 
 def document(fmt: str, run: Report, commit: Mapping[str, Any] | None = None) -> Any:

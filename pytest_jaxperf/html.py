@@ -177,7 +177,7 @@ def _table(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]
     head = (
         "<tr><th>test</th><th>traces</th><th>compiles</th>"
         "<th>compile s (trace / lower / backend)</th><th>cpu s</th><th>baseline compile s</th>"
-        "<th>jaxpr eqns / StableHLO ops / optimized HLO ops</th>"
+        f"<th>{terminal.SIZE_HEADER}</th>"
         "<th>runtime median</th><th>status</th></tr>"
     )
     rows = [

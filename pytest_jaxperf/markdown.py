@@ -181,7 +181,7 @@ def _table(
         f"### All recorded tests ({len(rows)})",
         "",
         "| test | traces | compiles | compile s (trace / lower / backend) | cpu s "
-        "| jaxpr eqns / StableHLO ops / optimized HLO ops | status |",
+        f"| {terminal.SIZE_HEADER} | status |",
         "|:--|--:|--:|:--|--:|--:|:--|",
     ]
     for status, nodeid, rec in rows[:max_rows]:

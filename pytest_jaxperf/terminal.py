@@ -20,6 +20,8 @@ def _fmt(metric: str, value: float) -> str:
 
 
 _SIZES = frozenset(SIZE_WORDS.values())
+# The program-size column of the markdown and HTML tables.
+SIZE_HEADER = " / ".join(SIZE_WORDS.values())
 
 
 def cpu_seconds(counts: Counts) -> str:
@@ -120,8 +122,8 @@ def detail_section(record: TestRecord, verdict: Verdict) -> str:
             f"{fn.key}: traces={fn.traces} lowerings={fn.lowerings} "
             f"compiles={fn.compiles} cache_hits={fn.cache_hits} "
             f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s "
-            f"cpu={cpu_seconds(fn)}s jaxpr_eqns={_size(fn.jaxpr_eqns)} "
-            f"hlo_ops={_size(fn.hlo_ops)} xla_ops={_size(fn.xla_ops)}"
+            f"cpu={cpu_seconds(fn)}s "
+            + " ".join(f"{name}={_size(getattr(fn, name))}" for name in SIZE_WORDS)
         )
         lines += [f"    retrace: {r}" for r in fn.retrace_reasons]
     e = record.eager

@@ -57,7 +57,9 @@ def test_improvements_new_tests_and_table() -> None:
     assert f"#### `{IMPROVED}`" in improved
     assert "- traces of solve at pkg/solve.py:40: 3 -> 1" in improved
     assert f"- `{NEW}`" in section(text, "New tests")  # no table escaping outside tables
-    rows = [line for line in section(text, "All recorded tests").splitlines() if "`" in line]
+    table = section(text, "All recorded tests")
+    assert "| cpu s | jaxpr equations / StableHLO ops / optimized HLO ops | status |" in table
+    rows = [line for line in table.splitlines() if "`" in line]
     assert rows == [
         f"| `{REGRESSED}` | 2 | 2 | 0.120 (0.010 / 0.010 / 0.100) | 0.120 | 0 / 0 / 0 "
         "| REGRESSED |",
