@@ -12,9 +12,8 @@ from typing import NoReturn, TextIO
 from . import compare, export, inifile, terminal
 from .ab import command as ab_command
 from .config import (
-    CLOCKS,
+    CHOICES,
     OPTIONS,
-    TIMING_MODES,
     ConfigError,
     MarkerLimits,
     Settings,
@@ -23,6 +22,7 @@ from .config import (
 )
 from .environment import (
     UNDER_XDIST,
+    instruction_differences,
     machine_scale,
     static_differences,
     timing_differences,
@@ -68,6 +68,7 @@ GATING_OPTIONS = (
     "jaxperf_timing",
     "jaxperf_compile_clock",
     "jaxperf_runtime_clock",
+    "jaxperf_instructions_rtol",
 )
 
 
@@ -81,7 +82,7 @@ def _add_gating_option(
             name, dest=dest, type=_seconds_or_ratio, metavar=metavar, help=f"as {flag}: {text}"
         )
     else:
-        choices = TIMING_MODES if kind == "mode" else CLOCKS
+        choices = CHOICES[kind]
         parser.add_argument(name, dest=dest, choices=choices, help=f"as {flag}: {text}")
 
 
@@ -306,6 +307,7 @@ def evaluate_all(
             timing_mode=timing_mode,
             not_measured={**unmeasured(now), **unmeasured(before)},
             machine=machine_scale(before, now),
+            instruction_differences=instruction_differences(before, now),
         )
     return verdicts
 

@@ -206,6 +206,8 @@ class Gating:
     # Where the machine is the only timing difference: compile CPU seconds are compared
     # scaled by the two machines' reference compiles.
     machine: MachineScale | None = None
+    # How the environment differs in what instructions per call depend on.
+    instruction_differences: Sequence[str] = ()
 
 
 def evaluate(
@@ -219,6 +221,7 @@ def evaluate(
     timing_mode: str = "gate",
     not_measured: Mapping[str, str] | None = None,
     machine: MachineScale | None = None,
+    instruction_differences: Sequence[str] = (),
 ) -> Verdict:
     """Compare one test against its marker limits and its baseline entry (see `Gating` for
     what each argument decides)."""
@@ -236,6 +239,7 @@ def evaluate(
         gate_baseline=gate_baseline,
         skipped=frozenset(skipped),
         machine=machine,
+        instruction_differences=tuple(instruction_differences),
     )
     _count_and_time_limits(out, record, limits, gating)
     _size_limits(out, record, limits, gating)
@@ -510,6 +514,7 @@ def _compile_time_growth(
 # per-round times) before it fails a test; a larger median alone is not enough.
 RUNTIME_ALPHA = 0.01
 RUNTIME = "runtime"
+INSTRUCTIONS = "instructions per call"
 JIT = "jit"
 
 
@@ -578,7 +583,15 @@ def _benchmarks_vs_baseline(
                 metric=JIT, function=None, reference=1.0, current=0.0, against="baseline",
                 gated=gating.gate_baseline, benchmark=label,
             ))  # fmt: skip
-        if gating.timing_mode != "off":
+        if gating.timing_mode == "off":
+            continue
+        if gating.tol.runtime_clock == "instructions":
+            _instructions(out, label, bench, old, gating)
+        elif bench.runtime is None and bench.instructions is not None:
+            clock = gating.tol.runtime_clock
+            _note(out, f"runtime not gated: this run counted instructions, the {clock} clock "
+                  "asked for has no seconds to compare")  # fmt: skip
+        else:
             _runtime(out, label, bench, old, gating)
 
 
@@ -666,6 +679,37 @@ def _runtime(
         p = significance(now_rt.samples_s, old_rt.samples_s, "less")
         if p is not None and p < RUNTIME_ALPHA:
             out.improvements.append(f"runtime of {label}: {before:.3g} s -> {now:.3g} s")
+
+
+def _instructions(
+    out: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
+) -> None:
+    """Instructions per call on valgrind's simulated CPU: deterministic, so any growth above
+    instructions_rtol fails, on any machine where what the count depends on matches."""
+    now, before = bench.instructions, old.instructions
+    if now is None:
+        _note(out, "instructions per call not gated: this run did not count them "
+              "(they are counted with --jaxperf-runtime-clock=instructions)")  # fmt: skip
+        return
+    if before is None or before <= 0:
+        _note(out, "instructions per call not gated: the baseline has none (save it with "
+              "--jaxperf-runtime-clock=instructions --jaxperf-save)")  # fmt: skip
+        return
+    if gating.instruction_differences:
+        _note(out, "instructions per call not gated: environment differs ("
+              + ", ".join(gating.instruction_differences) + ")")  # fmt: skip
+        return
+    rtol = gating.tol.instructions_rtol
+    if now > before * (1 + rtol):
+        out.breaches.append(Breach(
+            metric=INSTRUCTIONS, function=None, reference=before, current=now,
+            against="baseline", detail=f"instructions_rtol {rtol:g}", benchmark=label,
+            gated=gating.gate_baseline and gating.timing_mode == "gate",
+        ))  # fmt: skip
+    elif now * (1 + rtol) < before:
+        out.improvements.append(
+            f"{INSTRUCTIONS} of {label}: {before:,} -> {now:,} ({now / before - 1:+.1%})"
+        )
 
 
 def significance(now: Sequence[float], before: Sequence[float], alternative: str) -> float | None:

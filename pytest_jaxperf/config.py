@@ -18,6 +18,9 @@ DEFAULT_COMPILE_RTOL = 1.0
 DEFAULT_COMPILE_FLOOR = 0.1
 DEFAULT_RUNTIME_RTOL = 0.75
 DEFAULT_STATIC_RTOL = 0.1
+# Instructions per call vary by less than 0.2% between runs, loaded or not, on any CPU model
+# (benchmarks/instructions_clock.py): 2% leaves room for that and catches 1.05x more work.
+DEFAULT_INSTRUCTIONS_RTOL = 0.02
 DEFAULT_MIN_ROUNDS = 20
 DEFAULT_MAX_TIME = 0.5
 TIMING_MODES = ("gate", "report", "off")
@@ -27,6 +30,12 @@ EXPORT_FORMATS = ("github-action-benchmark", "bencher", "pytest-benchmark")
 # Which seconds a timing gate reads: process CPU time (not inflated by other processes
 # sharing the machine) or wall time.
 CLOCKS = ("cpu", "wall")
+# The runtime gate may also count instructions per call on valgrind's simulated CPU
+# (instructions.py): deterministic, so gated on any machine with a small tolerance.
+RUNTIME_CLOCKS = (*CLOCKS, "instructions")
+
+# The values of each option kind that is a choice.
+CHOICES = {"mode": TIMING_MODES, "clock": CLOCKS, "runtime_clock": RUNTIME_CLOCKS}
 
 
 @dataclass(frozen=True)
@@ -81,9 +90,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_compile_clock", "--jaxperf-compile-clock", "clock", "cpu",
            "compile time is gated on process CPU seconds (cpu, default: load on a shared "
            "machine barely moves them) or on wall seconds (wall)"),
-    Option("jaxperf_runtime_clock", "--jaxperf-runtime-clock", "clock", "cpu",
+    Option("jaxperf_runtime_clock", "--jaxperf-runtime-clock", "runtime_clock", "cpu",
            "on the CPU backend a runtime slowdown fails only when the CPU seconds per call "
-           "grew too (cpu, default); wall gates on wall time alone"),
+           "grew too (cpu, default); wall gates on wall time alone; instructions re-runs "
+           "pytest under valgrind and gates instructions per call on any machine, against "
+           "the baseline's '-instructions' twin (.jaxperf/baseline-instructions.json)"),
+    Option("jaxperf_instructions_rtol", "--jaxperf-instructions-rtol", "float",
+           DEFAULT_INSTRUCTIONS_RTOL,
+           "relative growth of instructions per call tolerated under the instructions clock "
+           f"(default {DEFAULT_INSTRUCTIONS_RTOL})"),
     Option("jaxperf_export", "--jaxperf-export", "export", None,
            "also write this run's metrics for a benchmark service: FORMAT:PATH, FORMAT one of "
            f"{', '.join(EXPORT_FORMATS)} (as jaxperf export --format FORMAT)"),
@@ -111,6 +126,7 @@ class Tolerances:
     static_rtol: float = DEFAULT_STATIC_RTOL
     compile_clock: str = "cpu"
     runtime_clock: str = "cpu"
+    instructions_rtol: float = DEFAULT_INSTRUCTIONS_RTOL
 
 
 @dataclass(frozen=True)
@@ -167,10 +183,13 @@ class Settings:
                 values[dest] = rootdir / default
             else:
                 values[dest] = default
+        baseline: Path = values["jaxperf_baseline"]
+        if values["jaxperf_runtime_clock"] == "instructions":
+            baseline = instructions_baseline(baseline)
         return cls(
             enabled=values["jaxperf"],
             save=values["jaxperf_save"],
-            baseline=values["jaxperf_baseline"],
+            baseline=baseline,
             json=values["jaxperf_json"],
             record_all=values["jaxperf_all"],
             tolerances=Tolerances(
@@ -180,6 +199,7 @@ class Settings:
                 static_rtol=values["jaxperf_static_rtol"],
                 compile_clock=values["jaxperf_compile_clock"],
                 runtime_clock=values["jaxperf_runtime_clock"],
+                instructions_rtol=values["jaxperf_instructions_rtol"],
             ),
             timing_mode=values["jaxperf_timing"],
             min_rounds=values["jaxperf_min_rounds"],
@@ -191,6 +211,13 @@ class Settings:
             export=values["jaxperf_export"],
             origins=origins,
         )
+
+
+def instructions_baseline(baseline: Path) -> Path:
+    """Where the instructions clock keeps its baseline: beside `baseline`, as its
+    '-instructions' twin. Its runs measure under valgrind, so their seconds (compile time,
+    the reference compile) are never mixed with those of native runs."""
+    return baseline.with_name(f"{baseline.stem}-instructions{baseline.suffix}")
 
 
 def convert(name: str, kind: str, value: Any, base: Path) -> Any:
@@ -205,8 +232,8 @@ def convert(name: str, kind: str, value: Any, base: Path) -> Any:
         if text in _FALSE:
             return False
         raise ConfigError(f"{name}: expected true or false, got {value!r}")
-    if kind in ("mode", "clock"):
-        choices = TIMING_MODES if kind == "mode" else CLOCKS
+    if kind in CHOICES:
+        choices = CHOICES[kind]
         text = str(value).strip().lower()
         if text not in choices:
             raise ConfigError(f"{name}: expected one of {', '.join(choices)}, got {value!r}")
@@ -243,7 +270,8 @@ Limit = float | Mapping[str, float]
 MARKER_DOC = (
     "jaxperf(max_traces=None, max_compiles=None, max_compile_time=None, max_jaxpr_eqns=None, "
     "max_hlo_ops=None, compile_rtol=None, compile_floor=None, runtime_rtol=None, "
-    "static_rtol=None, rounds=None, max_time=None, compile_clock=None, runtime_clock=None): "
+    "static_rtol=None, rounds=None, max_time=None, compile_clock=None, runtime_clock=None, "
+    "instructions_rtol=None): "
     "record this test's JAX traces and compiles; max_* limits are a number for the test "
     "total (max_jaxpr_eqns and max_hlo_ops: also for each benchmark) or a dict "
     "{function_name or benchmark label: limit}"
@@ -267,6 +295,7 @@ class MarkerLimits:
     max_time: float | None = None
     compile_clock: str | None = None
     runtime_clock: str | None = None
+    instructions_rtol: float | None = None
 
     @classmethod
     def from_marks(cls, nodeid: str, marks: Iterable[Mark]) -> MarkerLimits:
@@ -357,10 +386,11 @@ def _number_ok(value: Any, integer: bool) -> bool:
 
 def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
     if key in ("compile_clock", "runtime_clock"):
-        if value not in CLOCKS:
+        choices = CLOCKS if key == "compile_clock" else RUNTIME_CLOCKS
+        if value not in choices:
             raise ConfigError(
                 f"{nodeid}: @pytest.mark.jaxperf({key}=...) expects one of "
-                f"{', '.join(map(repr, CLOCKS))}, got {value!r}"
+                f"{', '.join(map(repr, choices))}, got {value!r}"
             )
         return value
     integer = key in ("max_traces", "max_compiles", "max_jaxpr_eqns", "max_hlo_ops", "rounds")

@@ -11,12 +11,15 @@ from typing import Any
 # Timings are compared only when all of these match the baseline's.
 TIMING_KEYS = (
     "jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "cpu", "cpu_count",
-    "cpu_dispatch", "xdist_workers",
+    "cpu_dispatch", "xdist_workers", "valgrind",
 )  # fmt: skip
 # Compared only when both sides have them (older reports lack them).
 _OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers"})
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
 STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
+# Instructions per call (the instructions clock) depend on these only: the same code on the
+# same simulated CPU, whatever the host's CPU model and load.
+INSTRUCTION_KEYS = (*STATIC_KEYS, "python", "valgrind", "instructions_isa")
 # The machine: where only these differ, compile seconds are compared through each machine's
 # reference compile (`reference.py`), stored under REFERENCE_KEY.
 MACHINE_KEYS = ("cpu", "cpu_count")
@@ -32,7 +35,7 @@ def capture() -> dict[str, Any]:
     import jax
     import jaxlib
 
-    from . import _jaxhooks
+    from . import _jaxhooks, instructions
 
     devices = jax.devices()
     env = {
@@ -50,6 +53,8 @@ def capture() -> dict[str, Any]:
         # it); their timings are slower than a serial run's, and never gated against one.
         "xdist_workers": 0,
     }
+    if instructions.under_valgrind():
+        env.update(instructions.environment())
     if env["backend"] == "cpu":
         # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).
         env["cpu_dispatch"] = _jaxhooks.cpu_dispatch()
@@ -81,6 +86,11 @@ def _differences(
 def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """'jax 0.10.1 -> 0.10.2' for each timing-relevant difference; empty when comparable."""
     return _differences(TIMING_KEYS, baseline, current)
+
+
+def instruction_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """Differences that change instructions per call; empty when they are comparable."""
+    return _differences(INSTRUCTION_KEYS, baseline, current)
 
 
 def static_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

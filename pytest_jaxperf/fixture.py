@@ -53,6 +53,9 @@ class BenchmarkResult:
     break_even_calls: float | None = None
     device_peak_bytes: int | None = None
     jitted_by_benchmark: bool = False
+    # Under the instructions clock: instructions per steady-state call (then `runtime` and
+    # `eager` are None: seconds on valgrind's simulated CPU say nothing).
+    instructions: int | None = None
 
     def entry(self) -> BenchmarkEntry:
         """The record of this result that reports and the baseline keep. Microseconds for
@@ -72,6 +75,7 @@ class BenchmarkResult:
             ),
             device_peak_bytes=self.device_peak_bytes,
             jitted_by_benchmark=self.jitted_by_benchmark,
+            instructions=self.instructions,
         )
 
 
@@ -115,11 +119,13 @@ class JaxPerf:
         timing: TimingConfig | None = None,
         timing_mode: str = "gate",
         rootdir: Path | None = None,
+        count_instructions: bool = False,
     ) -> None:
         self.nodeid = nodeid
         self._scope_getter = scope_getter
         self._timing = timing or TimingConfig()
         self._timing_mode = timing_mode
+        self._count_instructions = count_instructions
         self._rootdir = rootdir or Path.cwd()
         self._labels: set[str] = set()
 
@@ -191,7 +197,9 @@ class JaxPerf:
             )
             # Traces from shapes only: arguments the first call consumed are fine here.
             result.metrics = program_metrics.measure(jitted, args, kwargs)
-            if self._timing_mode != "off":
+            if self._timing_mode != "off" and self._count_instructions:
+                result.instructions = _count_instructions(jitted, args, kwargs, fresh)
+            elif self._timing_mode != "off":
                 other = _eager(jitted) if eager and reference is None else reference
                 self._time_calls(result, first_call_s, jitted, other, args, kwargs, fresh)
             result.device_peak_bytes = program_metrics.device_peak_bytes()
@@ -428,6 +436,37 @@ def _time(
     return timing.measure_each(
         fresh, lambda a: jax.block_until_ready(fn(*a[0], **a[1])), config, cpu_clock=cpu
     )
+
+
+def _count_instructions(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    fresh: Callable[[], Inputs] | None,
+) -> int:
+    """Instructions per steady-state call of fn on valgrind's simulated CPU, less waiting
+    workers' spinning (instructions.py); fresh() inputs, where needed, are not counted."""
+    import jax
+
+    from . import instructions
+
+    current: list[Inputs] = [(args, kwargs)]
+
+    def prepare() -> None:
+        if fresh is not None:
+            current[0] = fresh()
+
+    def call() -> None:
+        a, k = current[0]
+        jax.block_until_ready(fn(*a, **k))
+
+    for _ in range(2):  # past the first call's one-off work (caches, allocations)
+        prepare()
+        call()
+    dump = instructions.counter().count(
+        call, instructions.CALLS, prepare if fresh is not None else None
+    )
+    return round(dump.work / instructions.CALLS)
 
 
 # The jax.jit options that decide what a fresh jit traces and compiles.

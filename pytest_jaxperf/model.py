@@ -194,6 +194,9 @@ class BenchmarkEntry:
     # The function given was not jitted (no `.lower`), so the benchmark wrapped it in jax.jit:
     # its runtime is then that of a compiled program whatever the code does with it.
     jitted_by_benchmark: bool = False
+    # Instructions one steady-state call executed on valgrind's simulated CPU, less the
+    # spinning of waiting thread-pool workers; measured under the instructions clock only.
+    instructions: int | None = None
 
     def program_metric(self, name: str) -> float | None:
         """A program metric by name; None when not measured."""
@@ -335,6 +338,8 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
         out["device_peak_bytes"] = entry.device_peak_bytes
     if entry.jitted_by_benchmark:  # written only when true: older entries stay as they were
         out["jitted_by_benchmark"] = True
+    if entry.instructions is not None:
+        out["instructions"] = entry.instructions
     return out
 
 
@@ -594,7 +599,7 @@ _RUNTIME_KEYS = frozenset(f.name for f in fields(RuntimeStats))
 _BENCHMARK_KEYS = frozenset(
     {"kind", "first_call_s", "trace_s", "lower_s", "compile_s", "compiled_on_first_call",
      "runtime", "eager_median_s", "break_even_calls", "device_peak_bytes",
-     "jitted_by_benchmark", *STATIC_METRICS}
+     "jitted_by_benchmark", "instructions", *STATIC_METRICS}
 )  # fmt: skip
 _SCALING_KEYS = frozenset({"kind", *(f.name for f in fields(ScalingEntry))})
 
@@ -636,6 +641,7 @@ def entry_from_json(data: Any, where: str, schema: str = SCHEMA) -> Entry:
         jitted_by_benchmark=bool(
             _optional(data, "jitted_by_benchmark", where, lambda v: type(v) is bool, "true")
         ),
+        instructions=_optional(data, "instructions", where, _is_count, "a count"),
     )
 
 

@@ -29,6 +29,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 "int": "N",
                 "mode": "gate|report|off",
                 "clock": "cpu|wall",
+                "runtime_clock": "cpu|wall|instructions",
                 "export": "FORMAT:PATH",
             }
             metavar = metavars.get(opt.kind, "NUMBER")
@@ -98,12 +99,39 @@ def pytest_configure(config: pytest.Config) -> None:
             require_matplotlib()
         except ImportError as exc:
             raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
+    if settings.tolerances.runtime_clock == "instructions":
+        _under_valgrind(config)
     session = JaxPerfSession(config, settings, base)
     session.configure_dispatch()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "jaxperf-session")
     if config.pluginmanager.hasplugin("xdist") and not _xdist.is_worker(config):
         config.pluginmanager.register(_xdist.XdistHooks(session), "jaxperf-xdist")
+
+
+def _under_valgrind(config: pytest.Config) -> None:
+    """For the instructions clock: in the parent, check what it needs (exit 4 with the reason)
+    and re-execute this pytest under valgrind; in that child, nothing to do."""
+    import os
+    import sys
+
+    from . import instructions
+
+    if instructions.under_valgrind():
+        problem = instructions.self_check()
+        if problem is not None:
+            raise pytest.UsageError(f"pytest-jaxperf: {problem}")
+        return
+    workers = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin(
+        "xdist") else None  # fmt: skip
+    problem = instructions.startup_problem(os.environ.get("JAX_PLATFORMS"), workers)
+    if problem is not None:
+        raise pytest.UsageError(f"pytest-jaxperf: {problem}")
+    # The child writes to the terminal itself: give it the real stdout and stderr back.
+    capman = config.pluginmanager.getplugin("capturemanager")
+    if capman is not None:
+        capman.stop_global_capturing()
+    instructions.reexec(sys.orig_argv, os.environ, instructions.dump_dir())
 
 
 @pytest.fixture
@@ -130,4 +158,5 @@ def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
         timing=timing,
         timing_mode=s.timing_mode,
         rootdir=request.config.rootpath,
+        count_instructions=s.tolerances.runtime_clock == "instructions",
     )

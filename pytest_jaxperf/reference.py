@@ -13,7 +13,7 @@ from typing import Any
 # Changed whenever the program changes: a value cached for another program is not reused.
 PROGRAM = "dense-grad-scan-while/1"
 # What a cached value is keyed by: the machine, the backend and the versions compiling.
-_CACHE_KEYS = ("backend", "device_kind", "cpu", "cpu_count", "jax", "jaxlib")
+_CACHE_KEYS = ("backend", "device_kind", "cpu", "cpu_count", "jax", "jaxlib", "valgrind")
 # This process's measurements (pytester runs in-process share them).
 _MEASURED: dict[tuple[str, ...], float] = {}
 # Compiles timed; the fastest counts (what else ran on the machine only ever adds).

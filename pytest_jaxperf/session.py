@@ -68,7 +68,9 @@ class JaxPerfSession:
 
             self.environment = env = environment.capture()
             env["xdist_workers"] = _xdist.worker_count(self.config)
-            if not self.config.stash.get(NO_REFERENCE_KEY, False):
+            # Not under valgrind (the instructions clock): a compile there takes ~20x as long
+            # and its seconds are compared on the baseline's own CPU model only.
+            if not self.config.stash.get(NO_REFERENCE_KEY, False) and "valgrind" not in env:
                 measured = reference.cached(env, getattr(self.config, "cache", None))
                 if measured is not None:
                     env[environment.REFERENCE_KEY] = measured
@@ -126,6 +128,14 @@ class JaxPerfSession:
             f"jaxperf: {mode}; baseline {base}; compile rtol {s.tolerances.compile_rtol:g}, "
             f"floor {s.tolerances.compile_floor:g} s"
         ]
+        if s.tolerances.runtime_clock == "instructions":
+            from . import instructions
+
+            lines.append(
+                f"jaxperf: instructions clock: under {instructions.under_valgrind()}, "
+                f"simulated ISA {instructions.ISA}; instructions rtol "
+                f"{s.tolerances.instructions_rtol:g}"
+            )
         if self.dispatch_left is not None:
             from . import _jaxhooks
 
@@ -206,6 +216,7 @@ class JaxPerfSession:
         base = self.baseline.tests.get(item.nodeid) if self.baseline else None
         from .environment import (
             UNDER_XDIST,
+            instruction_differences,
             machine_scale,
             static_differences,
             timing_differences,
@@ -228,6 +239,7 @@ class JaxPerfSession:
             timing_mode=self.settings.timing_mode,
             not_measured={**(self.not_measured or {}), **unmeasured(base_env)},
             machine=machine_scale(base_env, env) if base is not None else None,
+            instruction_differences=instruction_differences(base_env, env) if base else [],
         )
         self.verdicts[item.nodeid] = verdict
         section = terminal.detail_section(record, verdict)

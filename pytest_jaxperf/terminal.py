@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .compare import COMPILE_TIME, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
+from .compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
 from .model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry, TestRecord
 from .summary import RunSummary, status_of
 
@@ -16,7 +16,17 @@ def _fmt(metric: str, value: float) -> str:
         return f"{value * 1e6:.1f} us" if value < 1e-3 else f"{value * 1e3:.3f} ms"
     if metric in _SIZES:
         return f"{value:,g}"
+    if metric == INSTRUCTIONS:
+        return instructions(value)
     return f"{value:g}"
+
+
+def instructions(value: float) -> str:
+    """An instruction count, four significant digits: '6.929 M'."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {unit}"
+    return f"{value:.0f}"
 
 
 _SIZES = frozenset(SIZE_WORDS.values())
@@ -41,6 +51,8 @@ def _change(b: Breach) -> str:
     if b.against == "limit":
         return f"limit {_fmt(b.metric, b.reference)}"
     diff = b.current - b.reference
+    if b.metric == INSTRUCTIONS and b.reference:  # gated within a few percent: one decimal
+        return f"{diff / b.reference * 100:+.1f}%"
     sign = "+" if diff >= 0 else "-"
     amount = sign + _fmt(b.metric, abs(diff))
     if b.reference:
@@ -159,6 +171,8 @@ def benchmark_line(label: str, entry: Entry) -> str:
         )
         if rt.cpu_median_s is not None:
             parts.append(f"cpu {_fmt(RUNTIME, rt.cpu_median_s)} per call")
+    if entry.instructions is not None:
+        parts.append(f"{instructions(entry.instructions)} instructions per call")
     parts += [f"{k}={v:g}" for k in STATIC_METRICS if (v := entry.program_metric(k)) is not None]
     if entry.eager_median_s is not None:
         parts.append(f"eager median {_fmt(RUNTIME, entry.eager_median_s)}")

@@ -214,7 +214,7 @@ def test_old_baseline_without_cpu_seconds_is_read_and_gated_on_wall(jp: pytest.P
         ),
         (
             ["--jaxperf-runtime-clock=WALLTIME"],
-            "--jaxperf-runtime-clock: expected one of cpu, wall, got 'WALLTIME'",
+            "--jaxperf-runtime-clock: expected one of cpu, wall, instructions, got 'WALLTIME'",
         ),
     ],
 )

@@ -1,0 +1,286 @@
+"""The instructions clock: pytest re-executed under valgrind's callgrind, and the instructions
+that one steady-state call executes on its simulated CPU, read back from callgrind's dumps.
+
+The parent process checks what the clock needs and replaces itself with
+``valgrind --tool=callgrind --instr-atstart=no python <its own command line>``, with the
+settings that make a count independent of the host (one PJRT CPU thread, synchronous
+dispatch, the ISA valgrind simulates, a fixed hash seed). In that child, instrumentation is
+switched on around the counted calls only, through the compiled client requests of
+pytest-codspeed (the ``instructions`` extra): Python itself cannot issue them. No jax here."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Set in the child only: the valgrind version it runs under, and where callgrind dumps.
+UNDER_VALGRIND = "PYTEST_JAXPERF_VALGRIND"
+DUMP_DIR = "PYTEST_JAXPERF_CALLGRIND_DIR"
+# XLA generates code for the widest ISA the CPU offers; valgrind simulates AVX2 at most (no
+# AVX-512), and a host without AVX2 would get other code: pinned, and part of the environment.
+ISA = "AVX2"
+# Steady-state calls counted per benchmark (after two more warm-up calls): the count is
+# deterministic, so a few calls only average out the last instructions of jitter.
+CALLS = 3
+# Environment settings that make the count independent of the host and its load:
+# - PJRT_NPROC=1: XLA's CPU client sizes its thread pools by the cores it sees, and the
+#   work it hands them (and their waiting) with them.
+# - synchronous dispatch: with async dispatch the caller spins while the call runs.
+# - a fixed hash seed: string hashing decides dict layouts, so how much Python work a call's
+#   dispatch takes.
+# - one BLAS/OpenMP thread for NumPy and SciPy: their pools spin while waiting, as XLA's do.
+_PINNED = {
+    "PJRT_NPROC": "1",
+    "OMP_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "JAX_CPU_ENABLE_ASYNC_DISPATCH": "false",
+    "PYTHONHASHSEED": "0",
+}
+# Self cost of these functions is a waiting worker's spinning, not the program's work: it
+# follows how long the scheduler lets a worker spin, that is the machine's load
+# (benchmarks/instructions_probe.py: 1.3% of a count moved with load; 0.035% without them).
+SPIN = re.compile(r"ThreadPoolTempl<[^>]*>::(MaybeGetTask|Steal|WaitForWork)|EventCount::")
+INSTALL_EXTRA = "pip install 'pytest-jaxperf[instructions]'"
+
+
+def under_valgrind() -> str | None:
+    """The valgrind version this process was re-executed under by the plugin, else None."""
+    return os.environ.get(UNDER_VALGRIND) or None
+
+
+def valgrind_version(valgrind: str) -> str:
+    """'valgrind-3.19.0' (what `valgrind --version` prints)."""
+    proc = subprocess.run([valgrind, "--version"], capture_output=True, text=True, timeout=60)
+    return proc.stdout.strip() or "unknown"
+
+
+def startup_problem(jax_platforms: str | None, workers: object) -> str | None:
+    """Why this process cannot count instructions, with the fix; None when it can."""
+    flag = "--jaxperf-runtime-clock=instructions"
+    system, machine = platform.system(), platform.machine()
+    if system != "Linux" or machine not in ("x86_64", "AMD64"):
+        return (
+            f"{flag} needs Linux on x86_64 (valgrind's simulated CPU); this is {system} "
+            f"{machine}: use the cpu or wall clock, or jaxperf ab, here"
+        )
+    if shutil.which("valgrind") is None:
+        return f"{flag} needs valgrind on PATH (e.g. apt-get install valgrind); it was not found"
+    if jax_platforms and jax_platforms.split(",")[0].strip().lower() != "cpu":
+        return (
+            f"{flag} counts the CPU backend's instructions; JAX_PLATFORMS={jax_platforms} asks "
+            "for another backend: unset it (the clock sets JAX_PLATFORMS=cpu) or use the wall "
+            "clock for device time"
+        )
+    if workers not in (None, 0, "0", "no"):
+        return (
+            f"{flag} runs the tests serially in one valgrind process; drop pytest-xdist's "
+            f"-n {workers} for this run"
+        )
+    try:
+        _hooks()
+    except ImportError:
+        return f"{flag} needs pytest-codspeed's compiled client requests: {INSTALL_EXTRA}"
+    return None
+
+
+def _hooks() -> Any:
+    # pytest-codspeed's compiled callgrind client requests (its `instrument_hooks` library,
+    # 5.x); its Python wrapper insists on running inside CodSpeed's runner, so its functions
+    # are called directly. self_check() vouches for them before any test runs.
+    import importlib
+
+    return importlib.import_module("pytest_codspeed.instruments.hooks.dist_instrument_hooks")
+
+
+def self_check() -> str | None:
+    """In the valgrind child, before any test: why instructions cannot be counted here (the
+    client requests moved, callgrind wrote no dump), or None when a known loop counts."""
+    try:
+        dump = counter().count(lambda: sum(range(10_000)), 1)
+    except (ImportError, AttributeError, OSError, ValueError) as exc:
+        return (
+            f"the instructions clock could not count a known loop ({type(exc).__name__}: "
+            f"{exc}); pytest-codspeed 5.x provides the client requests it calls"
+        )
+    if dump.total < 10_000:
+        return (
+            f"the instructions clock counted {dump.total} instructions for a 10,000-step "
+            "loop: valgrind's instrumentation did not switch on"
+        )
+    return None
+
+
+def child_environment(env: Mapping[str, str], version: str, dump_dir: Path) -> dict[str, str]:
+    """The re-executed pytest's environment: the user's, with the pinned settings."""
+    out = {**env, **_PINNED, UNDER_VALGRIND: version, DUMP_DIR: str(dump_dir)}
+    out["JAX_PLATFORMS"] = "cpu"
+    flags = [f for f in env.get("XLA_FLAGS", "").split() if not f.startswith("--xla_cpu_max_isa")]
+    out["XLA_FLAGS"] = " ".join([*flags, f"--xla_cpu_max_isa={ISA}"])
+    return out
+
+
+def child_argv(valgrind: str, dump_dir: Path, argv: Sequence[str]) -> list[str]:
+    """valgrind's command line around this process's own (`sys.orig_argv`)."""
+    return [
+        valgrind,
+        "--tool=callgrind",
+        "--instr-atstart=no",  # only the counted calls run instrumented (and slow)
+        "--compress-strings=no",  # every dump names its functions in full
+        "--compress-pos=no",
+        f"--callgrind-out-file={dump_dir / 'callgrind.out.%p'}",
+        "--quiet",
+        *argv,
+    ]
+
+
+def environment() -> dict[str, Any]:
+    """What the count depends on beyond jax, jaxlib, Python and x64 (the report's
+    environment keeps it; counts compare only where all of it matches)."""
+    return {"valgrind": under_valgrind(), "instructions_isa": ISA}
+
+
+@dataclass(frozen=True)
+class Dump:
+    """One callgrind dump: every instruction executed while it counted, and those of them
+    that waiting thread-pool workers spun."""
+
+    total: int
+    spin: int
+
+    @property
+    def work(self) -> int:
+        return self.total - self.spin
+
+
+def parse_dump(text: str) -> Dump:
+    """Totals and spinning of a callgrind dump written with uncompressed names and positions
+    (see child_argv). A call's inclusive cost, on the line after `calls=`, is not self cost."""
+    total: int | None = None
+    spin = 0
+    spinning = False
+    after_call = False
+    for line in text.splitlines():
+        if after_call:
+            after_call = False
+            continue
+        if line.startswith("fn="):
+            spinning = bool(SPIN.search(line[3:]))
+        elif line.startswith("calls="):
+            after_call = True
+        elif line.startswith("totals:") or (line.startswith("summary:") and total is None):
+            total = int(line.split(":", 1)[1].split()[0])
+        elif spinning and line[:1].isdigit():
+            parts = line.split()
+            if len(parts) >= 2:
+                spin += int(parts[1])
+    if total is None:
+        raise ValueError("no totals: line in the callgrind dump")
+    return Dump(total=total, spin=spin)
+
+
+class Counter:
+    """Counts the instructions of calls in the valgrind child, one dump per measurement."""
+
+    def __init__(self, dump_dir: Path) -> None:
+        self._hooks = _hooks()
+        self._instance = self._hooks.instrument_hooks_init()
+        self._dir = dump_dir
+        self._dumps = 0
+        sweep(dump_dir)
+
+    def count(
+        self, call: Callable[[], object], calls: int, prepare: Callable[[], object] | None = None
+    ) -> Dump:
+        """Instructions of `calls` runs of `call`; `prepare` (fresh inputs) runs before each,
+        uninstrumented."""
+        hooks, instance = self._hooks, self._instance
+        hooks.instrument_hooks_start_benchmark(instance)  # zeroes the counters, starts
+        if prepare is None:
+            for _ in range(calls):
+                call()
+        else:
+            hooks.callgrind_stop_instrumentation()
+            for _ in range(calls):
+                prepare()
+                hooks.callgrind_start_instrumentation()
+                call()
+                hooks.callgrind_stop_instrumentation()
+        hooks.instrument_hooks_stop_benchmark(instance)
+        self._dumps += 1
+        hooks.instrument_hooks_set_executed_benchmark(
+            instance, os.getpid(), f"jaxperf-{self._dumps}".encode("ascii")
+        )  # dumps: callgrind.out.<pid>.<n>
+        path = _dump_path(self._dir, os.getpid(), self._dumps)
+        dump = parse_dump(path.read_text(encoding="utf-8", errors="replace"))
+        path.unlink()
+        return dump
+
+
+_COUNTER: list[Counter] = []
+
+
+def counter() -> Counter:
+    """This process's counter (the valgrind child only)."""
+    if not _COUNTER:
+        _COUNTER.append(Counter(Path(os.environ[DUMP_DIR])))
+    return _COUNTER[0]
+
+
+def dump_dir() -> Path:
+    """Where callgrind writes: one folder per user, so that the few hundred bytes valgrind
+    writes when the process ends (after the plugin's last chance to remove them) are swept by
+    the next run instead of piling up; a fresh temporary folder where that one is not safely
+    ours."""
+    folder = Path(tempfile.gettempdir()) / f"pytest-jaxperf-callgrind-{os.getuid()}"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        info = folder.lstat()
+        if stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid():
+            return folder
+    except OSError:
+        pass
+    return Path(tempfile.mkdtemp(prefix="pytest-jaxperf-callgrind-"))
+
+
+def _dump_path(folder: Path, pid: int, number: int | None = None) -> Path:
+    # callgrind's --callgrind-out-file with %p, and its numbered dumps.
+    name = f"callgrind.out.{pid}"
+    return folder / (name if number is None else f"{name}.{number}")
+
+
+def sweep(folder: Path) -> None:
+    """Remove what runs that have ended left in `folder` (their end-of-process dumps)."""
+    for path in folder.glob("callgrind.out.*"):
+        pid = path.name.split(".")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def reexec(argv: Sequence[str], env: Mapping[str, str], dump_dir: Path) -> None:
+    """Replace this process by pytest under valgrind (never returns)."""
+    valgrind = shutil.which("valgrind") or "valgrind"
+    child = child_environment(env, valgrind_version(valgrind), dump_dir)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execvpe(valgrind, child_argv(valgrind, dump_dir, argv), child)

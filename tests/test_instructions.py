@@ -1,0 +1,302 @@
+"""The instructions clock: its start-up checks, the valgrind child's command line and
+environment, reading callgrind's dumps, the gate on instructions per call, and end to end
+under valgrind (skipped where valgrind or pytest-codspeed is missing)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pytest
+from _records import rec
+from conftest import lit, read_json
+
+from pytest_jaxperf import instructions
+from pytest_jaxperf.compare import INSTRUCTIONS, evaluate
+from pytest_jaxperf.config import ConfigError, MarkerLimits, Settings, Tolerances
+from pytest_jaxperf.environment import instruction_differences
+from pytest_jaxperf.model import BenchmarkEntry, entry_from_json, entry_to_json
+from pytest_jaxperf.terminal import breach_lines
+
+# A dump as callgrind writes it with --compress-strings=no --compress-pos=no: the line after
+# `calls=` is the callee's inclusive cost, not the caller's own.
+DUMP = """# callgrind format
+version: 1
+creator: callgrind-3.19.0
+positions: line
+events: Ir
+summary: 0
+
+ob=/lib/libxla.so
+fl=eigen/ThreadPool.h
+fn=Eigen::ThreadPoolTempl<tsl::thread::EigenEnvironment>::WaitForWork(Waiter*, Task*)
+10 300
+11 200
+calls=2 0
+12 5000
+fn=Eigen::ThreadPoolTempl<tsl::thread::EigenEnvironment>::MaybeGetTask(Task*)
+20 40
+fn=xla::cpu::Kernel::Run()
+30 9000
+calls=1 0
+31 777
+fn=Eigen::EventCount::Prewait()
+40 60
+totals: 14600
+"""
+
+
+def test_a_dump_gives_its_totals_and_the_spinning_self_cost() -> None:
+    dump = instructions.parse_dump(DUMP)
+    assert dump.total == 14600
+    assert dump.spin == 300 + 200 + 40 + 60  # the calls' inclusive costs are not self cost
+    assert dump.work == 14600 - 600
+
+
+def test_a_dump_without_totals_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no totals"):
+        instructions.parse_dump("events: Ir\nfn=f\n1 2\n")
+
+
+def test_the_child_pins_what_the_count_depends_on(tmp_path: Path) -> None:
+    user = {"XLA_FLAGS": "--xla_cpu_max_isa=AVX512 --xla_dump_to=/x", "HOME": "/h"}
+    env = instructions.child_environment(user, "valgrind-3.19.0", tmp_path)
+    assert env["HOME"] == "/h"
+    assert env["XLA_FLAGS"] == "--xla_dump_to=/x --xla_cpu_max_isa=AVX2"
+    assert env["JAX_PLATFORMS"] == "cpu"
+    assert env["PJRT_NPROC"] == "1"
+    assert env["JAX_CPU_ENABLE_ASYNC_DISPATCH"] == "false"
+    assert env["PYTHONHASHSEED"] == "0"
+    assert env[instructions.UNDER_VALGRIND] == "valgrind-3.19.0"
+    assert env[instructions.DUMP_DIR] == str(tmp_path)
+    argv = instructions.child_argv("/usr/bin/valgrind", tmp_path, ["python", "-m", "pytest"])
+    assert argv[:3] == ["/usr/bin/valgrind", "--tool=callgrind", "--instr-atstart=no"]
+    assert f"--callgrind-out-file={tmp_path}/callgrind.out.%p" in argv
+    assert argv[-3:] == ["python", "-m", "pytest"]
+
+
+@pytest.fixture
+def runnable(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    """A Linux x86_64 host with valgrind and the client requests, whatever this one has."""
+    monkeypatch.setattr(instructions.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(instructions.platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(instructions.shutil, "which", lambda name: f"/usr/bin/{name}")
+    monkeypatch.setattr(instructions, "_hooks", lambda: object())
+    return monkeypatch
+
+
+def test_start_up_passes_where_everything_is_there(runnable: pytest.MonkeyPatch) -> None:
+    assert instructions.startup_problem(None, None) is None
+    assert instructions.startup_problem("cpu", 0) is None
+
+
+@pytest.mark.parametrize(
+    ("change", "platforms", "workers", "expected"),
+    [
+        ("darwin", None, None, "needs Linux on x86_64 (valgrind's simulated CPU); this is "
+         "Darwin arm64: use the cpu or wall clock, or jaxperf ab, here"),
+        ("no valgrind", None, None, "needs valgrind on PATH (e.g. apt-get install valgrind)"),
+        ("", "cuda", None, "JAX_PLATFORMS=cuda asks for another backend: unset it"),
+        ("", None, 2, "drop pytest-xdist's -n 2 for this run"),
+        ("no extra", None, None, "pip install 'pytest-jaxperf[instructions]'"),
+    ],
+)  # fmt: skip
+def test_start_up_names_what_is_missing_and_the_fix(
+    runnable: pytest.MonkeyPatch, change: str, platforms: str | None, workers: int | None,
+    expected: str,
+) -> None:  # fmt: skip
+    if change == "darwin":
+        runnable.setattr(instructions.platform, "system", lambda: "Darwin")
+        runnable.setattr(instructions.platform, "machine", lambda: "arm64")
+    elif change == "no valgrind":
+        runnable.setattr(instructions.shutil, "which", lambda name: None)
+    elif change == "no extra":
+
+        def missing() -> None:
+            raise ImportError("No module named 'pytest_codspeed'")
+
+        runnable.setattr(instructions, "_hooks", missing)
+    problem = instructions.startup_problem(platforms, workers)
+    assert problem is not None
+    assert problem.startswith("--jaxperf-runtime-clock=instructions ")
+    assert expected in problem
+    assert "\n" not in problem
+
+
+def _settings(**given: object) -> Settings:
+    return Settings.resolve(given, {}, Path("/w"), Path("/w"), Path("/w"))
+
+
+def test_the_clock_keeps_its_own_baseline_beside_the_configured_one() -> None:
+    assert _settings().baseline == Path("/w/.jaxperf/baseline.json")
+    s = _settings(jaxperf_runtime_clock="instructions")
+    assert s.baseline == Path("/w/.jaxperf/baseline-instructions.json")
+    assert s.tolerances.instructions_rtol == 0.02
+    s = _settings(jaxperf_runtime_clock="instructions", jaxperf_baseline="perf/base.json",
+                  jaxperf_instructions_rtol="0.005")  # fmt: skip
+    assert s.baseline == Path("/w/perf/base-instructions.json")
+    assert s.tolerances.instructions_rtol == 0.005
+
+
+def test_clock_values_are_checked() -> None:
+    with pytest.raises(ConfigError, match=r"expected one of cpu, wall, instructions, got 'cycles'"):
+        _settings(jaxperf_runtime_clock="cycles")
+    with pytest.raises(ConfigError, match="expected one of cpu, wall, got 'instructions'"):
+        _settings(jaxperf_compile_clock="instructions")
+    mark = type("Mark", (), {"args": (), "kwargs": {"runtime_clock": "instructions",
+                                                    "instructions_rtol": 0.1}})()  # fmt: skip
+    limits = MarkerLimits.from_marks("t", [mark])
+    assert limits.tolerances(Tolerances()).instructions_rtol == 0.1
+    bad = type("Mark", (), {"args": (), "kwargs": {"compile_clock": "instructions"}})()
+    with pytest.raises(ConfigError, match="compile_clock=...\\) expects one of 'cpu', 'wall'"):
+        MarkerLimits.from_marks("t", [bad])
+
+
+def _bench(count: int | None) -> BenchmarkEntry:
+    return BenchmarkEntry(first_call_s=0.1, trace_s=0.01, lower_s=0.01, compile_s=0.05,
+                          compiled_on_first_call=True, instructions=count)  # fmt: skip
+
+
+def _judge(before: int | None, now: int | None, differences: tuple[str, ...] = (),
+           clock: str = "instructions", save: bool = False):  # type: ignore[no-untyped-def]  # fmt: skip
+    return evaluate(
+        rec(benchmarks={"step": _bench(now)}),
+        rec(benchmarks={"step": _bench(before)}),
+        MarkerLimits(),
+        Tolerances(runtime_clock=clock),
+        ["cpu AMD EPYC -> Intel Xeon"],  # the CPU model differs: no matter for instructions
+        gate_baseline=not save,
+        instruction_differences=differences,
+    )
+
+
+def test_more_instructions_than_the_tolerance_fail_on_any_machine() -> None:
+    verdict = _judge(6_930_000, 7_623_000)
+    assert verdict.failed and verdict.status == "REGRESSED"
+    (breach,) = verdict.breaches
+    assert breach.metric == INSTRUCTIONS
+    assert breach_lines(breach) == [
+        "instructions per call of benchmark 'step': baseline 6.93 M -> now 7.623 M (+10.0%) "
+        "[instructions_rtol 0.02]"
+    ]
+    assert not _judge(6_930_000, 7_060_000).failed  # +1.9%: within 2%
+    assert _judge(6_930_000, 7_070_000).failed  # +2.02%
+    assert _judge(6_930_000, 6_700_000).improvements == [
+        "instructions per call of step: 6,930,000 -> 6,700,000 (-3.3%)"
+    ]
+    assert _judge(6_930_000, 7_623_000, save=True).breaches[0].gated is False
+
+
+def _runtime_notes(verdict) -> list[str]:  # type: ignore[no-untyped-def]
+    # Compile time has its own note where the CPU model differs.
+    return [n for n in verdict.notes if not n.startswith("compile time")]
+
+
+def test_instructions_not_compared_say_why() -> None:
+    verdict = _judge(6_930_000, 9_000_000, ("jax 0.10.1 -> 0.10.2",))
+    assert not verdict.failed
+    assert _runtime_notes(verdict) == [
+        "instructions per call not gated: environment differs (jax 0.10.1 -> 0.10.2)"
+    ]
+    assert _runtime_notes(_judge(None, 9_000_000)) == [
+        "instructions per call not gated: the baseline has none (save it with "
+        "--jaxperf-runtime-clock=instructions --jaxperf-save)"
+    ]
+    assert _runtime_notes(_judge(6_930_000, None)) == [
+        "instructions per call not gated: this run did not count them (they are counted with "
+        "--jaxperf-runtime-clock=instructions)"
+    ]
+    # A test whose marker asks for seconds, in a run that counted instructions.
+    assert _runtime_notes(_judge(6_930_000, 9_000_000, clock="wall")) == [
+        "runtime not gated: this run counted instructions, the wall clock asked for has no "
+        "seconds to compare"
+    ]
+
+
+def test_what_the_count_depends_on_is_compared() -> None:
+    base = {"jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "x64": False,
+            "python": "3.11.2", "valgrind": "valgrind-3.19.0", "instructions_isa": "AVX2",
+            "cpu": "AMD EPYC", "cpu_count": 2}  # fmt: skip
+    assert instruction_differences(base, {**base, "cpu": "Intel Xeon", "cpu_count": 64}) == []
+    assert instruction_differences(base, {**base, "valgrind": "valgrind-3.22.0"}) == [
+        "valgrind valgrind-3.19.0 -> valgrind-3.22.0"
+    ]
+
+
+def test_the_count_is_kept_in_the_report() -> None:
+    data = entry_to_json(_bench(6_930_123))
+    assert data["instructions"] == 6_930_123
+    assert entry_from_json(data, "b") == _bench(6_930_123)
+    assert "instructions" not in entry_to_json(_bench(None))
+    with pytest.raises(Exception, match="instructions"):
+        entry_from_json({**data, "instructions": 1.5}, "b")
+
+
+# -- end to end ------------------------------------------------------------------------------
+
+LOOP_TEST = """
+import os
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+
+@jax.jit
+def loop(x, trips):
+    return lax.fori_loop(0, trips, lambda i, x: jnp.tanh(x @ x) * 0.5, x)
+
+
+def test_loop(jaxperf):
+    x = jnp.ones((32, 32)) * 0.01
+    result = jaxperf.benchmark(loop, x, jnp.int32(int(os.environ.get("TRIPS", "100"))))
+    assert result.runtime is None
+    assert result.instructions > 0
+"""
+CLOCK = ("--jaxperf", "--jaxperf-runtime-clock=instructions")
+needs_valgrind = pytest.mark.skipif(
+    shutil.which("valgrind") is None or importlib.util.find_spec("pytest_codspeed") is None,
+    reason="needs valgrind on PATH and pytest-codspeed (pytest-jaxperf[instructions])",
+)
+
+
+@needs_valgrind
+def test_instructions_per_call_gated_end_to_end(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_mod=LOOP_TEST)
+    saved = jp.runpytest_subprocess(*CLOCK, "--jaxperf-save")
+    assert saved.ret == 0, saved.stdout.str()
+    saved.stdout.fnmatch_lines(lit("jaxperf: instructions clock: under valgrind-*, simulated "
+                                   "ISA AVX2; instructions rtol 0.02"))  # fmt: skip
+    assert not (jp.path / ".jaxperf/baseline.json").exists()
+    bench = read_json(jp.path / ".jaxperf/baseline-instructions.json")["tests"][
+        "test_mod.py::test_loop"]["benchmarks"]["loop"]  # fmt: skip
+    assert bench["instructions"] > 100 * 32 * 32 and "runtime" not in bench
+    env = read_json(jp.path / ".jaxperf/baseline-instructions.json")["environment"]
+    assert env["valgrind"].startswith("valgrind-") and env["instructions_isa"] == "AVX2"
+
+    same = jp.runpytest_subprocess(*CLOCK)
+    assert same.ret == 0, same.stdout.str()
+
+    monkeypatch.setenv("TRIPS", "110")  # the same program, 10% more of its work
+    slower = jp.runpytest_subprocess(*CLOCK)
+    assert slower.ret == 1
+    slower.stdout.fnmatch_lines(lit(
+        "  instructions per call of benchmark 'loop': baseline * M -> now * M (+*%) "
+        "[instructions_rtol 0.02]"
+    ))  # fmt: skip
+
+
+def test_a_missing_valgrind_stops_the_run_before_any_test(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_mod=LOOP_TEST)
+    monkeypatch.setenv("PATH", str(jp.path))  # python is started by its full path
+    result = jp.runpytest_subprocess(*CLOCK)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(lit(
+        "ERROR: pytest-jaxperf: --jaxperf-runtime-clock=instructions needs valgrind on PATH "
+        "(e.g. apt-get install valgrind); it was not found"
+    ))  # fmt: skip
+    assert "test_loop" not in result.stdout.str()
