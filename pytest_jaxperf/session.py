@@ -50,10 +50,11 @@ class JaxPerfSession:
         return self.baseline_read.report
 
     def configure_dispatch(self) -> None:
-        """For the CPU runtime clock: run CPU computations on the calling thread, so that a
-        call's CPU seconds are its work, not a spin-wait that grows with machine load."""
+        """For the CPU and instructions runtime clocks: run CPU computations on the calling
+        thread, so that a call's CPU seconds (or instructions) are its work, not a wait that
+        grows with machine load."""
         s = self.settings
-        if s.timing_mode == "off" or s.tolerances.runtime_clock != "cpu":
+        if s.timing_mode == "off" or s.tolerances.runtime_clock == "wall":
             return
         from . import _jaxhooks
 
@@ -110,6 +111,10 @@ class JaxPerfSession:
             for metric in ("traces", "compiles"):
                 self.not_measured.setdefault(metric, why)
             self._warn(f"pytest-jaxperf: {why}; traces and compiles are not measured or gated")
+        from . import instructions
+
+        if instructions.under_valgrind():
+            self.not_measured.setdefault(compare.COMPILE_TIME, instructions.COMPILE_SECONDS)
 
     def _warn(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")

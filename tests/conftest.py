@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -88,6 +89,11 @@ def lit(*patterns: str) -> list[str]:
 
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_project"
+# The instructions clock's end-to-end tests need valgrind and the client requests.
+needs_valgrind = pytest.mark.skipif(
+    shutil.which("valgrind") is None or importlib.util.find_spec("pytest_codspeed") is None,
+    reason="needs valgrind on PATH and pytest-codspeed (pytest-jaxperf[instructions])",
+)
 REGRESSION_VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
 
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import platform
 from pathlib import Path
 
 import pytest
-from conftest import EXAMPLE, read_json
+from conftest import EXAMPLE, REGRESSION_VARIABLE, lit, needs_valgrind, read_json
 
 TEST_FILES = sorted(p.name for p in (EXAMPLE / "tests").glob("test_*.py"))
 # The inner runs compete with this suite's own xdist workers: compile time and runtime are
@@ -49,3 +50,37 @@ def test_clean_example_passes_against_committed_baseline(
             if same_jax:
                 assert bench.get("jaxpr_eqns") == old["benchmarks"][label].get("jaxpr_eqns")
     assert (example / ".jaxperf" / "baseline.json").read_text() == committed
+
+
+@needs_valgrind
+@pytest.mark.parametrize("regression", ["", "more_work"])
+def test_example_benchmarks_under_the_instructions_clock(
+    pytester: pytest.Pytester, example: Path, monkeypatch: pytest.MonkeyPatch, regression: str
+) -> None:
+    import jax
+
+    committed = (example / ".jaxperf" / "baseline-instructions.json").read_text()
+    base_env = read_json(example / ".jaxperf" / "baseline-instructions.json")["environment"]
+    # Instructions compare where jax and Python are the committed baseline's (and valgrind's
+    # version, checked by the plugin: elsewhere the line below says which differs).
+    same = (base_env["jax"], base_env["python"]) == (jax.__version__, platform.python_version())
+    if regression and not same:
+        pytest.skip("the regression is gated only with the committed baseline's jax and Python")
+    monkeypatch.setenv(REGRESSION_VARIABLE, regression)
+    result = pytester.runpytest_subprocess(
+        "-k", "steady_state or vs_numpy", "--jaxperf", "--jaxperf-runtime-clock=instructions",
+        *WIDE_TIMING, "-p", "no:cacheprovider",
+    )  # fmt: skip
+    output = result.stdout.str()
+    if regression:
+        assert result.ret == 1, output
+        result.stdout.fnmatch_lines(lit(
+            "  instructions per call of benchmark 'dense_relu': baseline 9.152 M -> now * M "
+            "(+4.*%) [instructions_rtol 0.02]"
+        ))  # fmt: skip
+        assert output.count("instructions per call of benchmark") == 1
+    else:
+        assert result.ret == 0, output
+        gated = "instructions per call not gated" not in output
+        assert gated == same, output
+    assert (example / ".jaxperf" / "baseline-instructions.json").read_text() == committed

@@ -4,13 +4,11 @@ under valgrind (skipped where valgrind or pytest-codspeed is missing)."""
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
 from pathlib import Path
 
 import pytest
 from _records import rec
-from conftest import lit, read_json
+from conftest import lit, needs_valgrind, read_json
 
 from pytest_jaxperf import instructions
 from pytest_jaxperf.compare import INSTRUCTIONS, evaluate
@@ -66,7 +64,7 @@ def test_the_child_pins_what_the_count_depends_on(tmp_path: Path) -> None:
     assert env["XLA_FLAGS"] == "--xla_dump_to=/x --xla_cpu_max_isa=AVX2"
     assert env["JAX_PLATFORMS"] == "cpu"
     assert env["PJRT_NPROC"] == "1"
-    assert env["JAX_CPU_ENABLE_ASYNC_DISPATCH"] == "false"
+    assert env["OPENBLAS_NUM_THREADS"] == env["OMP_NUM_THREADS"] == "1"
     assert env["PYTHONHASHSEED"] == "0"
     assert env[instructions.UNDER_VALGRIND] == "valgrind-3.19.0"
     assert env[instructions.DUMP_DIR] == str(tmp_path)
@@ -254,10 +252,6 @@ def test_loop(jaxperf):
     assert result.instructions > 0
 """
 CLOCK = ("--jaxperf", "--jaxperf-runtime-clock=instructions")
-needs_valgrind = pytest.mark.skipif(
-    shutil.which("valgrind") is None or importlib.util.find_spec("pytest_codspeed") is None,
-    reason="needs valgrind on PATH and pytest-codspeed (pytest-jaxperf[instructions])",
-)
 
 
 @needs_valgrind
@@ -275,6 +269,7 @@ def test_instructions_per_call_gated_end_to_end(
     assert bench["instructions"] > 100 * 32 * 32 and "runtime" not in bench
     env = read_json(jp.path / ".jaxperf/baseline-instructions.json")["environment"]
     assert env["valgrind"].startswith("valgrind-") and env["instructions_isa"] == "AVX2"
+    assert env["cpu_dispatch"] == "sync"
 
     same = jp.runpytest_subprocess(*CLOCK)
     assert same.ret == 0, same.stdout.str()
