@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import needs_valgrind
 
 import pytest_jaxperf
 from pytest_jaxperf.ab import command, cpus, render, stats, verdicts
@@ -956,3 +957,33 @@ def test_program_size_rows_where_a_function_grew() -> None:
     assert shrunk["StableHLO ops"].verdict == "improved"
     same = verdicts.compare_rounds([(one(33), one(33))], thresholds).rows
     assert [r.metric for r in same] == ["traces", "compiles", "compile time"]
+
+
+@needs_valgrind
+def test_the_instructions_clock_compares_one_exact_round(repo: tuple[Path, str]) -> None:
+    root, base = repo
+    done = ab(root, "--base", base, "--runtime-clock", "instructions")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "1 round(s) of base and head runs" in done.stdout
+    assert "runtime, instructions per call under valgrind, exact" in done.stdout
+    base_count, head_count, ratio, interval, verdict = table_rows(done.stdout)[
+        (NODE_WORK, "instructions per call work")
+    ]
+    # 40 chained matmuls where there was one: the exact ratio of the two counts.
+    assert float(ratio.rstrip("x")) == pytest.approx(int(head_count) / int(base_count), abs=1e-4)
+    assert float(ratio.rstrip("x")) > 10
+    assert (interval, verdict) == ("exact", "REGRESSED")
+    assert "1 round (2 runs" in done.stdout
+
+
+def test_the_instructions_clock_without_valgrind_is_a_usage_error(
+    repo: tuple[Path, str], tmp_path: Path
+) -> None:
+    root, base = repo
+    done = ab(root, "--base", base, "--runtime-clock", "instructions", PATH=str(tmp_path))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        "jaxperf ab: --runtime-clock instructions needs valgrind on PATH (e.g. apt-get install "
+        "valgrind); it was not found"
+    ]
+    assert worktrees(root) == [str(root)]

@@ -18,7 +18,12 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
 
-from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, parse_number
+from ..config import (
+    DEFAULT_COMPILE_FLOOR,
+    DEFAULT_INSTRUCTIONS_RTOL,
+    DEFAULT_STATIC_RTOL,
+    parse_number,
+)
 from ..model import Report
 from ..outputs import (
     Mode,
@@ -44,6 +49,8 @@ DEFAULT_RUNTIME_THRESHOLD = 1.10
 # Compile seconds of the same program vary far more than a steady state (the plugin's README:
 # up to 1.65x against a quiet baseline on the CPU clock); the traps this is for compile 2-10x.
 DEFAULT_COMPILE_THRESHOLD = 1.5
+# Instructions per call, as the plugin gates them against a baseline (instructions_rtol).
+INSTRUCTIONS_THRESHOLD = 1 + DEFAULT_INSTRUCTIONS_RTOL
 
 
 class UsageError(Exception):
@@ -102,18 +109,27 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
     ab.add_argument(
         "--rounds",
         type=_rounds,
-        default=DEFAULT_ROUNDS,
+        default=None,
         metavar="N",
         help=f"base/head alternations, one pytest run of each tree per round (default "
-        f"{DEFAULT_ROUNDS})",
+        f"{DEFAULT_ROUNDS}; 1 with --runtime-clock instructions)",
+    )
+    ab.add_argument(
+        "--runtime-clock",
+        choices=("seconds", "instructions"),
+        default="seconds",
+        help="seconds (default: CPU seconds per call where the runs are confined to one CPU, "
+        "else wall) or instructions: every run under valgrind, counting instructions per call "
+        "(needs valgrind and pytest-jaxperf[instructions]; one round is exact)",
     )
     ab.add_argument(
         "--runtime-threshold",
         type=_threshold,
-        default=DEFAULT_RUNTIME_THRESHOLD,
+        default=None,
         metavar="X",
         help="a steady-state slowdown fails when its whole confidence interval lies above X "
-        f"(default {DEFAULT_RUNTIME_THRESHOLD:g})",
+        f"(default {DEFAULT_RUNTIME_THRESHOLD:g}; {INSTRUCTIONS_THRESHOLD:g} for instructions "
+        "per call, whose ratio is exact)",
     )
     ab.add_argument(
         "--compile-threshold",
@@ -290,8 +306,30 @@ def _tree(side: str, root: Path, project: Path, given: Sequence[str] | None) -> 
     return runner.Tree(side, root, project, paths, tuple(packages))
 
 
+def _clock_arguments(args: argparse.Namespace) -> list[str]:
+    """Resolve --rounds and --runtime-threshold for the clock; the pytest arguments every run
+    gets for it (the instructions clock is checked here, before any run)."""
+    counting = args.runtime_clock == "instructions"
+    if args.rounds is None:
+        args.rounds = 1 if counting else DEFAULT_ROUNDS
+    if args.runtime_threshold is None:
+        args.runtime_threshold = INSTRUCTIONS_THRESHOLD if counting else DEFAULT_RUNTIME_THRESHOLD
+    if not counting:
+        return []
+    import os
+
+    from .. import instructions
+
+    found = instructions.startup_problem(os.environ.get("JAX_PLATFORMS"), None)
+    if found is not None:
+        raise UsageError(found.replace("--jaxperf-runtime-clock=instructions", "--runtime-clock "
+                                       "instructions", 1))  # fmt: skip
+    return ["--jaxperf-runtime-clock=instructions"]
+
+
 def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) -> int:
     started = time.perf_counter()
+    clock_args = _clock_arguments(args)
     _outputs(args)
     on_cpus = _confinement(args.cpus, held, out)
     cwd = Path.cwd().resolve()
@@ -350,7 +388,9 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
         for number in range(1, args.rounds + 1):
             pair = []
             for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
-                done = runner.run(tree, other, number, scratch, args.pytest_args, on_cpus)
+                done = runner.run(
+                    tree, other, number, scratch, [*clock_args, *args.pytest_args], on_cpus
+                )
                 runs.append(render.RunTime(done.side, number, done.seconds))
                 pair.append(done)
                 _keep(done, args.reports_dir)
@@ -367,7 +407,9 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
                     "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
                     "-- --jaxperf-all"
                 )
-    clock = verdicts.runtime_clock(on_cpus, args.rounds)
+    clock: verdicts.Clock = (
+        "instructions" if clock_args else verdicts.runtime_clock(on_cpus, args.rounds)
+    )
     comparison = verdicts.compare_rounds(rounds, thresholds, stats.CONFIDENCE, clock)
     context = render.Context(
         base_ref=args.base,

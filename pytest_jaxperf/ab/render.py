@@ -62,6 +62,8 @@ class Context:
 
     def per_call(self) -> str:
         """What a runtime row's base and head are."""
+        if self.runtime_clock == "instructions":
+            return "instructions per call under valgrind, exact"
         return f"{'CPU' if self.runtime_clock == 'cpu' else 'wall'} seconds per call"
 
 
@@ -101,13 +103,15 @@ def metric_text(row: Row) -> str:
 
 
 def _cells(row: Row) -> tuple[str, ...]:
+    exact = row.clock == "instructions" and row.ratio is not None
     return (
         row.test,
         metric_text(row),
         value(row, row.base),
         value(row, row.head),
-        ratio_text(row.ratio),
-        interval_text(row.ratio),
+        # Exact counts gated within a few percent: the ratio to four decimals, no interval.
+        f"{row.ratio.estimate:.4f}x" if exact and row.ratio else ratio_text(row.ratio),
+        "exact" if exact else interval_text(row.ratio),
         row.verdict,
     )
 

@@ -12,12 +12,15 @@
   above the plugin's compile floor, so that a 10 ms compile does not fail over 20 ms).
 - Runtime per call is read on one of two clocks (`runtime_clock`): each run's median CPU
   seconds per call where every run was confined to one CPU (from two rounds), else the wall
-  seconds of every timed round.
+  seconds of every timed round. With `--runtime-clock instructions` the runs count
+  instructions per call under valgrind instead (deterministic: one round is enough), and a
+  benchmark's row is the exact head/base ratio of its counts.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -28,6 +31,7 @@ from ..model import STATIC_METRICS, BenchmarkEntry, Report, RuntimeStats, TestRe
 from . import stats
 
 RUNTIME = "runtime"
+INSTRUCTIONS = compare.INSTRUCTIONS
 COMPILE_TIME = "compile time"
 COUNTS = ("traces", "compiles")
 # Passed to compare.evaluate as how the environments differ, so that it leaves timings to us.
@@ -40,7 +44,7 @@ Status = str
 # A compile-time change beyond the threshold but within the plugin's compile floor (seconds).
 UNDER_FLOOR = "ok (under floor)"
 
-Clock = Literal["cpu", "wall"]
+Clock = Literal["cpu", "wall", "instructions"]
 
 
 def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> Clock:
@@ -64,7 +68,7 @@ class Row:
     benchmarks) in both trees."""
 
     test: str
-    metric: str  # "traces", "compiles", COMPILE_TIME, RUNTIME, or a program metric name
+    metric: str  # "traces", "compiles", COMPILE_TIME, RUNTIME, INSTRUCTIONS or a program metric
     verdict: Status
     base: float | None = None
     head: float | None = None
@@ -134,7 +138,11 @@ def compare_rounds(
         out.notes += _varying_counts(nodeid, rounds)
         complete = [(b.tests[nodeid], h.tests[nodeid]) for b, h in rounds]
         timed = _compile_time(nodeid, complete, thresholds, confidence)
-        runtimes = _runtimes(nodeid, complete, thresholds, confidence, clock)
+        runtimes = (
+            _instruction_counts(nodeid, complete, thresholds)
+            if clock == "instructions"
+            else _runtimes(nodeid, complete, thresholds, confidence, clock)
+        )
         timed += runtimes
         out.rows += timed
         out.notes += [_left_out_line(row) for row in timed if row.ratio and row.ratio.left_out]
@@ -325,6 +333,35 @@ def _runtimes(
         verdict = stats.verdict(r, thresholds.runtime)
         rows.append(Row(nodeid, RUNTIME, verdict, r.base, r.head, r, benchmark=label, clock=used))
     return rows
+
+
+def _instruction_counts(
+    nodeid: str, records: Sequence[tuple[TestRecord, TestRecord]], thresholds: Thresholds
+) -> list[Row]:
+    """Per benchmark, head/base of instructions per call (the median over rounds, which
+    agree within a fraction of a percent): exact, so the threshold is the whole verdict."""
+    rows = []
+    labels = sorted({label for b, h in records for rec in (b, h)
+                     for label, _ in rec.benchmark_entries()})  # fmt: skip
+    for label in labels:
+        base = [n for b, _ in records if (n := _count(b, label)) is not None]
+        head = [n for _, h in records if (n := _count(h, label)) is not None]
+        if not base or not head:
+            if bool(base) != bool(head):
+                verdict = "new" if head else "not in head"
+                rows.append(Row(nodeid, INSTRUCTIONS, verdict, benchmark=label))
+            continue
+        before, now = statistics.median(base), statistics.median(head)
+        estimate = now / before
+        r = stats.Ratio(estimate, estimate, estimate, len(records), base=before, head=now)
+        rows.append(Row(nodeid, INSTRUCTIONS, stats.verdict(r, thresholds.runtime), before,
+                        now, r, benchmark=label, clock="instructions"))  # fmt: skip
+    return rows
+
+
+def _count(rec: TestRecord, label: str) -> int | None:
+    entry = rec.benchmarks.get(label)
+    return entry.instructions if isinstance(entry, BenchmarkEntry) else None
 
 
 def _runtime(rec: TestRecord, label: str) -> RuntimeStats | None:
