@@ -26,6 +26,7 @@ JAX_DEPENDENT = [
     "tests/test_user_settings.py",
     "tests/test_program_sizes.py",
     "tests/test_cross_machine.py",
+    "tests/test_instructions.py",
 ]
 
 nox.options.sessions = ["tests"]

@@ -188,8 +188,10 @@ def _table(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]
         base = baseline.tests.get(nodeid) if baseline else None
         runtimes = ", ".join(
             f"{label}: {terminal.seconds(entry.runtime.median_s)}"
-            for label, entry in rec.benchmark_entries()
             if entry.runtime is not None
+            else f"{label}: {terminal.instructions(entry.instructions or 0)} instructions"
+            for label, entry in rec.benchmark_entries()
+            if entry.runtime is not None or entry.instructions is not None
         )
         verdict = verdicts.get(nodeid)
         status = status_of(rec, verdict)

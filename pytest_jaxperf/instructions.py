@@ -50,12 +50,6 @@ _PINNED = {
 # follows how long the scheduler lets a worker spin, that is the machine's load
 # (benchmarks/instructions_probe.py: 1.3% of a count moved with load; 0.035% without them).
 SPIN = re.compile(r"ThreadPoolTempl<[^>]*>::(MaybeGetTask|Steal|WaitForWork)|EventCount::")
-# Why compile seconds are not gated under the clock (measured: dense_relu's compile took
-# 0.11 s in a full run of the example under valgrind and 3.6 s when its test ran alone).
-COMPILE_SECONDS = (
-    "under valgrind, seconds include translating code on first use, so they follow which "
-    "tests ran before; the cpu and wall clocks gate them"
-)
 INSTALL_EXTRA = "pip install 'pytest-jaxperf[instructions]'"
 
 

@@ -99,6 +99,10 @@ def _environment(run: Report) -> list[str]:
     device = [str(env[k]) for k in ("backend", "device_kind") if env.get(k)]
     if device:
         parts.append(" ".join(dict.fromkeys(device)))
+    if env.get("valgrind"):
+        parts.append(
+            f"instructions per call under {env['valgrind']} ({env.get('instructions_isa')})"
+        )
     return parts
 
 

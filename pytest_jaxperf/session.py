@@ -111,10 +111,6 @@ class JaxPerfSession:
             for metric in ("traces", "compiles"):
                 self.not_measured.setdefault(metric, why)
             self._warn(f"pytest-jaxperf: {why}; traces and compiles are not measured or gated")
-        from . import instructions
-
-        if instructions.under_valgrind():
-            self.not_measured.setdefault(compare.COMPILE_TIME, instructions.COMPILE_SECONDS)
 
     def _warn(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")

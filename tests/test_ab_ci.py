@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from conftest import needs_valgrind
 from test_ab import CORE, TESTS, commit_files, environment, git, new_repo, worktrees
 
 WORKFLOW = Path(__file__).resolve().parent.parent / "examples" / "ci" / "github-actions.yml"
@@ -83,6 +86,14 @@ def run_lines(text: str) -> list[str]:
     return [m.group(1) for m in re.finditer(r"^\s*(?:-\s+)?run:\s*(\S.*)$", text, re.M)]
 
 
+def job(name: str) -> str:
+    """The text of one job of the workflow (from its name to the next job's)."""
+    text = WORKFLOW.read_text()
+    start = text.index(f"\n  {name}:\n")
+    end = re.search(r"\n  \S[^\n]*:\n", text[start + 1 :])
+    return text[start : start + 1 + end.start()] if end else text[start:]
+
+
 def github(command: str, expressions: dict[str, str]) -> str:
     """`${{ expr }}` replaced as GitHub does before the shell sees the line."""
 
@@ -98,16 +109,20 @@ def test_the_workflow_checks_out_history_and_runs_both_gates() -> None:
     text = WORKFLOW.read_text()
     assert re.search(r"^on:\n  pull_request:", text, re.M)
     assert "fetch-depth: 0" in text  # jaxperf ab needs the base commit
-    commands = run_lines(text)
+    commands = run_lines(job("jaxperf"))
     assert [c.split()[0] for c in commands] == ["pip", "pytest", "jaxperf"]
     assert "--base ${{ github.event.pull_request.base.sha }}" in commands[2]
+    assert run_lines(text) == commands + run_lines(job("instructions"))
 
 
 def test_the_readme_recipe_is_the_workflow() -> None:
     readme = (WORKFLOW.parent.parent.parent / "README.md").read_text()
     section = readme[readme.index("\n## Runtime against the base commit: `jaxperf ab`\n") :]
     section = section[: section.index("\n## ", 1)]
-    assert run_lines(section) == run_lines(WORKFLOW.read_text())
+    assert run_lines(section) == run_lines(job("jaxperf"))
+    section = readme[readme.index("\n## Runtime as instructions per call\n") :]
+    section = section[: section.index("\n## ", 1)]
+    assert run_lines(section) == run_lines(job("instructions"))
 
 
 def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
@@ -143,7 +158,7 @@ def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
     commit_files(root, {"pkg/core.py": '"""Scaling and work."""\n' + CORE}, "a docstring")
 
     outputs = []
-    for command in run_lines(WORKFLOW.read_text()):
+    for command in run_lines(job("jaxperf")):
         line = github(command, {"github.event.pull_request.base.sha": base})
         done = subprocess.run(
             ["bash", "-e", "-c", line],
@@ -172,3 +187,55 @@ def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
     summary = (tmp_path / "step_summary.md").read_text()
     assert summary.index("jaxperf") < summary.index("### jaxperf ab: head")
     assert worktrees(root) == [str(root)]
+
+
+@needs_valgrind
+@pytest.mark.skipif(shutil.which("apt-get") is None, reason="the job installs valgrind with apt")
+def test_every_command_of_the_instructions_job_runs(tmp_path: Path) -> None:
+    root = new_repo(tmp_path / "checkout")
+    files = {
+        "pkg/__init__.py": "",
+        "pkg/core.py": CORE,
+        "tests/test_core.py": TESTS,
+        "pytest.ini": INI,
+        "pyproject.toml": PYPROJECT,
+        "_backend/tiny_backend.py": BACKEND,
+        ".gitignore": "*.egg-info/\n.jaxperf/*.lock\n",
+    }
+    commit_files(root, files, "base")
+    # GitHub's runners have passwordless sudo; apt only simulates here (APT_CONFIG), so that
+    # the line runs for real against this machine's package lists without changing them.
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    (shims / "sudo").write_text('#!/bin/sh\nexec "$@"\n')
+    (shims / "sudo").chmod(0o755)
+    (tmp_path / "apt.conf").write_text('APT::Get::Simulate "true";\n')
+    env = environment(
+        PATH=os.pathsep.join([str(shims), str(BIN), os.environ.get("PATH", "")]),
+        PYTHONPATH=f"{environment()['PYTHONPATH']}{os.pathsep}{root}",
+        PIP_NO_INDEX="1",
+        PIP_DRY_RUN="1",
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        APT_CONFIG=str(tmp_path / "apt.conf"),
+        GITHUB_STEP_SUMMARY=str(tmp_path / "step_summary.md"),
+    )
+    saved = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf",
+         "--jaxperf-runtime-clock=instructions", "--jaxperf-save"],
+        cwd=root, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert saved.returncode == 0, saved.stdout + saved.stderr
+    commit_files(root, {}, "the instructions baseline")
+    commit_files(root, {"pkg/core.py": '"""Scaling and work."""\n' + CORE}, "a docstring")
+    done = []
+    for line in run_lines(job("instructions")):
+        done.append(subprocess.run(["bash", "-e", "-c", line], cwd=root, env=env,
+                                   capture_output=True, text=True, timeout=300))  # fmt: skip
+    apt, pip, counted = done
+    assert apt.returncode == 0, apt.stdout + apt.stderr
+    assert "valgrind" in apt.stdout
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    assert counted.returncode == 0, counted.stdout + counted.stderr
+    assert "jaxperf: 0 regressions" in counted.stdout
+    assert re.search(r"instructions per call\b.* not gated", counted.stdout) is None
+    assert "instructions per call" in (tmp_path / "step_summary.md").read_text()

@@ -13,7 +13,11 @@ from conftest import lit, needs_valgrind, read_json
 from pytest_jaxperf import instructions
 from pytest_jaxperf.compare import INSTRUCTIONS, evaluate
 from pytest_jaxperf.config import ConfigError, MarkerLimits, Settings, Tolerances
-from pytest_jaxperf.environment import instruction_differences
+from pytest_jaxperf.environment import (
+    UNDER_VALGRIND,
+    instruction_differences,
+    timing_differences,
+)
 from pytest_jaxperf.model import BenchmarkEntry, entry_from_json, entry_to_json
 from pytest_jaxperf.terminal import breach_lines
 
@@ -220,6 +224,10 @@ def test_what_the_count_depends_on_is_compared() -> None:
     assert instruction_differences(base, {**base, "valgrind": "valgrind-3.22.0"}) == [
         "valgrind valgrind-3.19.0 -> valgrind-3.22.0"
     ]
+    # No seconds measured under valgrind are gated, against any baseline.
+    assert timing_differences(base, base) == [UNDER_VALGRIND]
+    native = {k: v for k, v in base.items() if k != "valgrind"}
+    assert timing_differences(base, native) == ["valgrind valgrind-3.19.0 -> None"]
 
 
 def test_the_count_is_kept_in_the_report() -> None:
