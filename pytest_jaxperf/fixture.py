@@ -445,7 +445,7 @@ def _count_instructions(
     fresh: Callable[[], Inputs] | None,
 ) -> int:
     """Instructions per steady-state call of fn on valgrind's simulated CPU, less waiting
-    workers' spinning (instructions.py); fresh() inputs, where needed, are not counted."""
+    workers' spinning: the smallest of a few calls' counts (instructions.py)."""
     import jax
 
     from . import instructions
@@ -463,10 +463,12 @@ def _count_instructions(
     for _ in range(2):  # past the first call's one-off work (caches, allocations)
         prepare()
         call()
-    dump = instructions.counter().count(
-        call, instructions.CALLS, prepare if fresh is not None else None
-    )
-    return round(dump.work / instructions.CALLS)
+    counter = instructions.counter()
+    counts = []
+    for _ in range(instructions.ROUNDS):
+        prepare()  # fresh inputs, when needed, are not counted
+        counts.append(counter.count(call).work)
+    return min(counts)
 
 
 # The jax.jit options that decide what a fresh jit traces and compiles.
