@@ -41,6 +41,7 @@ TRACES = "traces"
 COMPILES = "compiles"
 COMPILE_TIME = "compile-time"
 RUNTIME = "runtime"
+INSTRUCTIONS = "instructions"
 JAXPR_EQUATIONS = "jaxpr-equations"
 STABLEHLO_OPS = "stablehlo-ops"
 # A test's program sizes (summed over its functions' lowerings) under each format's names;
@@ -81,7 +82,8 @@ def _finite(value: Any) -> Any:
 def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
     """One entry per test and metric: traces, compiles, compile seconds (trace + lower +
     backend), jaxpr equations, StableHLO ops and optimized HLO ops (where measured), and the
-    runtime median of each benchmark that measured one."""
+    runtime median (or instructions per call, under the instructions clock) of each
+    benchmark that measured one."""
     out: list[dict[str, Any]] = []
     for nodeid, rec in sorted(run.tests.items()):
         note = "" if rec.outcome == "passed" else f"test outcome: {rec.outcome}"
@@ -96,6 +98,9 @@ def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
             if (size := getattr(rec, name)) is not None:
                 out.append(_gab(f"{nodeid} {words}", words, size, note))
         for label, entry in rec.benchmark_entries():
+            if entry.instructions is not None:
+                out.append(_gab(f"{nodeid}::{label} instructions per call", "instructions",
+                                entry.instructions, note))  # fmt: skip
             if entry.runtime is None:
                 continue
             out.append(
@@ -128,7 +133,8 @@ def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format: per test the measures traces, compiles, compile-time
     (seconds), jaxpr-equations, stablehlo-ops and optimized-hlo-ops (where measured); per
     benchmark runtime (median seconds, lower_value the minimum, upper_value the 75th
-    percentile) and jaxpr-equations, where measured."""
+    percentile), instructions (per call, under the instructions clock) and
+    jaxpr-equations, where measured."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for nodeid, rec in sorted(run.tests.items()):
         out[nodeid] = _test_measures(rec)
@@ -162,6 +168,8 @@ def _benchmark_measures(entry: BenchmarkEntry) -> dict[str, dict[str, float]]:
         if rt.q3_s >= rt.median_s:
             metric["upper_value"] = rt.q3_s
         measures[RUNTIME] = metric
+    if entry.instructions is not None:
+        measures[INSTRUCTIONS] = {"value": entry.instructions}
     if entry.metrics is not None:
         measures[JAXPR_EQUATIONS] = {"value": entry.metrics.jaxpr_eqns}
     return measures

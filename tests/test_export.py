@@ -214,3 +214,14 @@ def test_export_formats_are_the_options_formats() -> None:
         json.loads(export.dumps(export.document(fmt, run)))
     with pytest.raises(ValueError, match="unknown export format 'csv'"):
         export.document("csv", run)
+
+
+def test_instructions_per_call_are_exported_where_counted() -> None:
+    record = rec(fn("f", "m.py:1"), benchmarks={"step": unmeasured(instructions=6_930_123)})
+    run = Report(tests={"t::a": record})
+    doc = to_bencher(run)
+    check_bmf(doc)
+    assert doc["t::a::step"] == {"instructions": {"value": 6_930_123}}
+    assert by_name(to_github_action_benchmark(run))["t::a::step instructions per call"] == {
+        "name": "t::a::step instructions per call", "unit": "instructions", "value": 6_930_123
+    }  # fmt: skip
