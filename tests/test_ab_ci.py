@@ -80,6 +80,17 @@ jaxperf_compile_rtol = 1000
 jaxperf_runtime_rtol = 1000
 """
 
+# The pull request's repository: a package, its tests, and what pip needs offline.
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/core.py": CORE,
+    "tests/test_core.py": TESTS,
+    "pytest.ini": INI,
+    "pyproject.toml": PYPROJECT,
+    "_backend/tiny_backend.py": BACKEND,
+    ".gitignore": "*.egg-info/\n.jaxperf/*.lock\n",
+}
+
 
 def run_lines(text: str) -> list[str]:
     """The workflow's `run:` commands, in order (each on one line, as this workflow has them)."""
@@ -127,16 +138,7 @@ def test_the_readme_recipe_is_the_workflow() -> None:
 
 def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
     root = new_repo(tmp_path / "checkout")
-    files = {
-        "pkg/__init__.py": "",
-        "pkg/core.py": CORE,
-        "tests/test_core.py": TESTS,
-        "pytest.ini": INI,
-        "pyproject.toml": PYPROJECT,
-        "_backend/tiny_backend.py": BACKEND,
-        ".gitignore": "*.egg-info/\n.jaxperf/*.lock\n",
-    }
-    base = commit_files(root, files, "base")
+    base = commit_files(root, FILES, "base")
     env = environment(
         PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
         PYTHONPATH=f"{environment()['PYTHONPATH']}{os.pathsep}{root}",
@@ -193,16 +195,7 @@ def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
 @pytest.mark.skipif(shutil.which("apt-get") is None, reason="the job installs valgrind with apt")
 def test_every_command_of_the_instructions_job_runs(tmp_path: Path) -> None:
     root = new_repo(tmp_path / "checkout")
-    files = {
-        "pkg/__init__.py": "",
-        "pkg/core.py": CORE,
-        "tests/test_core.py": TESTS,
-        "pytest.ini": INI,
-        "pyproject.toml": PYPROJECT,
-        "_backend/tiny_backend.py": BACKEND,
-        ".gitignore": "*.egg-info/\n.jaxperf/*.lock\n",
-    }
-    commit_files(root, files, "base")
+    commit_files(root, FILES, "base")
     # GitHub's runners have passwordless sudo; apt only simulates here (APT_CONFIG), so that
     # the line runs for real against this machine's package lists without changing them.
     shims = tmp_path / "shims"
