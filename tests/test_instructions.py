@@ -230,6 +230,15 @@ def test_what_the_count_depends_on_is_compared() -> None:
     assert timing_differences(base, native) == ["valgrind valgrind-3.19.0 -> None"]
 
 
+def test_the_simulated_cpu_follows_the_hosts_avx2(tmp_path: Path) -> None:
+    info = tmp_path / "cpuinfo"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse4_2 avx avx2 avx512f\n")
+    assert instructions.simulated_isa(str(info)) == "AVX2"
+    info.write_text("processor\t: 0\nflags\t\t: fpu sse4_2 avx\n")
+    assert instructions.simulated_isa(str(info)) == "below AVX2"
+    assert instructions.simulated_isa(str(tmp_path / "missing")) == "below AVX2"
+
+
 def test_the_count_is_kept_in_the_report() -> None:
     data = entry_to_json(_bench(6_930_123))
     assert data["instructions"] == 6_930_123
