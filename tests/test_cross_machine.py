@@ -3,6 +3,7 @@ two machines, and the gate on scaled CPU seconds (injected numbers, then end to 
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -123,6 +124,10 @@ def test_a_baseline_from_another_cpu_model_gates_compile_time(jp: pytest.Pyteste
     assert data["environment"][REFERENCE_KEY] > 0
     data["environment"]["cpu"] = "Some Other CPU 9000"
     path.write_text(json.dumps(data), encoding="utf-8")
+    # This run is in-process, in a worker that may hold many earlier runs' objects: a full
+    # collection of them inside the 40 ms compile would pass the 0.1 s floor (seen in
+    # .ci/run: lowering 0.134 s, 0.040 s alone).
+    gc.collect()
     result = jp.runpytest("--jaxperf", "-rA")
     assert result.ret == 0, result.stdout.str()
     assert "compile time gated across machines: the baseline's CPU seconds x 1.00" in (
