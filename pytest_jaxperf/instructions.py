@@ -5,9 +5,9 @@ The parent process checks what the clock needs and replaces itself with
 ``valgrind --tool=callgrind --instr-atstart=no python <its own command line>``, with the
 settings that make a count independent of the host (one PJRT CPU thread, the ISA valgrind
 simulates, a fixed hash seed; the session makes CPU dispatch synchronous, as for the CPU
-clock). In that child, instrumentation is
-switched on around the counted calls only, through the compiled client requests of
-pytest-codspeed (the ``instructions`` extra): Python itself cannot issue them. No jax here."""
+clock). In that child, instrumentation is switched on around the counted calls only,
+through the compiled client requests of pytest-codspeed (the ``instructions`` extra):
+Python itself cannot issue them. No jax here."""
 
 from __future__ import annotations
 
