@@ -68,9 +68,11 @@ def valgrind_version(valgrind: str) -> str:
     return proc.stdout.strip() or "unknown"
 
 
-def startup_problem(jax_platforms: str | None, workers: object) -> str | None:
-    """Why this process cannot count instructions, with the fix; None when it can."""
-    flag = "--jaxperf-runtime-clock=instructions"
+def startup_problem(
+    jax_platforms: str | None, workers: object, flag: str = "--jaxperf-runtime-clock=instructions"
+) -> str | None:
+    """Why this process cannot count instructions, with the fix (naming `flag`, the option
+    that asked for the clock); None when it can."""
     system, machine = platform.system(), platform.machine()
     if system != "Linux" or machine not in ("x86_64", "AMD64"):
         return (

@@ -320,10 +320,11 @@ def _clock_arguments(args: argparse.Namespace) -> list[str]:
 
     from .. import instructions
 
-    found = instructions.startup_problem(os.environ.get("JAX_PLATFORMS"), None)
+    found = instructions.startup_problem(
+        os.environ.get("JAX_PLATFORMS"), None, flag="--runtime-clock instructions"
+    )
     if found is not None:
-        raise UsageError(found.replace("--jaxperf-runtime-clock=instructions", "--runtime-clock "
-                                       "instructions", 1))  # fmt: skip
+        raise UsageError(found)
     return ["--jaxperf-runtime-clock=instructions"]
 
 
