@@ -268,10 +268,9 @@ def dump_dir() -> Path:
     return Path(tempfile.mkdtemp(prefix="pytest-jaxperf-callgrind-"))
 
 
-def _dump_path(folder: Path, pid: int, number: int | None = None) -> Path:
-    # callgrind's --callgrind-out-file with %p, and its numbered dumps.
-    name = f"callgrind.out.{pid}"
-    return folder / (name if number is None else f"{name}.{number}")
+def _dump_path(folder: Path, pid: int, number: int) -> Path:
+    # The numbered dumps of callgrind's --callgrind-out-file=.../callgrind.out.%p.
+    return folder / f"callgrind.out.{pid}.{number}"
 
 
 def sweep(folder: Path) -> None:
