@@ -79,7 +79,10 @@ def test_example_benchmarks_under_the_instructions_clock(
             "  instructions per call of benchmark 'dense_relu': baseline 9.148 M -> now * M "
             "(+4.*%) [instructions_rtol 0.02]"
         ))  # fmt: skip
-        assert output.count("instructions per call of benchmark") == 1
+        # The line appears in the failure and, where pytest does not truncate (CI), in the
+        # short summary: what matters is that no other benchmark is named.
+        named = set(re.findall(r"instructions per call of benchmark '(\w+)'", output))
+        assert named == {"dense_relu"}, output
     else:
         assert result.ret == 0, output
         gated = re.search(r"instructions per call\b.* not gated", output) is None
