@@ -61,11 +61,12 @@ from typing import Any
 from _machine import wait_for_quiet
 from compile_under_load import _digest, _fmt, _median, finish, hogs
 
-from pytest_jaxperf import compare, environment, store
+from pytest_jaxperf import compare, environment
 from pytest_jaxperf.ab import cpus, stats, verdicts
 from pytest_jaxperf.ab.command import DEFAULT_COMPILE_THRESHOLD, DEFAULT_RUNTIME_THRESHOLD
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import Report
+from pytest_jaxperf.storage import store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"

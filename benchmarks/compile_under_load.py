@@ -57,10 +57,11 @@ from typing import Any
 
 from _machine import machine_busy_s, wait_for_quiet
 
-from pytest_jaxperf import compare, config, environment, store
+from pytest_jaxperf import compare, config, environment
 from pytest_jaxperf.ab import cpus as ab_cpus
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import BenchmarkEntry, Entry, Report, TestRecord
+from pytest_jaxperf.storage import store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"

@@ -49,10 +49,11 @@ from typing import Any
 
 from compile_under_load import _env, hogs
 
-from pytest_jaxperf import compare, environment, store
+from pytest_jaxperf import compare, environment
 from pytest_jaxperf.ab import cpus as ab_cpus
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import Report
+from pytest_jaxperf.storage import store
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"

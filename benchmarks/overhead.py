@@ -137,10 +137,10 @@ def _evict_test_functions():
 
 def pytest_configure(config):
     if MODE in ("noiso", "targeted"):
-        from pytest_jaxperf import recorder
+        from pytest_jaxperf.measure import recorder
 
         if not hasattr(recorder.Recorder, "isolate"):
-            raise pytest.UsageError("pytest_jaxperf.recorder.Recorder.isolate is gone")
+            raise pytest.UsageError("pytest_jaxperf.measure.recorder.Recorder.isolate is gone")
         isolate = (lambda: None) if MODE == "noiso" else _evict_test_functions
         recorder.Recorder.isolate = staticmethod(isolate)
 

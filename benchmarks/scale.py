@@ -40,11 +40,13 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_jaxperf import history, model, store, timing
+from pytest_jaxperf import model
 from pytest_jaxperf.cli import evaluate_all
 from pytest_jaxperf.config import Tolerances
-from pytest_jaxperf.markdown import render_markdown
+from pytest_jaxperf.measure import timing
 from pytest_jaxperf.model import FunctionRecord, Report, TestRecord
+from pytest_jaxperf.report.markdown import render_markdown
+from pytest_jaxperf.storage import history, store
 
 T = TypeVar("T")
 
@@ -367,7 +369,7 @@ def _breakdown(path: Path, report: Report, repeat: int) -> None:
 
 def _html() -> Any:
     try:
-        from pytest_jaxperf import html
+        from pytest_jaxperf.report import html
     except ImportError:  # pragma: no cover - the module itself imports no matplotlib
         return None
     try:

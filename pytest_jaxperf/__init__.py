@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .fixture import JaxPerf
+    from .measure.fixture import JaxPerf
     from .model import SCHEMA, Counts, FunctionRecord, Report, TestRecord
 
 __all__ = ["SCHEMA", "Counts", "FunctionRecord", "JaxPerf", "Report", "TestRecord"]
@@ -15,7 +15,7 @@ __version__ = "0.1.0"
 def __getattr__(name: str) -> Any:
     # Lazy: pytest imports this package for the plugin on every run, --jaxperf or not.
     if name == "JaxPerf":
-        from .fixture import JaxPerf
+        from .measure.fixture import JaxPerf
 
         return JaxPerf
     if name in __all__:

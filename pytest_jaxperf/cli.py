@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import NoReturn, TextIO
 
-from . import compare, export, inifile, terminal
+from . import compare, inifile
 from .ab import command as ab_command
 from .config import (
     CHOICES,
@@ -30,10 +30,11 @@ from .environment import (
     unmeasured,
 )
 from .model import Report, TestRecord
-from .outputs import Output, OutputError, problem
-from .shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
-from .store import BaselineError, collector_paused, load
-from .summary import RunSummary, not_gated_lines
+from .report import export, terminal
+from .report.summary import RunSummary, not_gated_lines
+from .storage.outputs import Output, OutputError, problem
+from .storage.shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
+from .storage.store import BaselineError, collector_paused, load
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 

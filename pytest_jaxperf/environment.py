@@ -1,9 +1,8 @@
-"""The environment block of a report, and which differences make timings incomparable."""
+"""Which differences between two environment blocks make timings incomparable (pure; the
+block itself is captured by `measure.machine`)."""
 
 from __future__ import annotations
 
-import os
-import platform
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -31,49 +30,6 @@ UNDER_XDIST = "measured under pytest-xdist, beside other workers"
 # translating each piece of code on its first use, so they follow which tests ran before (the
 # example's dense_relu compiled in 0.11 s in a full run, 3.6 s when its test ran alone).
 UNDER_VALGRIND = "measured under valgrind, whose seconds follow which tests ran before"
-
-
-def capture() -> dict[str, Any]:
-    """Versions, backend and machine. Initialises JAX's backend: call it after a test ran,
-    never before the user's conftest had its chance to configure devices."""
-    import jax
-    import jaxlib
-
-    from . import _jaxhooks, instructions
-
-    devices = jax.devices()
-    env = {
-        "jax": jax.__version__,
-        "jaxlib": getattr(jaxlib, "__version__", "unknown"),
-        "python": platform.python_version(),
-        "backend": jax.default_backend(),
-        "device_kind": devices[0].device_kind if devices else "none",
-        "device_count": len(devices),
-        "x64": bool(getattr(jax.config, "jax_enable_x64", False)),
-        "platform": platform.platform(terse=True),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count() or 0,
-        # pytest-xdist workers measuring side by side (0: not under xdist; the session sets
-        # it); their timings are slower than a serial run's, and never gated against one.
-        "xdist_workers": 0,
-    }
-    if instructions.under_valgrind():
-        env.update(instructions.environment())
-    if env["backend"] == "cpu":
-        # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).
-        env["cpu_dispatch"] = _jaxhooks.cpu_dispatch()
-    return env
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _differences(

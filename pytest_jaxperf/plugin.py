@@ -10,7 +10,7 @@ import pytest
 from .config import MARKER_DOC, OPTIONS, ConfigError, Settings, convert
 
 if TYPE_CHECKING:
-    from .fixture import JaxPerf
+    from .measure.fixture import JaxPerf
     from .session import JaxPerfSession  # noqa: F401  (named in a string below)
 
 SESSION_KEY = pytest.StashKey["JaxPerfSession"]()
@@ -79,8 +79,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_DOC)
     if not _enabled(config):
         return
-    from . import _xdist, outputs, store
+    from . import _xdist
     from .session import JaxPerfSession
+    from .storage import outputs, store
 
     settings = settings_of(config)
     # Before any test runs: a path that cannot be written would otherwise fail only at the
@@ -93,7 +94,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except store.BaselineError as exc:
         raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     if settings.html is not None:
-        from .html import require_matplotlib
+        from .report.html import require_matplotlib
 
         try:
             require_matplotlib()
@@ -115,7 +116,7 @@ def _under_valgrind(config: pytest.Config) -> None:
     import os
     import sys
 
-    from . import instructions
+    from .measure import instructions
 
     if instructions.under_valgrind():
         problem = instructions.self_check()
@@ -138,9 +139,9 @@ def _under_valgrind(config: pytest.Config) -> None:
 def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
     """Benchmarks, no_recompile and scaling checks; requesting it marks the test for recording."""
     from .config import MarkerLimits
-    from .fixture import JaxPerf
+    from .measure.fixture import JaxPerf
+    from .measure.timing import TimingConfig
     from .session import LIMITS_KEY
-    from .timing import TimingConfig
 
     session = request.config.stash.get(SESSION_KEY, None)
     nodeid = request.node.nodeid

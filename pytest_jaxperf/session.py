@@ -9,10 +9,12 @@ from typing import Any, TypeVar
 
 import pytest
 
-from . import _xdist, compare, outputs, store, terminal
+from . import _xdist, compare
 from .config import ConfigError, MarkerLimits, Settings
 from .model import Report, TestRecord, test_from_json, test_to_json
-from .summary import RunSummary, not_gated_lines
+from .report import terminal
+from .report.summary import RunSummary, not_gated_lines
+from .storage import outputs, store
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
 # Set by a plugin whose runs are compared only with each other on one machine (`jaxperf ab`):
@@ -56,7 +58,7 @@ class JaxPerfSession:
         s = self.settings
         if s.timing_mode == "off" or s.tolerances.runtime_clock == "wall":
             return
-        from . import _jaxhooks
+        from .measure import _jaxhooks
 
         self.dispatch_left = _jaxhooks.make_cpu_dispatch_sync()
 
@@ -65,9 +67,10 @@ class JaxPerfSession:
 
     def _env(self) -> dict[str, Any]:
         if self.environment is None:
-            from . import environment, reference
+            from . import environment
+            from .measure import machine, reference
 
-            self.environment = env = environment.capture()
+            self.environment = env = machine.capture()
             env["xdist_workers"] = _xdist.worker_count(self.config)
             # Not under valgrind (the instructions clock): a compile there takes ~20x as long
             # and its seconds are compared on the baseline's own CPU model only.
@@ -85,8 +88,8 @@ class JaxPerfSession:
         traces and compiles out of the verdicts where the user switched jit off."""
         if self.not_measured is not None:
             return
-        from . import _jaxhooks
-        from .recorder import RECORDER
+        from .measure import _jaxhooks
+        from .measure.recorder import RECORDER
 
         problems = RECORDER.self_check(self.config.rootpath)
         self.not_measured = dict(problems)
@@ -130,7 +133,7 @@ class JaxPerfSession:
             f"floor {s.tolerances.compile_floor:g} s"
         ]
         if s.tolerances.runtime_clock == "instructions":
-            from . import instructions
+            from .measure import instructions
 
             lines.append(
                 f"jaxperf: instructions clock: under {instructions.under_valgrind()}, "
@@ -138,7 +141,7 @@ class JaxPerfSession:
                 f"{s.tolerances.instructions_rtol:g}"
             )
         if self.dispatch_left is not None:
-            from . import _jaxhooks
+            from .measure import _jaxhooks
 
             if _jaxhooks.cpu_dispatch() == "async":
                 lines.append(
@@ -163,7 +166,7 @@ class JaxPerfSession:
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         # Before any fixture of a recorded test: forget what earlier tests compiled, so that
         # its fixtures warm up afresh whatever ran before (see pytest_fixture_setup).
-        from .recorder import RECORDER
+        from .measure.recorder import RECORDER
 
         RECORDER.install()
         if self._recorded(item):
@@ -171,13 +174,13 @@ class JaxPerfSession:
 
     @pytest.hookimpl(wrapper=True)
     def pytest_fixture_setup(self, fixturedef: Any) -> Generator[None, Any, Any]:
-        from .recorder import RECORDER
+        from .measure.recorder import RECORDER
 
         with RECORDER.fixture_setup(fixturedef):
             return (yield)
 
     def pytest_fixture_post_finalizer(self, fixturedef: Any) -> None:
-        from .recorder import RECORDER
+        from .measure.recorder import RECORDER
 
         RECORDER.release(fixturedef)
 
@@ -185,7 +188,7 @@ class JaxPerfSession:
     def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, Any, Any]:
         if not self._recorded(item):
             return (yield)
-        from .recorder import RECORDER
+        from .measure.recorder import RECORDER
 
         self._self_check()
         RECORDER.isolate()
@@ -255,7 +258,7 @@ class JaxPerfSession:
                 f"\nnot charged: {self.foreign_events[item.nodeid]} JAX event(s) on threads "
                 "started before this test"
             )
-        from .recorder import RECORDER
+        from .measure.recorder import RECORDER
 
         section += f"\nsources: {RECORDER.sources()}"
         rep.sections.append(("jaxperf", section))
@@ -329,7 +332,7 @@ class JaxPerfSession:
         if (history := s.history) is not None:
             runs = self._write_file("jaxperf_history", history, lambda: self._history(history, run))
         if (html_path := s.html) is not None:
-            from .html import render_html
+            from .report.html import render_html
 
             html = render_html(run, self.baseline, self.verdicts, runs)
             self._write_file("jaxperf_html", html_path, lambda: outputs.write_text(html_path, html))
@@ -352,19 +355,20 @@ class JaxPerfSession:
             return None
 
     def _markdown(self, path: Path, run: Report) -> None:
-        from .markdown import render_markdown
+        from .report.markdown import render_markdown
 
         text = render_markdown(run, self.verdicts, str(self.settings.baseline))
         outputs.write_text(path, text, append=outputs.is_step_summary(path))
 
     def _export(self, fmt: str, path: Path, run: Report) -> None:
-        from . import export, history
+        from .report import export
+        from .storage import history
 
         commit = history.git_state(self.config.rootpath)
         outputs.write_text(path, export.dumps(export.document(fmt, run, commit)))
 
     def _history(self, path: Path, run: Report) -> list[dict[str, Any]] | None:
-        from . import history
+        from .storage import history
 
         entry = history.make_entry(run, cwd=self.config.rootpath)
         try:

@@ -17,7 +17,7 @@ import scipy.stats  # noqa: F401  (same: numpy.fft cannot be loaded twice in one
 
 # Same again: the recorder registers JAX listeners once per process, so its module must
 # not be imported afresh by each in-process pytester run.
-import pytest_jaxperf.recorder  # noqa: F401
+import pytest_jaxperf.measure.recorder  # noqa: F401
 import pytest_jaxperf.session  # noqa: F401
 
 try:  # same again: matplotlib's classes must not be imported twice in one process

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_jaxperf import history
 from pytest_jaxperf.ab import imports, worktree
+from pytest_jaxperf.storage import history
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "t",

@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest import lit, read_json
 
-from pytest_jaxperf.store import format_json
+from pytest_jaxperf.storage.store import format_json
 
 SRC = """
 import jax

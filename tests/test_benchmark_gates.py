@@ -12,7 +12,13 @@ from _jaxperf_data import with_runtime
 
 from pytest_jaxperf.compare import RUNTIME, RUNTIME_ALPHA, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.fixture import BenchmarkResult, ScalingResult, break_even, growth_exponent
+from pytest_jaxperf.measure.fixture import (
+    BenchmarkResult,
+    ScalingResult,
+    break_even,
+    growth_exponent,
+)
+from pytest_jaxperf.measure.timing import summarize
 from pytest_jaxperf.model import (
     STATIC_METRICS,
     BenchmarkEntry,
@@ -22,7 +28,6 @@ from pytest_jaxperf.model import (
     entry_to_json,
 )
 from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
-from pytest_jaxperf.timing import summarize
 
 TOL = Tolerances(compile_rtol=1.0, compile_floor=0.1, runtime_rtol=0.5, static_rtol=0.1)
 NO_LIMITS = MarkerLimits()

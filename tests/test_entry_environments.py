@@ -10,7 +10,7 @@ from conftest import lit, read_json
 
 from pytest_jaxperf.environment import timing_differences
 from pytest_jaxperf.model import Report
-from pytest_jaxperf.store import dumps, load, merge, save
+from pytest_jaxperf.storage.store import dumps, load, merge, save
 
 SUITE = """
 import jax

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.export: github-action-benchmark, Bencher and pytest-benchmark
+"""Unit tests for report.export: github-action-benchmark, Bencher and pytest-benchmark
 formats."""
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from _jaxperf_data import (
     with_runtime,
 )
 
-from pytest_jaxperf import config, export
-from pytest_jaxperf.export import to_bencher, to_github_action_benchmark, to_pytest_benchmark
+from pytest_jaxperf import config
 from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, Report, ScalingEntry
+from pytest_jaxperf.report import export
+from pytest_jaxperf.report.export import to_bencher, to_github_action_benchmark, to_pytest_benchmark
 
 
 def by_name(entries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import lit, read_json
 
-from pytest_jaxperf.timing import TimingConfig, measure_each
+from pytest_jaxperf.measure.timing import TimingConfig, measure_each
 
 FAST = ("--jaxperf-min-rounds=5", "--jaxperf-max-time=0.05")
 HEADER = """

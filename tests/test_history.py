@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.history: entries, JSON Lines appends and loading."""
+"""Unit tests for pytest_jaxperf.storage.history: entries, JSON Lines appends and loading."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import pytest
 from _jaxperf_data import ENV, NEW, REGRESSED, baseline_and_run, fn, rec, unmeasured
 from conftest import ONE_JITTED_TEST
 
-from pytest_jaxperf import history
 from pytest_jaxperf.model import Report, ScalingEntry
+from pytest_jaxperf.storage import history
 
 WHEN = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
 
@@ -231,7 +231,7 @@ def test_append_refuses_values_json_cannot_hold(tmp_path: Path) -> None:
 def test_lines_past_what_python_reads_are_skipped_and_a_fifo_is_refused(tmp_path: Path) -> None:
     import os
 
-    from pytest_jaxperf.outputs import OutputError
+    from pytest_jaxperf.storage.outputs import OutputError
 
     path = tmp_path / "history.jsonl"
     good = json.dumps({"schema": history.SCHEMA, "tests": {}})

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.html: one self-contained file with embedded plots."""
+"""Unit tests for pytest_jaxperf.report.html: one self-contained file with embedded plots."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from _jaxperf_data import NEW, REGRESSED, baseline_and_run, fn, outcomes_for, rec, with_runtime
 
-from pytest_jaxperf import history
-from pytest_jaxperf.html import INSTALL_HINT, render_html, require_matplotlib
 from pytest_jaxperf.model import Report
+from pytest_jaxperf.report.html import INSTALL_HINT, render_html, require_matplotlib
+from pytest_jaxperf.storage import history
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",

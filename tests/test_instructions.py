@@ -10,7 +10,6 @@ import pytest
 from _records import rec
 from conftest import lit, needs_valgrind, read_json
 
-from pytest_jaxperf import instructions
 from pytest_jaxperf.compare import INSTRUCTIONS, evaluate
 from pytest_jaxperf.config import ConfigError, MarkerLimits, Settings, Tolerances
 from pytest_jaxperf.environment import (
@@ -18,8 +17,9 @@ from pytest_jaxperf.environment import (
     instruction_differences,
     timing_differences,
 )
+from pytest_jaxperf.measure import instructions
 from pytest_jaxperf.model import BenchmarkEntry, entry_from_json, entry_to_json
-from pytest_jaxperf.terminal import breach_lines
+from pytest_jaxperf.report.terminal import breach_lines
 
 # A dump as callgrind writes it with --compress-strings=no --compress-pos=no: the line after
 # `calls=` is the callee's inclusive cost, not the caller's own.

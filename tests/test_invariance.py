@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from conftest import read_json
 
-from pytest_jaxperf import _jaxhooks
+from pytest_jaxperf.measure import _jaxhooks
 
 REVERSE = "JAXPERF_INVARIANCE_REVERSE"
 

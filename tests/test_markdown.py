@@ -1,12 +1,12 @@
-"""Unit tests for pytest_jaxperf.markdown: the $GITHUB_STEP_SUMMARY report."""
+"""Unit tests for pytest_jaxperf.report.markdown: the $GITHUB_STEP_SUMMARY report."""
 
 from __future__ import annotations
 
 from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, outcomes_for, rec
 
-from pytest_jaxperf.markdown import render_markdown
 from pytest_jaxperf.model import Report
-from pytest_jaxperf.terminal import breach_lines, tally
+from pytest_jaxperf.report.markdown import render_markdown
+from pytest_jaxperf.report.terminal import breach_lines, tally
 
 
 def render(baseline_path: str | None = ".jaxperf/baseline.json", **kwargs: int) -> str:

@@ -44,7 +44,9 @@ def test_plugin_import_does_not_import_jax(jp: pytest.Pytester) -> None:
 def test_session_does_not_import_the_fixture(jp: pytest.Pytester) -> None:
     # The session records through the recorder alone; the fixture module is loaded only for
     # a test that requests `jaxperf`.
-    code = "import sys, pytest_jaxperf.session; print('pytest_jaxperf.fixture' in sys.modules)"
+    code = (
+        "import sys, pytest_jaxperf.session; print('pytest_jaxperf.measure.fixture' in sys.modules)"
+    )
     result = jp.run(sys.executable, "-c", code)
     assert result.ret == 0
     assert result.stdout.lines[-1] == "False"

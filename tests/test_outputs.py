@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import ONE_JITTED_TEST, lit, read_json
 
-from pytest_jaxperf import outputs
-from pytest_jaxperf.outputs import Output
+from pytest_jaxperf.storage import outputs
+from pytest_jaxperf.storage.outputs import Output
 
 # -- the start-up rule, one case at a time -------------------------------------------------
 

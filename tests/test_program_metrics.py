@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.program_metrics: exact metrics of small known programs (CPU)."""
+"""Unit tests for measure.program_metrics: exact metrics of small known programs (CPU)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import pytest
 from jax import lax
 
-from pytest_jaxperf._jaxhooks import module_ops
-from pytest_jaxperf.program_metrics import count_eqns, device_peak_bytes, measure
+from pytest_jaxperf.measure._jaxhooks import module_ops
+from pytest_jaxperf.measure.program_metrics import count_eqns, device_peak_bytes, measure
 
 
 def builtin_sum(x: Any) -> Any:

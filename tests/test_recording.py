@@ -405,7 +405,7 @@ def test_listener_errors_never_reach_user_code(
     import jax
     import jax.numpy as jnp
 
-    from pytest_jaxperf.recorder import RECORDER, Scope
+    from pytest_jaxperf.measure.recorder import RECORDER, Scope
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("listener bug")
@@ -427,7 +427,7 @@ def test_isolation_forgets_user_functions(
     import jax
     import jax.numpy as jnp
 
-    from pytest_jaxperf import recorder
+    from pytest_jaxperf.measure import recorder
 
     if fallback:  # private caches not as expected: everything is cleared instead
 
@@ -451,7 +451,7 @@ def test_isolation_forgets_user_functions(
 def test_listener_errors_are_shown_in_the_report(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_jaxperf.recorder import Scope
+    from pytest_jaxperf.measure.recorder import Scope
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("listener bug")

@@ -14,9 +14,9 @@ from _records import Record, fn, rec
 from conftest import read_json
 from filelock import FileLock
 
-from pytest_jaxperf import outputs, store
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.model import Report
+from pytest_jaxperf.storage import outputs, store
 
 OTHER_CPU = {**ENV, "cpu": "Other CPU"}
 OLD_JAX = {**ENV, "jax": "0.10.1", "jaxlib": "0.10.1"}

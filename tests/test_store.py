@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.store and the JSON form in pytest_jaxperf.model."""
+"""Unit tests for pytest_jaxperf.storage.store and the JSON form in pytest_jaxperf.model."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_jaxperf import model, store
+from pytest_jaxperf import model
 from pytest_jaxperf.model import (
     SCHEMA,
     BenchmarkEntry,
@@ -27,7 +27,8 @@ from pytest_jaxperf.model import (
     report_to_json,
 )
 from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
-from pytest_jaxperf.store import BaselineError, dumps, format_json, load, merge, save
+from pytest_jaxperf.storage import store
+from pytest_jaxperf.storage.store import BaselineError, dumps, format_json, load, merge, save
 
 
 def full_report() -> Report:

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.summary: one grouping of a run's verdicts, one status wording."""
+"""Unit tests for report.summary: one grouping of a run's verdicts, one status wording."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from _records import Record, fn, rec
 
 from pytest_jaxperf.compare import STATUSES, Breach, Status, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.html import render_html
-from pytest_jaxperf.markdown import render_markdown
 from pytest_jaxperf.model import Report
-from pytest_jaxperf.summary import RunSummary, status_of
-from pytest_jaxperf.terminal import gone_line, junit_properties, summary_lines
+from pytest_jaxperf.report.html import render_html
+from pytest_jaxperf.report.markdown import render_markdown
+from pytest_jaxperf.report.summary import RunSummary, status_of
+from pytest_jaxperf.report.terminal import gone_line, junit_properties, summary_lines
 
 
 def _breach(gated: bool = True) -> Breach:
@@ -140,7 +140,7 @@ def test_status_of_an_uncompared_test_is_its_outcome() -> None:
 
 
 def test_each_reason_a_metric_was_not_gated_is_one_line_with_its_tests() -> None:
-    from pytest_jaxperf.summary import not_gated_lines
+    from pytest_jaxperf.report.summary import not_gated_lines
 
     notes = (
         ("compile time not gated: environment differs (cpu A -> B)", ("t::a", "t::b")),

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.terminal: failure text, summary table and tally."""
+"""Unit tests for pytest_jaxperf.report.terminal: failure text, summary table and tally."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from _records import Record, fn, rec
 from pytest_jaxperf.causes import SILENT_RECOMPILE
 from pytest_jaxperf.compare import COMPILE_TIME, Breach, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.terminal import failure_text, summary_lines, tally
+from pytest_jaxperf.report.terminal import failure_text, summary_lines, tally
 
 DEFAULTS = Tolerances(compile_rtol=1.0, compile_floor=0.1)
 BASELINE = ".jaxperf/baseline.json"

@@ -1,4 +1,4 @@
-"""Unit tests for pytest_jaxperf.timing: statistics of samples, and calibrate/measure driven
+"""Unit tests for pytest_jaxperf.measure.timing: statistics of samples, and calibrate/measure driven
 by a fake clock (no real time is ever asserted)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from pytest_jaxperf.measure.timing import MAX_SAMPLES, TimingConfig, calibrate, measure, summarize
 from pytest_jaxperf.model import runtime_to_json
-from pytest_jaxperf.timing import MAX_SAMPLES, TimingConfig, calibrate, measure, summarize
 
 # A power of two (~244 us): sums and quotients of small multiples of it are exact floats,
 # so per-call times can be compared with ==.

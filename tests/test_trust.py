@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from conftest import lit, read_json
 
-from pytest_jaxperf import _jaxhooks
+from pytest_jaxperf.measure import _jaxhooks
 
 # jax 0.6 - 0.8 fire no event when an eager lax control-flow body is traced (see _jaxhooks).
 EAGER_TRACES = _jaxhooks.eager_traces_counted()
@@ -557,7 +557,7 @@ def test_f():
 
 
 def test_missing_hook_refuses_to_run(jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_jaxperf import recorder
+    from pytest_jaxperf.measure import recorder
 
     monkeypatch.setattr(recorder.hooks, "missing", lambda: ["jax._src.util.test_event_listener"])
     monkeypatch.setattr(recorder.RECORDER, "_traces", None)  # as if it had never been made
@@ -576,7 +576,7 @@ def test_missing_hook_refuses_to_run(jp: pytest.Pytester, monkeypatch: pytest.Mo
 def test_hook_that_jax_does_not_call_refuses_to_run(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_jaxperf import recorder
+    from pytest_jaxperf.measure import recorder
 
     # The hook is there, but nothing arrives through it (a JAX that traces elsewhere).
     monkeypatch.setattr(recorder.Scope, "on_trace", lambda *args, **kwargs: None)
@@ -594,7 +594,7 @@ def test_hook_that_jax_does_not_call_refuses_to_run(
 def test_allow_partial_reports_not_measured_and_does_not_gate(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_jaxperf import recorder
+    from pytest_jaxperf.measure import recorder
 
     monkeypatch.setattr(recorder.Scope, "on_trace", lambda *args, **kwargs: None)
     jp.makepyfile(SIMPLE)
@@ -619,7 +619,7 @@ def test_allow_partial_reports_not_measured_and_does_not_gate(
 def test_isolation_that_does_not_work_leaves_counts_ungated(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_jaxperf import recorder
+    from pytest_jaxperf.measure import recorder
 
     # Nothing is ever forgotten: counts would depend on what ran before.
     monkeypatch.setattr(recorder.Recorder, "isolate", lambda self: None)

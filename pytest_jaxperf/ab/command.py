@@ -25,7 +25,7 @@ from ..config import (
     parse_number,
 )
 from ..model import Report
-from ..outputs import (
+from ..storage.outputs import (
     Mode,
     Output,
     OutputError,
@@ -318,7 +318,7 @@ def _clock_arguments(args: argparse.Namespace) -> list[str]:
         return []
     import os
 
-    from .. import instructions
+    from ..measure import instructions
 
     found = instructions.startup_problem(
         os.environ.get("JAX_PLATFORMS"), None, flag="--runtime-clock instructions"

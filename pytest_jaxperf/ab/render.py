@@ -7,9 +7,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from ..markdown import code_span, escape
 from ..model import TIME_DIGITS, significant
-from ..terminal import markup, tally_markup
+from ..report.markdown import code_span, escape
+from ..report.terminal import markup, tally_markup
 from . import cpus
 from .stats import Ratio
 from .verdicts import COMPILE_TIME, RUNTIME, Clock, Comparison, Row, Thresholds

@@ -23,9 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import gitenv
 from ..model import Report
-from ..store import BaselineError, load
+from ..storage import gitenv
+from ..storage.store import BaselineError, load
 from . import configs, cpus, imports
 
 # How much of a failed run's output to show.

@@ -17,7 +17,7 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import gitenv
+from ..storage import gitenv
 
 
 class GitError(Exception):

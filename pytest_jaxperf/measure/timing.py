@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .model import RuntimeStats
+from ..model import RuntimeStats
 
 T = TypeVar("T")
 Clock = Callable[[], float]

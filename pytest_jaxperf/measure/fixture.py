@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from . import program_metrics
-from .model import (
+from ..model import (
     BenchmarkEntry,
     Counts,
     ProgramMetrics,
@@ -25,6 +24,7 @@ from .model import (
     TestRecord,
     significant,
 )
+from . import program_metrics
 from .recorder import RECORDER, Scope
 from .timing import TimingConfig
 

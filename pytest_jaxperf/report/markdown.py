@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from ..compare import Verdict
+from ..model import Report, TestRecord
 from . import terminal
-from .compare import Verdict
-from .model import Report, TestRecord
 from .summary import RunSummary, status_of
 
 # GitHub rejects a step summary over 1 MiB; these caps keep a 10,000-test run well below it.

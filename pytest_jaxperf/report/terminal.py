@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from .compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
-from .model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry, TestRecord
+from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
+from ..model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry, TestRecord
 from .summary import RunSummary, status_of
 
 

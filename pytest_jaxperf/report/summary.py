@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .compare import Verdict
-from .model import TestRecord
+from ..compare import Verdict
+from ..model import TestRecord
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .. import causes
+from ..model import MAX_REASONS, PROGRAM_SIZE, Counts, Entry, FunctionRecord, TestRecord, short_name
 from . import _jaxhooks as hooks
-from . import causes, identity, program_metrics
+from . import identity, program_metrics
 from .identity import Identity
-from .model import MAX_REASONS, PROGRAM_SIZE, Counts, Entry, FunctionRecord, TestRecord, short_name
 
 _N = TypeVar("_N", int, float)
 # The probe `x * 2.0 + 1.0`: equations mul, add; at least main, multiply, add and return in

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .model import Report
+from ..model import Report
 from .store import BaselineError, load, merge, placed, save
 
 # What to do about a shard report that is missing or cannot be read.

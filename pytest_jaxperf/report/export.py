@@ -28,8 +28,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from .compare import SIZE_WORDS
-from .model import BenchmarkEntry, Report, RuntimeStats, TestRecord
+from ..compare import SIZE_WORDS
+from ..model import BenchmarkEntry, Report, RuntimeStats, TestRecord
 
 GITHUB_ACTION_BENCHMARK = "github-action-benchmark"
 BENCHER = "bencher"

@@ -10,8 +10,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..model import Report
 from . import gitenv
-from .model import Report
 from .outputs import locked, read_regular
 
 SCHEMA = "pytest-jaxperf-history/1"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
-    from .config import Settings
+    from ..config import Settings
 
 # How a file is used, which decides what must be writable:
 # "read": only read (the baseline of a run that does not save): it must not be a directory;

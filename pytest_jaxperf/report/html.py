@@ -11,11 +11,11 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..compare import Verdict
+from ..environment import timing_differences
+from ..model import Report, TestRecord
+from ..storage.history import number
 from . import terminal
-from .compare import Verdict
-from .environment import timing_differences
-from .history import number
-from .model import Report, TestRecord
 from .summary import RunSummary, status_of
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .model import (
+from ..model import (
     COUNT_FIELDS,
     SECONDS_FIELDS,
     SIZE_FIELDS,

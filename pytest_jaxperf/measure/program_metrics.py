@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..model import ProgramMetrics
 from . import _jaxhooks as hooks
-from .model import ProgramMetrics
 
 
 def count_eqns(jaxpr: Any) -> int:

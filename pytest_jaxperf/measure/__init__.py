@@ -1,0 +1,1 @@
+"""Measuring: the only code that imports jax."""

@@ -1,0 +1,1 @@
+"""Rendering verdicts: summary, wording, terminal, markdown, HTML, JUnit, exports."""

@@ -1,0 +1,1 @@
+"""Files on disk: baselines, run files, shards, history and the outputs' paths."""

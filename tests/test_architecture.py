@@ -1,0 +1,124 @@
+"""The package's layout as rules: which folders may import jax and pytest, and which way
+data flows between them (measure -> record -> compare -> report)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_jaxperf"
+
+# The pytest side: the entry point, the session, its xdist glue, the fixture, the ini-file
+# reader for `jaxperf compare`, and ab's worker plugin and terminal colours.
+PYTEST_ALLOWED = {
+    "plugin", "session", "_xdist", "inifile", "measure.fixture", "ab.worker", "ab.command",
+}  # fmt: skip
+# The pure core: gating rules and the records they read.
+CORE = {"model", "compare", "matching", "causes", "environment", "config"}
+# What each part may import from the package (itself always).
+MAY_IMPORT = {
+    "core": CORE,
+    "measure": CORE,
+    "storage": CORE,
+    "report": CORE | {"storage"},
+}
+
+
+def _modules() -> dict[str, set[str]]:
+    """Each module (dotted, without the package) -> the names it imports, resolved."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+        is_init = parts[-1] == "__init__"
+        name = ".".join(parts[:-1] if is_init else parts)
+        here = ["pytest_jaxperf", *(parts[:-1])]
+        names: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if not node.level:
+                    names.add(node.module or "")
+                    continue
+                base = ".".join(here[: len(here) - node.level + 1])
+                if node.module:
+                    names.add(f"{base}.{node.module}")
+                else:
+                    names.update(f"{base}.{alias.name}" for alias in node.names)
+        found[name] = names
+    return found
+
+
+MODULES = _modules()
+
+
+def _part(module: str) -> str:
+    top = module.split(".")[0]
+    if module in CORE:
+        return "core"
+    return top
+
+
+def _internal(names: set[str]) -> set[str]:
+    """The package's own modules among `names`, as core module names or folder names."""
+    out = set()
+    for name in names:
+        parts = name.split(".")
+        if parts[0] != "pytest_jaxperf" or len(parts) < 2:
+            continue
+        out.add(parts[1])
+    return out
+
+
+def test_the_layout_is_the_one_these_rules_describe() -> None:
+    assert {"measure", "storage", "report", "ab"} <= {m.split(".")[0] for m in MODULES}
+    assert set(MODULES) >= CORE
+    assert {m for m in MODULES if "." not in m} - CORE == {
+        "", "__main__", "_xdist", "cli", "inifile", "plugin", "session",
+        "measure", "storage", "report", "ab",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_only_measure_imports_jax(module: str) -> None:
+    jax = {n for n in MODULES[module] if n.split(".")[0] in ("jax", "jaxlib")}
+    if module.split(".")[0] != "measure":
+        assert not jax, f"{module} imports {sorted(jax)}: JAX belongs in measure/"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_only_the_pytest_side_imports_pytest(module: str) -> None:
+    used = {n for n in MODULES[module] if n.split(".")[0] in ("pytest", "_pytest")}
+    if module not in PYTEST_ALLOWED:
+        assert not used, f"{module} imports {sorted(used)}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _part(m) in MAY_IMPORT))
+def test_data_flows_one_way(module: str) -> None:
+    part = _part(module)
+    allowed = MAY_IMPORT[part] | ({part} if part != "core" else set())
+    reached = _internal(MODULES[module]) - {""}
+    assert reached <= allowed, f"{module} ({part}) imports {sorted(reached - allowed)}"
+
+
+def test_outside_measure_and_the_pytest_side_nothing_heavy_is_imported() -> None:
+    light = sorted(
+        f"pytest_jaxperf.{m}" if m else "pytest_jaxperf"
+        for m in MODULES
+        if m.split(".")[0] != "measure" and m not in PYTEST_ALLOWED and m != "__main__"
+    )
+    heavy = ("jax", "jaxlib", "numpy", "scipy", "matplotlib", "pytest", "_pytest")
+    code = (
+        "import importlib, sys\n"
+        f"for name in {light!r}: importlib.import_module(name)\n"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert len(light) > 20
+    assert done.stdout.strip() == "[]", done.stdout
