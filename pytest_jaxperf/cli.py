@@ -29,7 +29,7 @@ from .environment import (
     under_xdist,
     unmeasured,
 )
-from .model import Report, TestRecord
+from .model import RecordedTest, RunRecord
 from .report import export, terminal
 from .report.summary import RunSummary, not_gated_lines
 from .storage.outputs import Output, OutputError, problem
@@ -185,7 +185,7 @@ def _fail(message: str) -> int:
     return EXIT_USAGE
 
 
-def _load(path: Path) -> Report:
+def _load(path: Path) -> RunRecord:
     report = load(path)
     if report is None:
         raise BaselineError(f"{path}: no such file")
@@ -208,7 +208,7 @@ def _show(args: argparse.Namespace, out: TextIO) -> int:
     return EXIT_OK
 
 
-def _details(rec: TestRecord) -> str:
+def _details(rec: RecordedTest) -> str:
     # detail_section shows what it can of odd `benchmarks` entries (they are free-form).
     return terminal.detail_section(rec, compare.Verdict())
 
@@ -234,7 +234,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     check_disjoint(runs)
     settings, inifile = _settings(args)
     verdicts: dict[str, compare.Verdict] = {}
-    tests: dict[str, TestRecord] = {}
+    tests: dict[str, RecordedTest] = {}
     # Shard by shard: a test's verdict needs its own entry and environment only, and a bad
     # marker keyword is then named with the report it came from.
     for shard in runs:
@@ -283,7 +283,7 @@ def _settings_line(settings: Settings, inifile: Path | None) -> str:
 
 
 def evaluate_all(
-    base: Report, run: Report, tolerances: Tolerances, timing_mode: str = "gate"
+    base: RunRecord, run: RunRecord, tolerances: Tolerances, timing_mode: str = "gate"
 ) -> dict[str, compare.Verdict]:
     """The plugin's verdict for every test of `run` that passed or that the plugin failed
     ('regressed'), with the marker keywords saved in its record, each entry against the

@@ -17,7 +17,7 @@ from .model import (
     BenchmarkEntry,
     Counts,
     FunctionRecord,
-    TestRecord,
+    RecordedTest,
     function_from_json,
     function_to_json,
     short_name,
@@ -178,7 +178,7 @@ def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> st
     )
 
 
-def _metric(rec: FunctionRecord | TestRecord, metric: str, clock: str = "wall") -> float:
+def _metric(rec: FunctionRecord | RecordedTest, metric: str, clock: str = "wall") -> float:
     return compile_seconds(rec, clock) if metric == COMPILE_TIME else float(getattr(rec, metric))
 
 
@@ -211,8 +211,8 @@ class Gating:
 
 
 def evaluate(
-    record: TestRecord,
-    base: TestRecord | None,
+    record: RecordedTest,
+    base: RecordedTest | None,
     limits: MarkerLimits,
     tolerances: Tolerances,
     timing_differences: Sequence[str],
@@ -273,7 +273,7 @@ def _verdict(out: Verdict, new: bool = False) -> Status:
     return "improved" if out.improvements else "ok"
 
 
-def _gone(base: TestRecord, matched: Mapping[str, FunctionRecord]) -> list[FunctionRecord]:
+def _gone(base: RecordedTest, matched: Mapping[str, FunctionRecord]) -> list[FunctionRecord]:
     """Baseline functions with traces or compiles that this test no longer traced. Not an
     improvement: the likeliest cause is a removed @jax.jit, and the code then runs op by op,
     which no count or compile time of this test can show."""
@@ -283,7 +283,7 @@ def _gone(base: TestRecord, matched: Mapping[str, FunctionRecord]) -> list[Funct
 
 
 def _count_and_time_limits(
-    out: Verdict, record: TestRecord, limits: MarkerLimits, gating: Gating
+    out: Verdict, record: RecordedTest, limits: MarkerLimits, gating: Gating
 ) -> None:
     """max_traces, max_compiles and max_compile_time: for the test or named functions."""
     clock = gating.tol.compile_clock
@@ -316,8 +316,8 @@ def _count_and_time_limits(
 
 def _counts_vs_baseline(
     out: Verdict,
-    record: TestRecord,
-    base: TestRecord,
+    record: RecordedTest,
+    base: RecordedTest,
     matched: Mapping[str, FunctionRecord],
     gone: Sequence[FunctionRecord],
     gating: Gating,
@@ -358,8 +358,8 @@ def _counts_vs_baseline(
 
 def _sizes_vs_baseline(
     out: Verdict,
-    record: TestRecord,
-    base: TestRecord,
+    record: RecordedTest,
+    base: RecordedTest,
     matched: Mapping[str, FunctionRecord],
     gating: Gating,
 ) -> None:
@@ -420,8 +420,8 @@ def _static_note(gating: Gating) -> str:
 
 def _compile_time_vs_baseline(
     out: Verdict,
-    record: TestRecord,
-    base: TestRecord,
+    record: RecordedTest,
+    base: RecordedTest,
     matched: Mapping[str, FunctionRecord],
     gone: Sequence[FunctionRecord],
     gating: Gating,
@@ -487,7 +487,7 @@ def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]
 
 
 def _compile_time_growth(
-    record: TestRecord,
+    record: RecordedTest,
     matched: Mapping[str, FunctionRecord],
     clock: str,
     scale: float = 1.0,
@@ -518,7 +518,7 @@ INSTRUCTIONS = "instructions per call"
 JIT = "jit"
 
 
-def _size_limits(out: Verdict, record: TestRecord, limits: MarkerLimits, gating: Gating) -> None:
+def _size_limits(out: Verdict, record: RecordedTest, limits: MarkerLimits, gating: Gating) -> None:
     """max_jaxpr_eqns and max_hlo_ops. A number limits the test's total (its functions'
     lowerings summed) and every benchmark; a dict key names a benchmark label or a function."""
     benchmarks = dict(record.benchmark_entries())
@@ -567,7 +567,7 @@ def _note(out: Verdict, note: str) -> None:
 
 
 def _benchmarks_vs_baseline(
-    out: Verdict, record: TestRecord, base: TestRecord, gating: Gating
+    out: Verdict, record: RecordedTest, base: RecordedTest, gating: Gating
 ) -> None:
     """Each benchmark that is in the baseline too: program metrics, then runtime."""
     old_benchmarks = dict(base.benchmark_entries())

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import operator
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
@@ -225,7 +226,7 @@ def short_name(name: str) -> str:
 
 
 @dataclass
-class TestRecord(Counts):
+class RecordedTest(Counts):
     """Everything recorded for one test; the totals cover user functions only."""
 
     # pytest's outcome (passed, failed, skipped), or "regressed" when the plugin failed the
@@ -256,11 +257,12 @@ class TestRecord(Counts):
 
 
 @dataclass
-class Report:
-    """A run report; a baseline is a saved report."""
+class RunRecord:
+    """What one run recorded: its environment and each test's record. A baseline is a saved
+    run record; rendered outputs (terminal, markdown, HTML) are reports."""
 
     environment: dict[str, Any] = field(default_factory=dict)
-    tests: dict[str, TestRecord] = field(default_factory=dict)
+    tests: dict[str, RecordedTest] = field(default_factory=dict)
     schema: str = SCHEMA
 
     def environment_of(self, nodeid: str) -> dict[str, Any]:
@@ -343,7 +345,7 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
     return out
 
 
-def test_to_json(rec: TestRecord) -> dict[str, Any]:
+def recorded_test_to_json(rec: RecordedTest) -> dict[str, Any]:
     out = _counts_to_json(rec)
     out["outcome"] = rec.outcome
     out["functions"] = {k: function_to_json(f) for k, f in sorted(rec.functions.items())}
@@ -356,11 +358,11 @@ def test_to_json(rec: TestRecord) -> dict[str, Any]:
     return out
 
 
-def report_to_json(report: Report) -> dict[str, Any]:
+def run_to_json(report: RunRecord) -> dict[str, Any]:
     return {
         "schema": report.schema,
         "environment": dict(report.environment),
-        "tests": {k: test_to_json(t) for k, t in sorted(report.tests.items())},
+        "tests": {k: recorded_test_to_json(t) for k, t in sorted(report.tests.items())},
     }
 
 
@@ -498,7 +500,7 @@ def function_from_json(data: Any, where: str, schema: str = SCHEMA) -> FunctionR
     return fn
 
 
-def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  # noqa: PT028
+def recorded_test_from_json(data: Any, where: str, schema: str = SCHEMA) -> RecordedTest:  # noqa: PT028
     numbers = _numbers_of(data, where, schema)
     if (
         len(data) == _TEST_FIELDS
@@ -509,7 +511,7 @@ def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  
         and type(eager := data.get("eager")) is dict
     ):
         # A test entry as this version writes it (no environment or marker of its own).
-        return TestRecord(  # type: ignore[call-arg]
+        return RecordedTest(  # type: ignore[call-arg]
             *numbers,
             outcome,
             {
@@ -529,7 +531,7 @@ def test_from_json(data: Any, where: str, schema: str = SCHEMA) -> TestRecord:  
 _TEST_FIELDS = len(NUMBER_FIELDS) + 4
 
 
-def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]) -> TestRecord:
+def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]) -> RecordedTest:
     functions = _required(data, "functions", where)
     if type(functions) is not dict:
         raise FormatError(f"{where}.functions: expected an object")
@@ -539,7 +541,7 @@ def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]
     environment = data.get("environment")
     if environment is not None and type(environment) is not dict:
         raise FormatError(f"{where}.environment: expected an object")
-    rec = TestRecord(*numbers)
+    rec = RecordedTest(*numbers)
     rec.outcome = _string_of(data, "outcome", where)
     rec.environment = environment
     rec.functions = {
@@ -704,7 +706,7 @@ def _scaling_from_json(data: dict[str, Any], where: str) -> ScalingEntry:
     )
 
 
-def report_from_json(data: Any) -> Report:
+def run_from_json(data: Any) -> RunRecord:
     _expect(type(data) is dict, "top level", f"expected an object, got {type(data).__name__}")
     schema = data.get("schema")
     _expect(
@@ -717,7 +719,29 @@ def report_from_json(data: Any) -> Report:
     _expect(type(env) is dict, "environment", "expected an object")
     tests = data.get("tests", {})
     _expect(type(tests) is dict, "tests", "expected an object")
-    return Report(
+    return RunRecord(
         environment=dict(env),
-        tests={k: test_from_json(v, f"tests[{k!r}]", schema) for k, v in tests.items()},
+        tests={k: recorded_test_from_json(v, f"tests[{k!r}]", schema) for k, v in tests.items()},
     )
+
+
+# Names before 0.2, kept for one release: `TestRecord` started with "Test", so pytest tried
+# to collect it wherever it was imported into a test module.
+_DEPRECATED = {"TestRecord": "RecordedTest", "Report": "RunRecord"}
+
+
+def renamed(name: str, stacklevel: int = 2) -> Any:
+    """The class an old name stands for, with a DeprecationWarning at the importer's line."""
+    new = _DEPRECATED[name]
+    warnings.warn(
+        f"pytest_jaxperf: {name} is renamed {new}; import {new} instead",
+        DeprecationWarning,
+        stacklevel=stacklevel + 1,
+    )
+    return globals()[new]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DEPRECATED:
+        return renamed(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

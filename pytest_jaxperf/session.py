@@ -11,7 +11,7 @@ import pytest
 
 from . import _xdist, compare
 from .config import ConfigError, MarkerLimits, Settings
-from .model import Report, TestRecord, test_from_json, test_to_json
+from .model import RecordedTest, RunRecord, recorded_test_from_json, recorded_test_to_json
 from .report import terminal
 from .report.summary import RunSummary, not_gated_lines
 from .storage import outputs, store
@@ -31,7 +31,7 @@ class JaxPerfSession:
         self.settings = settings
         # The baseline file as read at the start: a save re-reads it only if it changed since.
         self.baseline_read = base
-        self.records: dict[str, TestRecord] = {}
+        self.records: dict[str, RecordedTest] = {}
         self.verdicts: dict[str, compare.Verdict] = {}
         self.scopes: dict[str, Any] = {}
         self.environment: dict[str, Any] | None = None
@@ -48,7 +48,7 @@ class JaxPerfSession:
         self.notes: list[str] = []
 
     @property
-    def baseline(self) -> Report | None:
+    def baseline(self) -> RunRecord | None:
         return self.baseline_read.report
 
     def configure_dispatch(self) -> None:
@@ -299,7 +299,7 @@ class JaxPerfSession:
     def worker_payload(self) -> dict[str, Any]:
         return {
             "environment": self.environment,
-            "tests": {k: test_to_json(r) for k, r in self.records.items()},
+            "tests": {k: recorded_test_to_json(r) for k, r in self.records.items()},
             "verdicts": {k: o.to_json() for k, o in self.verdicts.items()},
         }
 
@@ -307,7 +307,7 @@ class JaxPerfSession:
         if self.environment is None and data.get("environment"):
             self.environment = data["environment"]
         for nodeid, rec in data["tests"].items():
-            self.records[nodeid] = test_from_json(rec, nodeid)
+            self.records[nodeid] = recorded_test_from_json(rec, nodeid)
         for nodeid, out in data["verdicts"].items():
             self.verdicts[nodeid] = compare.Verdict.from_json(out)
 
@@ -318,7 +318,7 @@ class JaxPerfSession:
         if not self.records:
             return
         s = self.settings
-        run = Report(environment=self._env(), tests=dict(self.records))
+        run = RunRecord(environment=self._env(), tests=dict(self.records))
         # The baseline first; each file on its own, so that one that cannot be written is
         # reported and the others are still written.
         if s.save:
@@ -354,20 +354,20 @@ class JaxPerfSession:
             self.write_errors.append(f"{option} {path} not written: {reason}")
             return None
 
-    def _markdown(self, path: Path, run: Report) -> None:
+    def _markdown(self, path: Path, run: RunRecord) -> None:
         from .report.markdown import render_markdown
 
         text = render_markdown(run, self.verdicts, str(self.settings.baseline))
         outputs.write_text(path, text, append=outputs.is_step_summary(path))
 
-    def _export(self, fmt: str, path: Path, run: Report) -> None:
+    def _export(self, fmt: str, path: Path, run: RunRecord) -> None:
         from .report import export
         from .storage import history
 
         commit = history.git_state(self.config.rootpath)
         outputs.write_text(path, export.dumps(export.document(fmt, run, commit)))
 
-    def _history(self, path: Path, run: Report) -> list[dict[str, Any]] | None:
+    def _history(self, path: Path, run: RunRecord) -> list[dict[str, Any]] | None:
         from .storage import history
 
         entry = history.make_entry(run, cwd=self.config.rootpath)

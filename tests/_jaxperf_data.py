@@ -15,7 +15,7 @@ from pytest_jaxperf.model import (
     BenchmarkEntry,
     FunctionRecord,
     ProgramMetrics,
-    Report,
+    RunRecord,
     RuntimeStats,
 )
 
@@ -94,9 +94,9 @@ def with_runtime(entry: BenchmarkEntry, **changes: Any) -> BenchmarkEntry:
     return dataclasses.replace(entry, runtime=dataclasses.replace(entry.runtime, **changes))
 
 
-def baseline_and_run() -> tuple[Report, Report]:
+def baseline_and_run() -> tuple[RunRecord, RunRecord]:
     """A baseline and a run with one regressed, one improved, one new and one unchanged test."""
-    base = Report(
+    base = RunRecord(
         environment=dict(ENV),
         tests={
             REGRESSED: rec(fn("step", "pkg/sim.py:12"), benchmarks={"step": bench(1.0e-3)}),
@@ -104,7 +104,7 @@ def baseline_and_run() -> tuple[Report, Report]:
             OK: rec(fn("<lambda>", "pkg/sim.py:30", compile_s=0.05)),
         },
     )
-    run = Report(
+    run = RunRecord(
         environment=dict(ENV),
         tests={
             REGRESSED: rec(
@@ -119,7 +119,7 @@ def baseline_and_run() -> tuple[Report, Report]:
     return base, run
 
 
-def outcomes_for(base: Report | None, run: Report) -> dict[str, Verdict]:
+def outcomes_for(base: RunRecord | None, run: RunRecord) -> dict[str, Verdict]:
     differences = timing_differences(base.environment, run.environment) if base else []
     return {
         nodeid: evaluate(

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_jaxperf.model import Entry, FunctionRecord
-from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
+from pytest_jaxperf.model import Entry, FunctionRecord, RecordedTest
 
 
 def fn(
@@ -39,8 +38,8 @@ def fn(
     )
 
 
-def rec(*functions: FunctionRecord, benchmarks: dict[str, Entry] | None = None) -> Record:
+def rec(*functions: FunctionRecord, benchmarks: dict[str, Entry] | None = None) -> RecordedTest:
     """A test record holding `functions`, with its totals summed."""
-    record = Record(functions={f.key: f for f in functions}, benchmarks=benchmarks or {})
+    record = RecordedTest(functions={f.key: f for f in functions}, benchmarks=benchmarks or {})
     record.recompute_totals()
     return record

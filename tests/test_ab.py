@@ -27,7 +27,7 @@ from conftest import needs_valgrind
 import pytest_jaxperf
 from pytest_jaxperf.ab import command, cpus, render, stats, verdicts
 from pytest_jaxperf.cli import main
-from pytest_jaxperf.model import BenchmarkEntry, Report
+from pytest_jaxperf.model import BenchmarkEntry, RunRecord
 
 PLUGIN_SOURCE = Path(pytest_jaxperf.__file__).resolve().parent.parent
 GIT_ENV = {
@@ -619,11 +619,11 @@ def test_usage_errors_are_one_line_and_exit_2(
 # -- verdicts and rendering, from hand-built reports ----------------------------------------
 
 
-def report_pair(base_factor: float, head_factor: float, seed: int) -> tuple[Report, Report]:
+def report_pair(base_factor: float, head_factor: float, seed: int) -> tuple[RunRecord, RunRecord]:
     from _jaxperf_data import bench, fn
     from _records import rec
 
-    def one(factor: float, s: int) -> Report:
+    def one(factor: float, s: int) -> RunRecord:
         b = bench(1e-3 * factor, spread=0.02, n=30)
         assert b.runtime is not None
         samples = tuple(v * (1 + 0.001 * ((s * 31 + i) % 7)) for i, v in
@@ -631,7 +631,7 @@ def report_pair(base_factor: float, head_factor: float, seed: int) -> tuple[Repo
         import dataclasses
 
         b = dataclasses.replace(b, runtime=dataclasses.replace(b.runtime, samples_s=samples))
-        return Report(
+        return RunRecord(
             tests={"t.py::test_a": rec(fn("f", "m.py:1", compile_s=0.3), benchmarks={"f": b})}
         )
 
@@ -726,7 +726,7 @@ def test_markdown_rows_stay_whole_whatever_a_label_or_test_id_holds() -> None:
     assert "- note: a note \\| with a pipe" in lines
 
 
-def with_cpu(report: Report, cpu_s: float | None) -> Report:
+def with_cpu(report: RunRecord, cpu_s: float | None) -> RunRecord:
     """`report` whose benchmark recorded `cpu_s` CPU seconds per call (its median)."""
     import dataclasses
 
@@ -735,7 +735,7 @@ def with_cpu(report: Report, cpu_s: float | None) -> Report:
     assert isinstance(entry, BenchmarkEntry) and entry.runtime is not None
     runtime = dataclasses.replace(entry.runtime, cpu_median_s=cpu_s)
     benchmarks = {"f": dataclasses.replace(entry, runtime=runtime)}
-    return Report(tests={"t.py::test_a": dataclasses.replace(rec, benchmarks=benchmarks)})
+    return RunRecord(tests={"t.py::test_a": dataclasses.replace(rec, benchmarks=benchmarks)})
 
 
 def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
@@ -745,7 +745,7 @@ def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
     assert verdicts.runtime_clock(None, 3) == "wall"  # not confined
     thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
 
-    def rounds(head_wall: float, head_cpu: list[float | None]) -> list[tuple[Report, Report]]:
+    def rounds(head_wall: float, head_cpu: list[float | None]) -> list[tuple[RunRecord, RunRecord]]:
         # Each head run waited for its CPU (a load bound to it): wall seconds head_wall x base.
         made = []
         for seed, cpu in enumerate(head_cpu):
@@ -938,10 +938,10 @@ def test_a_round_with_an_outlier_process_is_left_out_and_noted() -> None:
 def test_program_size_rows_where_a_function_grew() -> None:
     from _records import fn, rec
 
-    def one(ops: int) -> Report:
+    def one(ops: int) -> RunRecord:
         f = fn("rollout", "m.py:1", compile_s=0.3)
         f.jaxpr_eqns, f.hlo_ops = 5, ops
-        return Report(tests={"t.py::test_a": rec(f)})
+        return RunRecord(tests={"t.py::test_a": rec(f)})
 
     thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
     grown = verdicts.compare_rounds([(one(33), one(221))] * 2, thresholds)

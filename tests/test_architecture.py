@@ -122,3 +122,27 @@ def test_outside_measure_and_the_pytest_side_nothing_heavy_is_imported() -> None
     )
     assert len(light) > 20
     assert done.stdout.strip() == "[]", done.stdout
+
+
+@pytest.mark.parametrize("module", ["pytest_jaxperf", "pytest_jaxperf.model"])
+@pytest.mark.parametrize(("old", "new"), [("TestRecord", "RecordedTest"), ("Report", "RunRecord")])
+def test_renamed_public_names_still_import_with_a_warning(module: str, old: str, new: str) -> None:
+    import importlib
+
+    from pytest_jaxperf import model
+
+    with pytest.warns(DeprecationWarning, match=f"{old} is renamed {new}") as caught:
+        found = getattr(importlib.import_module(module), old)
+    assert found is getattr(model, new)
+    assert caught[0].filename == __file__  # the warning points at the importing line
+
+
+def test_the_version_is_written_once() -> None:
+    import importlib.metadata
+
+    import pytest_jaxperf
+
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
+    assert "version" not in project and "version" in project["dynamic"]
+    assert importlib.metadata.version("pytest-jaxperf") == pytest_jaxperf.__version__

@@ -24,10 +24,10 @@ from pytest_jaxperf.model import (
     BenchmarkEntry,
     Entry,
     ProgramMetrics,
+    RecordedTest,
     entry_from_json,
     entry_to_json,
 )
-from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
 
 TOL = Tolerances(compile_rtol=1.0, compile_floor=0.1, runtime_rtol=0.5, static_rtol=0.1)
 NO_LIMITS = MarkerLimits()
@@ -67,13 +67,13 @@ def bench(samples: list[float] | None = None, label: str = "mm", **metrics: Any)
     return result.entry()
 
 
-def rec(**benchmarks: Entry) -> Record:
-    return Record(benchmarks=benchmarks)
+def rec(**benchmarks: Entry) -> RecordedTest:
+    return RecordedTest(benchmarks=benchmarks)
 
 
 def run(
-    current: Record,
-    base: Record | None,
+    current: RecordedTest,
+    base: RecordedTest | None,
     limits: MarkerLimits = NO_LIMITS,
     tolerances: Tolerances = TOL,
     timing_differences: tuple[str, ...] = (),
@@ -93,7 +93,7 @@ def run(
     )
 
 
-def median_of(record: Record) -> float:
+def median_of(record: RecordedTest) -> float:
     ((_, entry),) = record.benchmark_entries()
     assert entry.runtime is not None
     return entry.runtime.median_s

@@ -26,7 +26,7 @@ from _jaxperf_data import (
 )
 
 from pytest_jaxperf.cli import main
-from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, Report
+from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, RunRecord
 from pytest_jaxperf.report.export import to_bencher, to_github_action_benchmark
 from pytest_jaxperf.report.terminal import benchmark_line, failure_text, tally
 from pytest_jaxperf.storage import store
@@ -78,8 +78,8 @@ def eqns(n: int) -> BenchmarkEntry:
 def test_compare_reports_a_gone_function_as_such_and_exits_0(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = Report(tests={"t::a": rec(fn("f", "m.py:1"), fn("g", "m.py:9", compile_s=0.5))})
-    run = Report(tests={"t::a": rec(fn("f", "m.py:1"))})
+    base = RunRecord(tests={"t::a": rec(fn("f", "m.py:1"), fn("g", "m.py:9", compile_s=0.5))})
+    run = RunRecord(tests={"t::a": rec(fn("f", "m.py:1"))})
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
     store.save(base_path, base)
     store.save(run_path, run)
@@ -95,8 +95,8 @@ def test_compare_reports_a_gone_function_as_such_and_exits_0(
 def test_compare_tolerances_and_environment(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = Report(environment={"jax": "0.10.2"}, tests={"t::a": rec(fn("f", "m.py:1"))})
-    run = Report(
+    base = RunRecord(environment={"jax": "0.10.2"}, tests={"t::a": rec(fn("f", "m.py:1"))})
+    run = RunRecord(
         environment={"jax": "0.10.2"}, tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.5))}
     )
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
@@ -124,8 +124,8 @@ def test_compare_tolerances_and_environment(
 
 def test_compare_clock_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # Wall seconds grew fourfold under load, CPU seconds stayed where they were.
-    base = Report(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.2))})
-    run = Report(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.8, cpu=0.25))})
+    base = RunRecord(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.2))})
+    run = RunRecord(tests={"t::a": rec(fn("f", "m.py:1", compile_s=0.8, cpu=0.25))})
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
     store.save(base_path, base)
     store.save(run_path, run)
@@ -138,9 +138,9 @@ def test_compare_clock_options(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def test_compare_gates_program_metrics_only_on_the_same_jax(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def report(jax: str, eqns: int) -> Report:
+    def report(jax: str, eqns: int) -> RunRecord:
         bench = unmeasured(metrics=ProgramMetrics(jaxpr_eqns=eqns, hlo_ops=9))
-        return Report(
+        return RunRecord(
             environment={"jax": jax},
             tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": bench})},
         )
@@ -163,8 +163,8 @@ def test_compare_gates_program_metrics_only_on_the_same_jax(
 def test_compare_gates_regressed_tests_and_skips_failed_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = Report(tests={"t::a": rec(fn("f", "m.py:1")), "t::b": rec(fn("g", "m.py:5"))})
-    run = Report(
+    base = RunRecord(tests={"t::a": rec(fn("f", "m.py:1")), "t::b": rec(fn("g", "m.py:5"))})
+    run = RunRecord(
         tests={
             "t::a": rec(fn("f", "m.py:1", traces=2)),
             "t::b": rec(fn("g", "m.py:5", traces=3)),
@@ -174,7 +174,7 @@ def test_compare_gates_regressed_tests_and_skips_failed_ones(
     run.tests["t::a"].outcome = "regressed"  # the plugin failed it
     run.tests["t::b"].outcome = "failed"  # it failed by itself: a partial record
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
-    store.save(base_path, Report(tests={**base.tests, "t::old": rec()}))
+    store.save(base_path, RunRecord(tests={**base.tests, "t::old": rec()}))
     store.save(run_path, run)
     assert main(["compare", str(base_path), str(run_path)]) == 1
     out = capsys.readouterr().out
@@ -265,7 +265,7 @@ def test_show_names_a_broken_benchmark_entry(
 ) -> None:
     record = rec(fn("f", "m.py:1"), benchmarks={"b": unmeasured()})
     path = tmp_path / "r.json"
-    store.save(path, Report(tests={"t::a": record}))
+    store.save(path, RunRecord(tests={"t::a": record}))
     assert main(["show", str(path)]) == 0
     assert "  benchmark 'b': first call 0.200 s" in capsys.readouterr().out
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -450,7 +450,7 @@ def test_compare_gives_the_plugins_verdict_for_the_same_files(
     assert "jaxpr equations of poly (defined at test_same.py:" in out
 
 
-def _save_pair(tmp_path: Path, base: Report, run: Report) -> list[str]:
+def _save_pair(tmp_path: Path, base: RunRecord, run: RunRecord) -> list[str]:
     base_path, run_path = tmp_path / "b.json", tmp_path / "r.json"
     store.save(base_path, base)
     store.save(run_path, run)
@@ -461,10 +461,10 @@ def test_compare_runtime_static_and_timing_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)  # no ini file: the defaults
-    base = Report(
+    base = RunRecord(
         environment=dict(ENV), tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": bench(1e-3)})}
     )
-    run = Report(
+    run = RunRecord(
         environment=dict(ENV),
         tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": bench(2e-3, eqns=14)})},
     )
@@ -495,8 +495,8 @@ def test_compare_reads_the_ini_file_as_a_run_does(
     elsewhere.mkdir()
     ini = project / "pyproject.toml"
     ini.write_text('[tool.pytest.ini_options]\njaxperf_static_rtol = "0.2"\n', encoding="utf-8")
-    base = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": eqns(12)})})
-    run = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": eqns(14)})})
+    base = RunRecord(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": eqns(12)})})
+    run = RunRecord(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": eqns(14)})})
     args = _save_pair(tmp_path, base, run)
 
     monkeypatch.chdir(project / "tests")  # found from the current directory up, as pytest does
@@ -523,8 +523,10 @@ def test_compare_reads_the_ini_file_as_a_run_does(
 def test_compare_applies_the_marker_keywords_saved_in_the_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = Report(tests={"t::a": rec(fn("f", "m.py:1", traces=2), benchmarks={"b": bench(1e-3)})})
-    run = Report(
+    base = RunRecord(
+        tests={"t::a": rec(fn("f", "m.py:1", traces=2), benchmarks={"b": bench(1e-3)})}
+    )
+    run = RunRecord(
         tests={"t::a": rec(fn("f", "m.py:1", traces=2), benchmarks={"b": bench(1e-3, eqns=14)})}
     )
     run.tests["t::a"].marker = {"max_traces": 1, "static_rtol": 0.5}
@@ -545,8 +547,8 @@ def test_compare_applies_the_marker_keywords_saved_in_the_report(
 def test_compare_does_not_gate_timings_measured_under_xdist(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = Report(environment=dict(ENV), tests={"t::a": rec(fn("f", "m.py:1"))})
-    run = Report(
+    base = RunRecord(environment=dict(ENV), tests={"t::a": rec(fn("f", "m.py:1"))})
+    run = RunRecord(
         environment={**ENV, "xdist_workers": 2},
         tests={"t::a": rec(fn("f", "m.py:1", compile_s=2.0))},
     )

@@ -17,13 +17,12 @@ from test_benchmark_gates import TOL, bench, steady
 from pytest_jaxperf.compare import COMPILE_TIME, RUNTIME, evaluate
 from pytest_jaxperf.config import MarkerLimits
 from pytest_jaxperf.measure.timing import TimingConfig, measure, summarize
-from pytest_jaxperf.model import CPU_FIELDS, SCHEMA, BenchmarkEntry, runtime_to_json
-from pytest_jaxperf.model import TestRecord as Record  # "Test*" names would be collected
+from pytest_jaxperf.model import CPU_FIELDS, SCHEMA, BenchmarkEntry, RecordedTest, runtime_to_json
 
 WALL = dataclasses.replace(TOL, compile_clock="wall", runtime_clock="wall")
 
 
-def _judge(now: Record, before: Record, tol: Any = TOL, limits: Any = None) -> Any:
+def _judge(now: RecordedTest, before: RecordedTest, tol: Any = TOL, limits: Any = None) -> Any:
     return evaluate(now, before, limits or MarkerLimits(), tol, [])
 
 
@@ -80,8 +79,8 @@ def _with_cpu(entry: BenchmarkEntry, cpu_median: float) -> BenchmarkEntry:
 
 
 def test_runtime_slower_on_the_wall_only_is_load_on_the_cpu_clock() -> None:
-    before = Record(benchmarks={"mm": _with_cpu(bench(steady(1e-3)), 1e-3)})
-    now = Record(benchmarks={"mm": _with_cpu(bench(steady(3e-3)), 1.1e-3)})
+    before = RecordedTest(benchmarks={"mm": _with_cpu(bench(steady(1e-3)), 1e-3)})
+    now = RecordedTest(benchmarks={"mm": _with_cpu(bench(steady(3e-3)), 1.1e-3)})
     out = _judge(now, before)
     assert not out.breaches
     assert out.notes == [
@@ -93,16 +92,16 @@ def test_runtime_slower_on_the_wall_only_is_load_on_the_cpu_clock() -> None:
 
 
 def test_runtime_slower_in_cpu_time_too_fails() -> None:
-    before = Record(benchmarks={"mm": _with_cpu(bench(steady(1e-3)), 1e-3)})
-    now = Record(benchmarks={"mm": _with_cpu(bench(steady(3e-3)), 3e-3)})
+    before = RecordedTest(benchmarks={"mm": _with_cpu(bench(steady(1e-3)), 1e-3)})
+    now = RecordedTest(benchmarks={"mm": _with_cpu(bench(steady(3e-3)), 3e-3)})
     (b,) = _judge(now, before).breaches
     assert (b.metric, b.gated) == (RUNTIME, True)
 
 
 def test_runtime_without_cpu_seconds_keeps_the_wall_rule() -> None:
     # An accelerator, or a baseline from before CPU seconds: wall time decides.
-    before = Record(benchmarks={"mm": bench(steady(1e-3))})
-    now = Record(benchmarks={"mm": _with_cpu(bench(steady(3e-3)), 1e-3)})
+    before = RecordedTest(benchmarks={"mm": bench(steady(1e-3))})
+    now = RecordedTest(benchmarks={"mm": _with_cpu(bench(steady(3e-3)), 1e-3)})
     (b,) = _judge(now, before).breaches
     assert b.metric == RUNTIME
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from _records import Record, fn, rec
+from _records import RecordedTest, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
 from pytest_jaxperf.compare import COMPILE_TIME, Verdict, evaluate
@@ -16,8 +16,8 @@ DEFAULTS = Tolerances(compile_rtol=1.0, compile_floor=0.1)
 
 
 def run(
-    current: Record,
-    base: Record | None,
+    current: RecordedTest,
+    base: RecordedTest | None,
     limits: MarkerLimits = NO_LIMITS,
     differences: tuple[str, ...] = (),
     gate_baseline: bool = True,
@@ -253,7 +253,7 @@ def test_a_function_in_neither_run_with_no_work_is_not_gone() -> None:
 # -- against the baseline: compile time -------------------------------------------------------
 
 
-def timed(seconds: float, cache_hits: int = 0) -> Record:
+def timed(seconds: float, cache_hits: int = 0) -> RecordedTest:
     return rec(fn("f", "m.py:3", compile_s=seconds, cache_hits=cache_hits))
 
 

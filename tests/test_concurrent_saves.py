@@ -15,12 +15,12 @@ from _records import fn, rec
 from conftest import read_json
 from filelock import FileLock
 
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.storage import history, outputs, store
 
 
-def _run(*nodeids: str) -> Report:
-    return Report(environment=ENV, tests={n: rec(fn("f", "m.py:1")) for n in nodeids})
+def _run(*nodeids: str) -> RunRecord:
+    return RunRecord(environment=ENV, tests={n: rec(fn("f", "m.py:1")) for n in nodeids})
 
 
 def test_save_merged_keeps_entries_saved_since_the_run_started(tmp_path: Path) -> None:

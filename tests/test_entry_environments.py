@@ -9,7 +9,7 @@ from _records import fn, rec
 from conftest import lit, read_json
 
 from pytest_jaxperf.environment import timing_differences
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.storage.store import dumps, load, merge, save
 
 SUITE = """
@@ -63,8 +63,8 @@ def test_a_partial_save_keeps_the_other_entries_environment(jp: pytest.Pytester)
 
 
 def test_entry_environments_are_written_and_read_back(tmp_path: object) -> None:
-    old = Report(environment={"jax": "0.9.0", "cpu": "A"}, tests={"t::b": rec(fn("g", "m.py:2"))})
-    run = Report(environment={"jax": "0.10.2", "cpu": "B"}, tests={"t::a": rec(fn("f", "m.py:1"))})
+    old = RunRecord({"jax": "0.9.0", "cpu": "A"}, tests={"t::b": rec(fn("g", "m.py:2"))})
+    run = RunRecord({"jax": "0.10.2", "cpu": "B"}, tests={"t::a": rec(fn("f", "m.py:1"))})
     merged = merge(old, run)
     path = tmp_path / "baseline.json"  # type: ignore[operator]
     save(path, merged)
@@ -83,11 +83,11 @@ def test_entry_environments_are_written_and_read_back(tmp_path: object) -> None:
 
 def test_an_entry_measured_here_again_drops_its_own_environment() -> None:
     env = {"jax": "0.10.2"}
-    old = Report(environment={"jax": "0.9.0"}, tests={"t::b": rec(fn("g", "m.py:2"))})
-    kept = merge(old, Report(environment=env))
+    old = RunRecord(environment={"jax": "0.9.0"}, tests={"t::b": rec(fn("g", "m.py:2"))})
+    kept = merge(old, RunRecord(environment=env))
     assert kept.tests["t::b"].environment == {"jax": "0.9.0"}
     # A later run in that same old environment: the entry needs no environment of its own.
-    back = merge(kept, Report(environment={"jax": "0.9.0"}))
+    back = merge(kept, RunRecord(environment={"jax": "0.9.0"}))
     assert back.tests["t::b"].environment is None
 
 

@@ -21,7 +21,7 @@ from _jaxperf_data import (
 )
 
 from pytest_jaxperf import config
-from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, Report, ScalingEntry
+from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, RunRecord, ScalingEntry
 from pytest_jaxperf.report import export
 from pytest_jaxperf.report.export import to_bencher, to_github_action_benchmark, to_pytest_benchmark
 
@@ -127,7 +127,7 @@ def test_bencher_bounds_are_the_minimum_and_the_third_quartile(
     q3: float, lower: float, upper: float | None
 ) -> None:
     entry = with_runtime(bench(2.0), q3_s=q3, min_s=lower)
-    run = Report(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": entry})})
+    run = RunRecord(tests={"t::a": rec(fn("f", "m.py:1"), benchmarks={"b": entry})})
     metric = to_bencher(run)["t::a::b"]["runtime"]
     check_bmf(to_bencher(run))
     assert metric.get("upper_value") == upper
@@ -144,7 +144,7 @@ def test_benchmarks_without_measurements_are_not_exported() -> None:
         },
     )
     record.jaxpr_eqns = record.hlo_ops = record.xla_ops = None  # not measured: left out, not 0
-    run = Report(tests={"t::a": record})
+    run = RunRecord(tests={"t::a": record})
     doc = to_bencher(run)
     check_bmf(doc)
     assert sorted(doc) == ["t::a", "t::a::eqns"]
@@ -158,8 +158,8 @@ def test_benchmarks_without_measurements_are_not_exported() -> None:
 
 
 def test_an_empty_run_exports_empty_documents() -> None:
-    assert to_github_action_benchmark(Report()) == []
-    assert to_bencher(Report()) == {}
+    assert to_github_action_benchmark(RunRecord()) == []
+    assert to_bencher(RunRecord()) == {}
 
 
 # What pytest-benchmark writes in each benchmark's "stats" (its Stats.fields, plus ops, total,
@@ -201,7 +201,7 @@ def test_pytest_benchmark_document_has_its_layout_and_our_statistics() -> None:
 
 def test_pytest_benchmark_leaves_out_what_thinned_samples_cannot_give() -> None:
     entry = with_runtime(bench(2e-3, n=40), rounds=400)  # 400 rounds, 40 samples kept
-    run = Report(tests={"t.py::test_a": rec(fn("f", "m.py:1"), benchmarks={"b": entry})})
+    run = RunRecord(tests={"t.py::test_a": rec(fn("f", "m.py:1"), benchmarks={"b": entry})})
     stats = to_pytest_benchmark(run, {})["benchmarks"][0]["stats"]
     assert not {"data", "stddev_outliers", "outliers", "ld15iqr", "hd15iqr"} & set(stats)
     assert stats["rounds"] == 400
@@ -219,7 +219,7 @@ def test_export_formats_are_the_options_formats() -> None:
 
 def test_instructions_per_call_are_exported_where_counted() -> None:
     record = rec(fn("f", "m.py:1"), benchmarks={"step": unmeasured(instructions=6_930_123)})
-    run = Report(tests={"t::a": record})
+    run = RunRecord(tests={"t::a": record})
     doc = to_bencher(run)
     check_bmf(doc)
     assert doc["t::a::step"] == {"instructions": {"value": 6_930_123}}

@@ -12,7 +12,7 @@ import pytest
 from _jaxperf_data import ENV, NEW, REGRESSED, baseline_and_run, fn, rec, unmeasured
 from conftest import ONE_JITTED_TEST
 
-from pytest_jaxperf.model import Report, ScalingEntry
+from pytest_jaxperf.model import RunRecord, ScalingEntry
 from pytest_jaxperf.storage import history
 
 WHEN = datetime(2025, 3, 4, 5, 6, 7, tzinfo=timezone.utc)
@@ -40,9 +40,9 @@ def test_entry_holds_time_environment_and_key_metrics(tmp_path: Path) -> None:
 
 def test_time_is_converted_to_utc(tmp_path: Path) -> None:
     berlin = timezone(timedelta(hours=1))
-    entry = history.make_entry(Report(), datetime(2025, 1, 1, 0, 30, tzinfo=berlin), tmp_path)
+    entry = history.make_entry(RunRecord(), datetime(2025, 1, 1, 0, 30, tzinfo=berlin), tmp_path)
     assert entry["time"] == "2024-12-31T23:30:00Z"
-    now = history.make_entry(Report(), cwd=tmp_path)["time"]
+    now = history.make_entry(RunRecord(), cwd=tmp_path)["time"]
     assert now.endswith("Z") and abs(
         datetime.fromisoformat(now[:-1]).replace(tzinfo=timezone.utc) - datetime.now(timezone.utc)
     ) < timedelta(minutes=1)
@@ -56,7 +56,7 @@ def test_benchmarks_without_a_runtime_are_left_out(tmp_path: Path) -> None:
             "none": unmeasured(),
         },
     )
-    entry = history.make_entry(Report(tests={"t::a": record}), WHEN, tmp_path)
+    entry = history.make_entry(RunRecord(tests={"t::a": record}), WHEN, tmp_path)
     assert "runtime_s" not in entry["tests"]["t::a"]
 
 
@@ -78,32 +78,32 @@ def test_commit_and_dirty_flag_in_a_git_work_tree(tmp_path: Path) -> None:
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True, check=True
     ).stdout.strip()
-    entry = history.make_entry(Report(), WHEN, cwd=tmp_path)
+    entry = history.make_entry(RunRecord(), WHEN, cwd=tmp_path)
     assert (entry["commit"], entry["dirty"]) == (head, False)
     (tmp_path / "report.json").write_text("{}")  # untracked files do not count
-    assert history.make_entry(Report(), WHEN, cwd=tmp_path)["dirty"] is False
+    assert history.make_entry(RunRecord(), WHEN, cwd=tmp_path)["dirty"] is False
     (tmp_path / "a.py").write_text("x = 2\n")
-    assert history.make_entry(Report(), WHEN, cwd=tmp_path)["dirty"] is True
+    assert history.make_entry(RunRecord(), WHEN, cwd=tmp_path)["dirty"] is True
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_repository_without_commits_has_no_commit(tmp_path: Path) -> None:
     _git(tmp_path, "init", "-q")
-    assert "commit" not in history.make_entry(Report(), WHEN, cwd=tmp_path)
+    assert "commit" not in history.make_entry(RunRecord(), WHEN, cwd=tmp_path)
 
 
 def test_no_git_or_a_slow_git_leaves_the_fields_out(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    assert "commit" not in history.make_entry(Report(), WHEN, cwd=Path.cwd())
+    assert "commit" not in history.make_entry(RunRecord(), WHEN, cwd=Path.cwd())
     monkeypatch.undo()
 
     def slow(*args: object, **kwargs: object) -> None:
         raise subprocess.TimeoutExpired("git", history.GIT_TIMEOUT_S)
 
     monkeypatch.setattr(history.subprocess, "run", slow)
-    entry = history.make_entry(Report(), WHEN, cwd=Path.cwd())
+    entry = history.make_entry(RunRecord(), WHEN, cwd=Path.cwd())
     assert "commit" not in entry and "dirty" not in entry
 
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _jaxperf_data import NEW, REGRESSED, baseline_and_run, fn, outcomes_for, rec, with_runtime
 
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.html import INSTALL_HINT, render_html, require_matplotlib
 from pytest_jaxperf.storage import history
 
@@ -87,7 +87,7 @@ def check_self_contained(doc: Document) -> list[bytes]:
     return pngs
 
 
-def history_of(run: Report, runs: int) -> list[dict[str, Any]]:
+def history_of(run: RunRecord, runs: int) -> list[dict[str, Any]]:
     entries = []
     for i in range(runs):
         grown = copy.deepcopy(run)
@@ -134,8 +134,8 @@ def test_report_is_self_contained_html_with_the_verdicts() -> None:
 @needs_matplotlib
 def test_names_are_escaped() -> None:
     weird = 'tests/t.py::test_x[<b>&"</b>]'
-    run = Report(tests={weird: rec(fn("<lambda>", "m.py:1", traces=3))})
-    base = Report(tests={weird: rec(fn("<lambda>", "m.py:1"))})
+    run = RunRecord(tests={weird: rec(fn("<lambda>", "m.py:1", traces=3))})
+    base = RunRecord(tests={weird: rec(fn("<lambda>", "m.py:1"))})
     text = render_html(run, base, outcomes_for(base, run))
     doc = parse(text)
     assert "<b>" not in text and "&lt;lambda&gt;" in text
@@ -172,7 +172,7 @@ def test_charts_are_bounded_and_say_so() -> None:
         f"tests/test_many.py::test_{i:02}": rec(fn("f", "m.py:1", compile_s=0.01 * i))
         for i in range(45)
     }
-    run = Report(tests=tests)
+    run = RunRecord(tests=tests)
     doc = parse(render_html(run, None, outcomes_for(None, run), history_of(run, 3)))
     text = "".join(doc.text)
     assert "Showing 30 of 45 tests (regressed first, then the longest compile times)." in text
@@ -185,7 +185,7 @@ def test_charts_are_bounded_and_say_so() -> None:
 
 @needs_matplotlib
 def test_an_empty_run() -> None:
-    doc = parse(render_html(Report(), None, {}))
+    doc = parse(render_html(RunRecord(), None, {}))
     assert check_self_contained(doc) == []
     assert "No test was recorded." in doc.text
 
@@ -209,4 +209,4 @@ def test_without_matplotlib_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> 
         "--jaxperf-html needs matplotlib: pip install 'pytest-jaxperf[plot]'"
     )
     with pytest.raises(ImportError, match=r"pytest-jaxperf\[plot\]"):
-        render_html(Report(), None, {})
+        render_html(RunRecord(), None, {})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, outcomes_for, rec
 
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.markdown import render_markdown
 from pytest_jaxperf.report.terminal import breach_lines, tally
 
@@ -84,7 +84,7 @@ def test_not_gated_notes_are_grouped_and_escaped() -> None:
 
 
 def test_many_different_notes_are_capped() -> None:
-    run = Report(tests={f"t::{i:03}": rec(fn("f", "m.py:1")) for i in range(130)})
+    run = RunRecord(tests={f"t::{i:03}": rec(fn("f", "m.py:1")) for i in range(130)})
     outcomes = outcomes_for(None, run)
     for i, outcome in enumerate(outcomes.values()):
         outcome.notes.append(f"runtime of b{i} not gated: machine load")
@@ -95,8 +95,8 @@ def test_many_different_notes_are_capped() -> None:
 
 def test_markdown_specials_in_causes_and_names_stay_literal() -> None:
     weird = "tests/t.py::test_x[`tick`]"
-    base = Report(tests={weird: rec(fn("<lambda>", "m.py:1"))})
-    run = Report(
+    base = RunRecord(tests={weird: rec(fn("<lambda>", "m.py:1"))})
+    run = RunRecord(
         tests={weird: rec(fn("<lambda>", "m.py:1", traces=2, reasons=("*args: [3] -> [4]",)))}
     )
     text = render_markdown(run, outcomes_for(base, run))
@@ -106,8 +106,8 @@ def test_markdown_specials_in_causes_and_names_stay_literal() -> None:
 
 
 def test_long_runs_are_capped() -> None:
-    base = Report(tests={f"t.py::test_{i:03}": rec(fn("f", "m.py:1")) for i in range(120)})
-    run = Report(
+    base = RunRecord(tests={f"t.py::test_{i:03}": rec(fn("f", "m.py:1")) for i in range(120)})
+    run = RunRecord(
         tests={k: rec(fn("f", "m.py:1", traces=2)) for k in base.tests}
         | {f"t.py::new_{i:03}": rec(fn("g", "m.py:9")) for i in range(150)}
     )
@@ -125,7 +125,7 @@ def test_long_runs_are_capped() -> None:
 
 
 def test_an_empty_run() -> None:
-    text = render_markdown(Report(), {})
+    text = render_markdown(RunRecord(), {})
     assert "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated" in text
     assert "No test was recorded." in text
     assert "### Regressions" not in text

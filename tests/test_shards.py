@@ -10,26 +10,26 @@ from pathlib import Path
 
 import pytest
 from _jaxperf_data import ENV, baseline_and_run
-from _records import Record, fn, rec
+from _records import RecordedTest, fn, rec
 from conftest import read_json
 from filelock import FileLock
 
 from pytest_jaxperf.cli import main
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.storage import outputs, store
 
 OTHER_CPU = {**ENV, "cpu": "Other CPU"}
 OLD_JAX = {**ENV, "jax": "0.10.1", "jaxlib": "0.10.1"}
 
 
-def _rec(traces: int = 1, outcome: str = "passed") -> Record:
+def _rec(traces: int = 1, outcome: str = "passed") -> RecordedTest:
     record = rec(fn("f", "m.py:1", traces, compile_s=0.1))
     record.outcome = outcome
     return record
 
 
-def _save(path: Path, environment: dict[str, object], **tests: Record) -> Path:
-    store.save(path, Report(environment=dict(environment), tests=tests))
+def _save(path: Path, environment: dict[str, object], **tests: RecordedTest) -> Path:
+    store.save(path, RunRecord(environment=dict(environment), tests=tests))
     return path
 
 
@@ -117,7 +117,7 @@ def test_merge_into_a_baseline_updates_it_as_jaxperf_save_does(
     assert merged.tests["t::a"].environment is None
     # The same file as one --jaxperf-save of the whole, unsplit run.
     serial = _save(tmp_path / "serial.json", OLD_JAX, **old)
-    store.save_merged(serial, Report(environment=dict(ENV), tests=shard_tests))
+    store.save_merged(serial, RunRecord(environment=dict(ENV), tests=shard_tests))
     assert out.read_text() == serial.read_text()
 
 

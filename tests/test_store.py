@@ -21,17 +21,17 @@ from pytest_jaxperf.model import (
     Counts,
     FunctionRecord,
     ProgramMetrics,
-    Report,
+    RecordedTest,
+    RunRecord,
     RuntimeStats,
     ScalingEntry,
-    report_to_json,
+    run_to_json,
 )
-from pytest_jaxperf.model import TestRecord as Record  # 'Test*' names would be collected
 from pytest_jaxperf.storage import store
 from pytest_jaxperf.storage.store import BaselineError, dumps, format_json, load, merge, save
 
 
-def full_report() -> Report:
+def full_report() -> RunRecord:
     """A report in which every field holds a distinct, non-default value."""
     f = FunctionRecord(
         traces=2,
@@ -46,7 +46,7 @@ def full_report() -> Report:
         retrace_reasons=["x: f32[3] -> f32[4]", "static argument n: 2 -> 3"],
     )
     g = FunctionRecord(traces=1, lowerings=1, compiles=1, name="<lambda>", site="pkg/ode.py:7")
-    rec = Record(
+    rec = RecordedTest(
         traces=3,
         lowerings=4,
         compiles=5,
@@ -88,8 +88,8 @@ def full_report() -> Report:
         },
         marker={"compile_rtol": 3.0, "max_traces": {"integrate": 1}},
     )
-    other = Record(outcome="passed")
-    return Report(
+    other = RecordedTest(outcome="passed")
+    return RunRecord(
         environment={"jax": "0.10.2", "backend": "cpu", "device_count": 2, "x64": False},
         tests={"tests/test_b.py::test_y": rec, "tests/test_a.py::test_x": other},
     )
@@ -139,8 +139,8 @@ def test_file_format_is_sorted_indented_and_ends_with_newline(tmp_path: Path) ->
 
 def test_timings_are_rounded_to_six_digits() -> None:
     f = FunctionRecord(name="f", site="m.py:1", trace_s=0.1234567891, compile_s=2.0000004)
-    rec = Record(functions={f.key: f}, lower_s=1e-9)
-    data = json.loads(dumps(Report(tests={"t": rec})))
+    rec = RecordedTest(functions={f.key: f}, lower_s=1e-9)
+    data = json.loads(dumps(RunRecord(tests={"t": rec})))
     entry = data["tests"]["t"]
     assert entry["functions"]["f at m.py:1"]["trace_s"] == 0.123457
     assert entry["functions"]["f at m.py:1"]["compile_s"] == 2.0
@@ -154,7 +154,7 @@ def test_save_is_deterministic() -> None:
 # -- the file layout --------------------------------------------------------------------------
 
 
-def odd_report() -> Report:
+def odd_report() -> RunRecord:
     """Values the templates do not write themselves: odd strings, odd numbers, odd keys."""
     rec = full_report().tests["tests/test_b.py::test_y"]
     rec.outcome = 'weird "quoted"\\ \u00e9\n\t'
@@ -164,7 +164,7 @@ def odd_report() -> Report:
     rec.benchmarks['odd "label" \u00e9'] = ScalingEntry(
         metric="compile_s", sizes=(), values=(), exponent=math.nan, max_exponent=-math.inf
     )
-    floaty = Record(
+    floaty = RecordedTest(
         traces=True,  # a bool where a count goes: written as json writes a bool
         cache_hits=2**70,
         compile_s=math.inf,
@@ -173,15 +173,15 @@ def odd_report() -> Report:
     )
     unnamed = FunctionRecord(name=None, site="m.py:1")  # type: ignore[arg-type]
     whole = FunctionRecord(name="g", site="m.py:2", trace_s=1)  # an int where seconds go
-    numbered = Record(
+    numbered = RecordedTest(
         functions={"f": unnamed, "e": whole},
         benchmarks={2: rec.benchmarks["step"], 1: rec.benchmarks["step"]},  # type: ignore[dict-key]
     )
-    return Report(
+    return RunRecord(
         environment={"é": "ü", "list": [1, "two"], "none": None, "nested": {"b": 1, "a": 2}},
         tests={
             "tests/test_b.py::test_y": rec,
-            "tests/test_a.py::test_x": Record(),
+            "tests/test_a.py::test_x": RecordedTest(),
             'tests/test_ü.py::test["quote", \\]': floaty,
             "tests/test_z.py::test_numbered": numbered,
         },
@@ -191,8 +191,10 @@ def odd_report() -> Report:
 REPORTS = [
     pytest.param(full_report, id="full"),
     pytest.param(odd_report, id="odd-values"),
-    pytest.param(Report, id="empty"),
-    pytest.param(lambda: Report(tests={2: Record(), 1: Record()}), id="numbered-tests"),
+    pytest.param(RunRecord, id="empty"),
+    pytest.param(
+        lambda: RunRecord(tests={2: RecordedTest(), 1: RecordedTest()}), id="numbered-tests"
+    ),
 ]
 
 
@@ -200,7 +202,7 @@ REPORTS = [
 def test_file_holds_exactly_the_json_form(make: Any) -> None:
     report = make()
     text = dumps(report)
-    doc = report_to_json(report)
+    doc = run_to_json(report)
     before = json.dumps(doc, indent=2, sort_keys=True) + "\n"  # the layout before this one
     assert json.dumps(json.loads(text)) == json.dumps(json.loads(before))  # nan == nan too
     assert json.dumps(json.loads(text)) == json.dumps(doc, sort_keys=True)
@@ -210,7 +212,7 @@ def test_file_holds_exactly_the_json_form(make: Any) -> None:
 @pytest.mark.parametrize("make", REPORTS)
 def test_templates_write_what_the_general_layout_writes(make: Any) -> None:
     report = make()
-    assert dumps(report) == format_json(report_to_json(report)) + "\n"
+    assert dumps(report) == format_json(run_to_json(report)) + "\n"
 
 
 @pytest.mark.parametrize("make", REPORTS)
@@ -270,7 +272,7 @@ def test_save_is_stable_byte_for_byte(tmp_path: Path) -> None:
 def test_a_file_in_the_old_layout_loads_the_same(tmp_path: Path) -> None:
     old, new = tmp_path / "old.json", tmp_path / "new.json"
     report = full_report()
-    old.write_text(json.dumps(report_to_json(report), indent=2, sort_keys=True), encoding="utf-8")
+    old.write_text(json.dumps(run_to_json(report), indent=2, sort_keys=True), encoding="utf-8")
     save(new, report)
     assert load(old) == load(new) == report
 
@@ -338,7 +340,7 @@ def test_program_sizes_round_trip_measured_or_not(tmp_path: Path) -> None:
 
 def test_a_benchmark_entry_reads_back_as_written() -> None:
     report = full_report()
-    loaded = model.report_from_json(json.loads(dumps(report)))
+    loaded = model.run_from_json(json.loads(dumps(report)))
     assert loaded.tests["tests/test_b.py::test_y"].benchmarks == (
         report.tests["tests/test_b.py::test_y"].benchmarks
     )
@@ -352,7 +354,7 @@ def test_a_new_counts_field_needs_only_its_declaration() -> None:
     assert set(tagged) == set(names)
     # The reader passes the numbers by position: they are the first fields of each record.
     assert tuple(f.name for f in dataclasses.fields(FunctionRecord))[: len(names)] == names
-    assert tuple(f.name for f in dataclasses.fields(Record))[: len(names)] == names
+    assert tuple(f.name for f in dataclasses.fields(RecordedTest))[: len(names)] == names
     line = dumps(full_report()).splitlines()
     eager = next(x for x in line if x.startswith('      "eager": '))
     assert [k for k in json.loads(eager.split(": ", 1)[1].rstrip(","))] == sorted(names)
@@ -380,8 +382,8 @@ def test_load_leaves_the_garbage_collector_as_it_was(tmp_path: Path) -> None:
 def test_save_replaces_the_whole_file_and_leaves_no_temp_file(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
     path.write_text("x" * 100_000, encoding="utf-8")
-    save(path, Report())
-    assert path.read_text(encoding="utf-8") == dumps(Report())
+    save(path, RunRecord())
+    assert path.read_text(encoding="utf-8") == dumps(RunRecord())
     assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline.json"]
 
 
@@ -421,7 +423,7 @@ def umask_022() -> Iterator[None]:
 @pytest.mark.usefixtures("umask_022")
 def test_new_file_gets_the_usual_permissions(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
-    save(path, Report())
+    save(path, RunRecord())
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
@@ -430,26 +432,26 @@ def test_overwriting_keeps_the_file_permissions(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
     path.write_text("{}", encoding="utf-8")
     path.chmod(0o644)
-    save(path, Report())
+    save(path, RunRecord())
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
 
 
 # -- merging ----------------------------------------------------------------------------------
 
 
-def with_outcome(outcome: str, traces: int) -> Record:
+def with_outcome(outcome: str, traces: int) -> RecordedTest:
     f = FunctionRecord(name="f", site="m.py:1", traces=traces, lowerings=traces, compiles=traces)
-    rec = Record(outcome=outcome, functions={f.key: f})
+    rec = RecordedTest(outcome=outcome, functions={f.key: f})
     rec.recompute_totals()
     return rec
 
 
 def test_merge_keeps_tests_that_did_not_run_and_takes_passed_ones() -> None:
-    old = Report(
+    old = RunRecord(
         environment={"jax": "0.10.1"},
         tests={"t::kept": with_outcome("passed", 1), "t::updated": with_outcome("passed", 1)},
     )
-    run = Report(
+    run = RunRecord(
         environment={"jax": "0.10.2"},
         tests={"t::updated": with_outcome("passed", 2), "t::added": with_outcome("passed", 3)},
     )
@@ -467,21 +469,21 @@ def test_merge_keeps_tests_that_did_not_run_and_takes_passed_ones() -> None:
 
 @pytest.mark.parametrize("outcome", ["failed", "skipped"])
 def test_merge_never_overwrites_with_an_unpassed_run(outcome: str) -> None:
-    old = Report(tests={"t::a": with_outcome("passed", 1)})
-    run = Report(tests={"t::a": with_outcome(outcome, 5), "t::b": with_outcome(outcome, 5)})
+    old = RunRecord(tests={"t::a": with_outcome("passed", 1)})
+    run = RunRecord(tests={"t::a": with_outcome(outcome, 5), "t::b": with_outcome(outcome, 5)})
     merged = merge(old, run)
     assert merged.tests == {"t::a": old.tests["t::a"]}
     assert merged.tests["t::a"].traces == 1
 
 
 def test_merge_without_an_old_baseline() -> None:
-    run = Report(tests={"t::a": with_outcome("passed", 1), "t::b": with_outcome("failed", 1)})
+    run = RunRecord(tests={"t::a": with_outcome("passed", 1), "t::b": with_outcome("failed", 1)})
     assert sorted(merge(None, run).tests) == ["t::a"]
 
 
 def test_merge_does_not_modify_the_old_report() -> None:
-    old = Report(tests={"t::a": with_outcome("passed", 1)})
-    merge(old, Report(tests={"t::b": with_outcome("passed", 1)}))
+    old = RunRecord(tests={"t::a": with_outcome("passed", 1)})
+    merge(old, RunRecord(tests={"t::b": with_outcome("passed", 1)}))
     assert sorted(old.tests) == ["t::a"]
 
 
@@ -495,7 +497,7 @@ def test_load_of_a_missing_file_is_none(tmp_path: Path) -> None:
 def test_load_accepts_a_minimal_file(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     path.write_text(json.dumps({"schema": SCHEMA}), encoding="utf-8")
-    assert load(path) == Report()
+    assert load(path) == RunRecord()
 
 
 def valid() -> dict[str, Any]:
@@ -723,7 +725,7 @@ def test_both_parsers_read_a_file_the_same(tmp_path: Path, change: str, parser: 
     path.write_text(odd_file(change), encoding="utf-8")
     data = json.loads(path.read_text(encoding="utf-8"))
     try:
-        expected: object = model.report_from_json(data)
+        expected: object = model.run_from_json(data)
     except model.FormatError as exc:
         expected = f"{path} is not a pytest-jaxperf baseline: {exc}"
     try:
@@ -732,7 +734,7 @@ def test_both_parsers_read_a_file_the_same(tmp_path: Path, change: str, parser: 
         got = str(exc).rsplit("; ", 1)[0]
     assert got == expected
     if change == "big-count":  # read as the int it is, by either parser
-        assert isinstance(got, Report)
+        assert isinstance(got, RunRecord)
         assert got.tests["tests/test_b.py::test_y"].traces == 123456789012345678901234567890
 
 
@@ -782,9 +784,9 @@ def test_a_baseline_that_is_a_fifo_or_a_directory_is_refused_not_waited_on(
 
 
 def test_a_test_kept_twice_by_a_merge_is_refused_naming_it(tmp_path: Path, parser: str) -> None:
-    report = Report(
+    report = RunRecord(
         environment={"jax": "0.10.2"},
-        tests={"t.py::test_a": Record(traces=1), "t.py::test_b": Record(traces=2)},
+        tests={"t.py::test_a": RecordedTest(traces=1), "t.py::test_b": RecordedTest(traces=2)},
     )
     text = store.dumps(report)
     path = tmp_path / "baseline.json"

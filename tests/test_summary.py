@@ -7,11 +7,11 @@ import typing
 from html import escape as html_escape
 
 import pytest
-from _records import Record, fn, rec
+from _records import RecordedTest, fn, rec
 
 from pytest_jaxperf.compare import STATUSES, Breach, Status, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.html import render_html
 from pytest_jaxperf.report.markdown import render_markdown
 from pytest_jaxperf.report.summary import RunSummary, status_of
@@ -71,7 +71,7 @@ def test_terminal_and_markdown_word_a_status_alike(nodeid: str, expected: str) -
     assert status_of(record, OUTCOMES[nodeid]) == expected
     terminal = summary_lines({nodeid: record}, {nodeid: OUTCOMES[nodeid]})[1]
     assert terminal.rstrip().endswith(expected)
-    markdown = render_markdown(Report({}, {nodeid: record}), {nodeid: OUTCOMES[nodeid]})
+    markdown = render_markdown(RunRecord({}, {nodeid: record}), {nodeid: OUTCOMES[nodeid]})
     assert f"| {expected} |" in markdown
 
 
@@ -85,7 +85,10 @@ def _judged() -> dict[str, tuple[Status, Verdict]]:
     tol = Tolerances()
 
     def judge(
-        now: Record, base: Record | None, limits: MarkerLimits | None = None, save: bool = False
+        now: RecordedTest,
+        base: RecordedTest | None,
+        limits: MarkerLimits | None = None,
+        save: bool = False,
     ) -> Verdict:
         return evaluate(now, base, limits or MarkerLimits(), tol, [], gate_baseline=not save)
 
@@ -109,8 +112,8 @@ def test_every_status_reads_the_same_in_every_report() -> None:
     outcomes = {k: o for k, (_, o) in judged.items()}
     records = {k: rec() for k in judged}
     terminal = {line.split()[0]: line for line in summary_lines(records, outcomes)[1:]}
-    markdown = render_markdown(Report({}, records), outcomes)
-    html = render_html(Report({}, records), None, outcomes)
+    markdown = render_markdown(RunRecord({}, records), outcomes)
+    html = render_html(RunRecord({}, records), None, outcomes)
     for nodeid, (status, outcome) in judged.items():
         assert terminal[nodeid].endswith(f"  {status}"), terminal[nodeid]
         assert re.search(rf"\| `{nodeid}` \|.*\| {status} \|", markdown), nodeid

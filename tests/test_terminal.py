@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from _records import Record, fn, rec
+from _records import RecordedTest, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
 from pytest_jaxperf.compare import COMPILE_TIME, Breach, Verdict, evaluate
@@ -18,8 +18,8 @@ SAVE_HINT = f"  baseline: {BASELINE} (if the change is intended, update it with 
 
 
 def judge(
-    current: Record,
-    base: Record | None,
+    current: RecordedTest,
+    base: RecordedTest | None,
     limits: MarkerLimits | None = None,
     differences: tuple[str, ...] = (),
     gate_baseline: bool = True,

@@ -24,7 +24,7 @@ from ..config import (
     DEFAULT_STATIC_RTOL,
     parse_number,
 )
-from ..model import Report
+from ..model import RunRecord
 from ..storage.outputs import (
     Mode,
     Output,
@@ -354,7 +354,7 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
             flush=True,
         )
     scratch = held.enter_context(worktree.scratch_dir())
-    rounds: list[tuple[Report, Report]] = []
+    rounds: list[tuple[RunRecord, RunRecord]] = []
     runs: list[render.RunTime] = []
     if scratch == root or root in scratch.parents:
         raise UsageError(

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..model import Report
+from ..model import RunRecord
 from ..storage import gitenv
 from ..storage.store import BaselineError, load
 from . import configs, cpus, imports
@@ -59,7 +59,7 @@ class Run:
     round: int
     seconds: float
     returncode: int
-    report: Report
+    report: RunRecord
     report_path: Path
     log: Path
 
@@ -190,7 +190,7 @@ def run(
         raise RunError(f"{what}: {exc}") from None
     if report is None:
         # The plugin writes no report when it recorded no test.
-        report = Report()
+        report = RunRecord()
     return Run(tree.side, round_, seconds, returncode, report, report_path, log)
 
 

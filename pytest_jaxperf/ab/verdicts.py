@@ -27,7 +27,7 @@ from typing import Literal
 
 from .. import compare
 from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, MarkerLimits, Tolerances
-from ..model import STATIC_METRICS, BenchmarkEntry, Report, RuntimeStats, TestRecord
+from ..model import STATIC_METRICS, BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
 from . import stats
 
 RUNTIME = "runtime"
@@ -111,7 +111,7 @@ class Comparison:
 
 
 def compare_rounds(
-    rounds: Sequence[tuple[Report, Report]],
+    rounds: Sequence[tuple[RunRecord, RunRecord]],
     thresholds: Thresholds,
     confidence: float = stats.CONFIDENCE,
     clock: Clock = "wall",
@@ -156,7 +156,7 @@ def compare_rounds(
     return out
 
 
-def _failed(nodeid: str, rounds: Sequence[tuple[Report, Report]]) -> str | None:
+def _failed(nodeid: str, rounds: Sequence[tuple[RunRecord, RunRecord]]) -> str | None:
     """ "failed in head", "failed in base and head (rounds 2, 3 of 3)": where the test did
     not pass (or was not recorded) in any round; None when it passed in every run. A test
     that failed once is not compared at all: its counts and times in the other rounds come
@@ -190,7 +190,9 @@ def _left_out_line(row: Row) -> str:
     )
 
 
-def _exact(nodeid: str, base: TestRecord, head: TestRecord, thresholds: Thresholds) -> list[Row]:
+def _exact(
+    nodeid: str, base: RecordedTest, head: RecordedTest, thresholds: Thresholds
+) -> list[Row]:
     """Counts and program metrics, by the plugin's rules, the base run as the baseline."""
     judged = compare.evaluate(
         head,
@@ -256,7 +258,7 @@ def _causes(breaches: Iterable[compare.Breach]) -> tuple[str, ...]:
     return tuple(lines)
 
 
-def _varying_counts(nodeid: str, rounds: Sequence[tuple[Report, Report]]) -> list[str]:
+def _varying_counts(nodeid: str, rounds: Sequence[tuple[RunRecord, RunRecord]]) -> list[str]:
     notes = []
     for side, index in (("base", 0), ("head", 1)):
         seen = {
@@ -276,7 +278,7 @@ def _varying_counts(nodeid: str, rounds: Sequence[tuple[Report, Report]]) -> lis
 
 def _compile_time(
     nodeid: str,
-    records: Sequence[tuple[TestRecord, TestRecord]],
+    records: Sequence[tuple[RecordedTest, RecordedTest]],
     thresholds: Thresholds,
     confidence: float,
 ) -> list[Row]:
@@ -299,7 +301,7 @@ def _compile_time(
 
 def _runtimes(
     nodeid: str,
-    records: Sequence[tuple[TestRecord, TestRecord]],
+    records: Sequence[tuple[RecordedTest, RecordedTest]],
     thresholds: Thresholds,
     confidence: float,
     clock: Clock,
@@ -336,7 +338,7 @@ def _runtimes(
 
 
 def _instruction_counts(
-    nodeid: str, records: Sequence[tuple[TestRecord, TestRecord]], thresholds: Thresholds
+    nodeid: str, records: Sequence[tuple[RecordedTest, RecordedTest]], thresholds: Thresholds
 ) -> list[Row]:
     """Per benchmark, head/base of instructions per call (the median over rounds, which
     agree within a fraction of a percent): exact, so the threshold is the whole verdict."""
@@ -359,12 +361,12 @@ def _instruction_counts(
     return rows
 
 
-def _count(rec: TestRecord, label: str) -> int | None:
+def _count(rec: RecordedTest, label: str) -> int | None:
     entry = rec.benchmarks.get(label)
     return entry.instructions if isinstance(entry, BenchmarkEntry) else None
 
 
-def _runtime(rec: TestRecord, label: str) -> RuntimeStats | None:
+def _runtime(rec: RecordedTest, label: str) -> RuntimeStats | None:
     entry = rec.benchmarks.get(label)
     if not isinstance(entry, BenchmarkEntry):
         return None

@@ -19,9 +19,9 @@ from ..model import (
     BenchmarkEntry,
     Counts,
     ProgramMetrics,
+    RecordedTest,
     RuntimeStats,
     ScalingEntry,
-    TestRecord,
     significant,
 )
 from . import program_metrics
@@ -137,10 +137,10 @@ class JaxPerf:
     def _scope(self) -> Scope | None:
         return self._scope_getter() if self._scope_getter is not None else None
 
-    def snapshot(self) -> TestRecord:
+    def snapshot(self) -> RecordedTest:
         """What has been recorded in this test so far (empty when --jaxperf is off)."""
         scope = self._scope()
-        return scope.snapshot() if scope is not None else TestRecord()
+        return scope.snapshot() if scope is not None else RecordedTest()
 
     def _claim(self, label: str) -> None:
         if label in self._labels:

@@ -26,7 +26,15 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import causes
-from ..model import MAX_REASONS, PROGRAM_SIZE, Counts, Entry, FunctionRecord, TestRecord, short_name
+from ..model import (
+    MAX_REASONS,
+    PROGRAM_SIZE,
+    Counts,
+    Entry,
+    FunctionRecord,
+    RecordedTest,
+    short_name,
+)
 from . import _jaxhooks as hooks
 from . import identity, program_metrics
 from .identity import Identity
@@ -228,9 +236,9 @@ class Scope:
             total.add(fn)
         return total
 
-    def snapshot(self) -> TestRecord:
-        """A TestRecord holding copies of what this scope recorded so far."""
-        rec = TestRecord(
+    def snapshot(self) -> RecordedTest:
+        """A RecordedTest holding copies of what this scope recorded so far."""
+        rec = RecordedTest(
             functions={
                 k: FunctionRecord(**{**vars(f), "retrace_reasons": list(f.retrace_reasons)})
                 for k, f in self.functions.items()

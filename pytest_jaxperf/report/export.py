@@ -29,7 +29,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..compare import SIZE_WORDS
-from ..model import BenchmarkEntry, Report, RuntimeStats, TestRecord
+from ..model import BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
 
 GITHUB_ACTION_BENCHMARK = "github-action-benchmark"
 BENCHER = "bencher"
@@ -50,7 +50,7 @@ _SLUGS = {"jaxpr_eqns": JAXPR_EQUATIONS, "hlo_ops": STABLEHLO_OPS, "xla_ops": "o
 _SIZES = tuple((name, _SLUGS[name], words) for name, words in SIZE_WORDS.items())
 
 
-def document(fmt: str, run: Report, commit: Mapping[str, Any] | None = None) -> Any:
+def document(fmt: str, run: RunRecord, commit: Mapping[str, Any] | None = None) -> Any:
     """`run` as the JSON document of format `fmt` (one of FORMATS). `commit` is the git state
     of the code measured (`history.git_state`: "commit", "dirty"), for the formats that keep
     it; leave it out when unknown."""
@@ -79,7 +79,7 @@ def _finite(value: Any) -> Any:
     return value
 
 
-def to_github_action_benchmark(run: Report) -> list[dict[str, Any]]:
+def to_github_action_benchmark(run: RunRecord) -> list[dict[str, Any]]:
     """One entry per test and metric: traces, compiles, compile seconds (trace + lower +
     backend), jaxpr equations, StableHLO ops and optimized HLO ops (where measured), and the
     runtime median (or instructions per call, under the instructions clock) of each
@@ -129,7 +129,7 @@ def _runtime_extra(runtime: RuntimeStats) -> str:
     return f"min {runtime.min_s:.6g} s\nIQR {runtime.iqr_s:.6g} s\nrounds {runtime.rounds}"
 
 
-def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
+def to_bencher(run: RunRecord) -> dict[str, dict[str, dict[str, float]]]:
     """Bencher Metric Format: per test the measures traces, compiles, compile-time
     (seconds), jaxpr-equations, stablehlo-ops and optimized-hlo-ops (where measured); per
     benchmark runtime (median seconds, lower_value the minimum, upper_value the 75th
@@ -145,7 +145,7 @@ def to_bencher(run: Report) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
-def _test_measures(rec: TestRecord) -> dict[str, dict[str, float]]:
+def _test_measures(rec: RecordedTest) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {
         TRACES: {"value": rec.traces},
         COMPILES: {"value": rec.compiles},
@@ -175,7 +175,7 @@ def _benchmark_measures(entry: BenchmarkEntry) -> dict[str, dict[str, float]]:
     return measures
 
 
-def to_pytest_benchmark(run: Report, commit: Mapping[str, Any]) -> dict[str, Any]:
+def to_pytest_benchmark(run: RunRecord, commit: Mapping[str, Any]) -> dict[str, Any]:
     """pytest-benchmark's JSON layout. `machine_info` holds what the run recorded about its
     machine (the environment, under pytest-benchmark's key names where one exists) and
     `commit_info` the commit given (empty when unknown): nothing is made up for the keys a

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..compare import Verdict
 from ..environment import timing_differences
-from ..model import Report, TestRecord
+from ..model import RecordedTest, RunRecord
 from ..storage.history import number
 from . import terminal
 from .summary import RunSummary, status_of
@@ -60,8 +60,8 @@ def require_matplotlib() -> None:
 
 
 def render_html(
-    run: Report,
-    baseline: Report | None,
+    run: RunRecord,
+    baseline: RunRecord | None,
     verdicts: Mapping[str, Verdict],
     history: list[dict[str, Any]] | None = None,
 ) -> str:
@@ -91,7 +91,9 @@ def _e(text: object) -> str:
 # -- text sections ---------------------------------------------------------------------------
 
 
-def _summary(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]) -> list[str]:
+def _summary(
+    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
+) -> list[str]:
     failed = any(o.failed for o in verdicts.values())
     out = [
         f'<p class="tally {"bad" if failed else "good"}">{_e(terminal.tally(verdicts))}</p>',
@@ -171,7 +173,9 @@ def _more(total: int, shown: int, noun: str) -> list[str]:
     return [f'<p class="muted">… {total - shown} more {noun} (see the table below).</p>']
 
 
-def _table(run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]) -> list[str]:
+def _table(
+    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
+) -> list[str]:
     if not run.tests:
         return ["<p>No test was recorded.</p>"]
     head = (
@@ -267,20 +271,20 @@ def _truncation(shown: int, total: int, what: str) -> str:
 
 
 def _compile_chart(
-    run: Report, baseline: Report | None, verdicts: Mapping[str, Verdict]
+    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
 ) -> list[str]:
     if not run.tests:
         return []
     from matplotlib.colors import to_rgba  # type: ignore[import-not-found,unused-ignore]
     from matplotlib.patches import Patch  # type: ignore[import-not-found,unused-ignore]
 
-    def priority(item: tuple[str, TestRecord]) -> tuple[bool, float, str]:
+    def priority(item: tuple[str, RecordedTest]) -> tuple[bool, float, str]:
         nodeid, rec = item
         verdict = verdicts.get(nodeid)
         return (not (verdict is not None and verdict.failed), -rec.total_s, nodeid)
 
     chosen = sorted(run.tests.items(), key=priority)[:MAX_CHART_TESTS]
-    bars: list[tuple[str, TestRecord, bool]] = []  # (label, record, is_baseline)
+    bars: list[tuple[str, RecordedTest, bool]] = []  # (label, record, is_baseline)
     for nodeid, rec in chosen:
         bars.append((_label(nodeid), rec, False))
         base = baseline.tests.get(nodeid) if baseline else None
@@ -323,7 +327,7 @@ def _compile_chart(
     ]
 
 
-def _runtime_chart(run: Report, baseline: Report | None) -> list[str]:
+def _runtime_chart(run: RunRecord, baseline: RunRecord | None) -> list[str]:
     found: list[tuple[float, str, list[float], list[float]]] = []
     for nodeid, rec in run.tests.items():
         base_rec = baseline.tests.get(nodeid) if baseline else None

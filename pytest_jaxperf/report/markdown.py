@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..compare import Verdict
-from ..model import Report, TestRecord
+from ..model import RecordedTest, RunRecord
 from . import terminal
 from .summary import RunSummary, status_of
 
@@ -23,7 +23,7 @@ _RANK: dict[str, int] = {
 
 
 def render_markdown(
-    run: Report,
+    run: RunRecord,
     verdicts: Mapping[str, Verdict],
     baseline_path: str | None = None,
     *,
@@ -93,7 +93,7 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _environment(run: Report) -> list[str]:
+def _environment(run: RunRecord) -> list[str]:
     env = run.environment
     parts = [f"{key} {env[key]}" for key in ("jax", "jaxlib") if env.get(key) not in (None, "")]
     device = [str(env[k]) for k in ("backend", "device_kind") if env.get(k)]
@@ -175,7 +175,7 @@ def _one_line(text: str) -> str:
 
 
 def _table(
-    records: Mapping[str, TestRecord], verdicts: Mapping[str, Verdict], max_rows: int
+    records: Mapping[str, RecordedTest], verdicts: Mapping[str, Verdict], max_rows: int
 ) -> list[str]:
     if not records:
         return ["No test was recorded.", ""]

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..compare import Verdict
-from ..model import TestRecord
+from ..model import RecordedTest
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def not_gated_lines(notes: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]
     return lines
 
 
-def status_of(record: TestRecord, verdict: Verdict | None) -> str:
+def status_of(record: RecordedTest, verdict: Verdict | None) -> str:
     """A test's status column: its verdict (`compare.Status`), with ' (not gated)' where a
     note left a metric out of a verdict that did not fail; the test's own outcome (passed,
     failed, ...) when it was not compared."""

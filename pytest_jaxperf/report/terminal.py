@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
-from ..model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry, TestRecord
+from ..model import STATIC_METRICS, Counts, Entry, FunctionRecord, RecordedTest, ScalingEntry
 from .summary import RunSummary, status_of
 
 
@@ -126,7 +126,7 @@ def gone_line(fn: FunctionRecord, nodeid: str | None = None) -> str:
     )
 
 
-def detail_section(record: TestRecord, verdict: Verdict) -> str:
+def detail_section(record: RecordedTest, verdict: Verdict) -> str:
     """The per-function record of one test, shown as a report section."""
     lines = []
     for fn in sorted(record.functions.values(), key=lambda f: f.key):
@@ -218,13 +218,15 @@ def _vs_baseline(verdict: Verdict) -> str:
     return text or ("new" if verdict.status == "new" else "=")
 
 
-def summary_lines(records: Mapping[str, TestRecord], verdicts: Mapping[str, Verdict]) -> list[str]:
+def summary_lines(
+    records: Mapping[str, RecordedTest], verdicts: Mapping[str, Verdict]
+) -> list[str]:
     """The summary table, a header and one line per test."""
     return [line for line, _ in summary_rows(records, verdicts)]
 
 
 def summary_rows(
-    records: Mapping[str, TestRecord], verdicts: Mapping[str, Verdict]
+    records: Mapping[str, RecordedTest], verdicts: Mapping[str, Verdict]
 ) -> list[tuple[str, str]]:
     """The summary table's lines, each with its test's status ("" for the header)."""
     header = (
@@ -295,7 +297,7 @@ def tally(verdicts: Mapping[str, Verdict]) -> str:
     return RunSummary.of(verdicts).tally()
 
 
-def junit_properties(record: TestRecord, verdict: Verdict) -> list[tuple[str, object]]:
+def junit_properties(record: RecordedTest, verdict: Verdict) -> list[tuple[str, object]]:
     """Key metrics as JUnit XML properties, for CI systems that display them."""
     props: list[tuple[str, object]] = [
         ("jaxperf_status", verdict.status),

@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..model import Report
+from ..model import RunRecord
 from . import gitenv
 from .outputs import locked, read_regular
 
@@ -26,7 +26,7 @@ GIT_TIMEOUT_S = 2.0
 
 
 def make_entry(
-    run: Report, when: datetime | None = None, cwd: Path | None = None
+    run: RunRecord, when: datetime | None = None, cwd: Path | None = None
 ) -> dict[str, Any]:
     """One history line for `run`: {"schema", "time" (ISO-8601 UTC), "commit" and "dirty"
     (when `cwd` is in a git work tree and git answers), "environment", "tests": {nodeid:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..model import Report
+from ..model import RunRecord
 from .store import BaselineError, load, merge, placed, save
 
 # What to do about a shard report that is missing or cannot be read.
@@ -21,7 +21,7 @@ class Shard:
     """One shard's report and the file it was read from (named in every message)."""
 
     path: Path
-    report: Report
+    report: RunRecord
 
 
 @dataclass
@@ -30,7 +30,7 @@ class Merged:
 
     path: Path
     shards: list[Shard]
-    result: Report
+    result: RunRecord
     # Passed tests of the shards, now in the file with this run's numbers.
     written: list[str] = field(default_factory=list)
     # Tests of the shards that did not pass, by outcome: a baseline takes passed tests only,
@@ -92,7 +92,7 @@ def check_disjoint(shards: Sequence[Shard]) -> None:
         )
 
 
-def combine(shards: Sequence[Shard]) -> Report:
+def combine(shards: Sequence[Shard]) -> RunRecord:
     """The shards' tests, every outcome, as one report. Its environment is the one most of
     their passed tests were measured in (the first such shard's on a tie), so that as few
     entries as possible carry their own; each entry measured elsewhere (a shard on another
@@ -112,7 +112,7 @@ def combine(shards: Sequence[Shard]) -> Report:
         for shard in shards
         for nodeid, rec in shard.report.tests.items()
     }
-    return Report(environment=dict(environment), tests=tests)
+    return RunRecord(environment=dict(environment), tests=tests)
 
 
 def _commonest(environments: list[dict[str, Any]]) -> dict[str, Any] | None:

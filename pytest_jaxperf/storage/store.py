@@ -22,12 +22,12 @@ from ..model import (
     Counts,
     FormatError,
     FunctionRecord,
-    Report,
-    TestRecord,
+    RecordedTest,
+    RunRecord,
     entry_to_json,
-    report_from_json,
-    report_to_json,
-    test_to_json,
+    recorded_test_to_json,
+    run_from_json,
+    run_to_json,
 )
 
 
@@ -48,11 +48,11 @@ Stamp = tuple[int, int, int, int]
 class Loaded:
     """A file as it was read: its report (None: no file) and the stamp of what was read."""
 
-    report: Report | None
+    report: RunRecord | None
     stamp: Stamp | None
 
 
-def load(path: Path, hint: str = FIX_BASELINE) -> Report | None:
+def load(path: Path, hint: str = FIX_BASELINE) -> RunRecord | None:
     """The report stored at `path`, or None when there is no file; a file that cannot be
     used raises BaselineError naming it, the problem and `hint` (what to do about it)."""
     return read(path, hint).report
@@ -86,7 +86,7 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
             if fast is not None:
                 _refuse_duplicates(path, text, fast)
                 try:
-                    return Loaded(report_from_json(fast), stamp)
+                    return Loaded(run_from_json(fast), stamp)
                 except ValueError:  # FormatError is one
                     pass
         try:
@@ -104,7 +104,7 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
             raise BaselineError(f"{path} is nested too deeply to read; {hint}") from None
         _refuse_duplicates(path, text, data)
         try:
-            return Loaded(report_from_json(data), stamp)
+            return Loaded(run_from_json(data), stamp)
         except FormatError as exc:
             raise BaselineError(f"{path} is not a pytest-jaxperf baseline: {exc}; {hint}") from None
 
@@ -201,29 +201,29 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def merge(old: Report | None, run: Report) -> Report:
+def merge(old: RunRecord | None, run: RunRecord) -> RunRecord:
     """`old` updated with the passed tests of `run`; every other entry of `old` is kept, with
     the environment it was measured in (the file's environment becomes `run`'s)."""
-    tests: dict[str, TestRecord] = {}
+    tests: dict[str, RecordedTest] = {}
     for nodeid, rec in (old.tests if old else {}).items():
         measured_in = old.environment_of(nodeid) if old else run.environment
         tests[nodeid] = placed(rec, measured_in, run.environment)
     for nodeid, rec in run.tests.items():
         if rec.outcome == "passed":
             tests[nodeid] = rec
-    return Report(environment=dict(run.environment), tests=tests)
+    return RunRecord(environment=dict(run.environment), tests=tests)
 
 
 def placed(
-    rec: TestRecord, measured_in: dict[str, Any], file_environment: dict[str, Any]
-) -> TestRecord:
+    rec: RecordedTest, measured_in: dict[str, Any], file_environment: dict[str, Any]
+) -> RecordedTest:
     """`rec`, measured in `measured_in`, as an entry of a file whose environment is
     `file_environment`: with its own environment where the two differ, none where they agree."""
     own = None if measured_in == file_environment else dict(measured_in)
     return rec if rec.environment == own else dataclasses.replace(rec, environment=own)
 
 
-def save_merged(path: Path, run: Report, known: Loaded | None = None) -> Report:
+def save_merged(path: Path, run: RunRecord, known: Loaded | None = None) -> RunRecord:
     """Merge the passed tests of `run` into the baseline at `path` as it is now, not as it was
     when the run started, and save the result; returns it. The read, merge and write happen
     under the lock beside the file, so two runs saving at once (different -k subsets, say)
@@ -239,7 +239,7 @@ def save_merged(path: Path, run: Report, known: Loaded | None = None) -> Report:
     return merged
 
 
-# The file layout. The content is report_to_json's, and every object's keys are sorted as
+# The file layout. The content is run_to_json's, and every object's keys are sorted as
 # json.dumps(sort_keys=True) sorts them. The text is indented by two spaces down to one line
 # per environment entry, per test field, per function and per benchmark field; anything deeper
 # stays on that one line with ", " and ": " between items: a function's counts and causes, the
@@ -295,25 +295,25 @@ def _value(value: Any) -> str:
     return _compact(value)
 
 
-def dumps(report: Report) -> str:
-    """The file text of `report`: exactly report_to_json's content, in the file layout."""
+def dumps(report: RunRecord) -> str:
+    """The file text of `report`: exactly run_to_json's content, in the file layout."""
     with collector_paused():
         return _dumps(report)
 
 
-def _dumps(report: Report) -> str:
+def _dumps(report: RunRecord) -> str:
     try:
         nodeids = sorted(report.tests)
         keys = [_string(nodeid) for nodeid in nodeids]
     except TypeError:  # node ids that are not strings: the general way
-        return format_json(report_to_json(report)) + "\n"
+        return format_json(run_to_json(report)) + "\n"
     tests = [f"    {key}: {_test_text(report.tests[nodeid])}" for key, nodeid in zip(keys, nodeids)]
     environment = format_json(dict(report.environment), _ENVIRONMENT, "  ")
     body = "{\n" + ",\n".join(tests) + "\n  }" if tests else "{}"
     return _DOCUMENT % (environment, _value(report.schema), body)
 
 
-# The usual case, what format_json(report_to_json(report)) writes at each depth, from templates
+# The usual case, what format_json(run_to_json(report)) writes at each depth, from templates
 # built here out of the record's field lists (a test checks the two agree). %r writes an int or
 # a finite float as json.dumps does; %s takes text already encoded.
 _DOCUMENT = '{\n  "environment": %s,\n  "schema": %s,\n  "tests": %s\n}\n'
@@ -361,16 +361,17 @@ def _numbers(c: Counts) -> tuple[Any, ...] | None:
     return None
 
 
-def _test_text(rec: TestRecord) -> str:
-    """format_json(test_to_json(rec), _TEST, "    "), from templates when the values are plain."""
+def _test_text(rec: RecordedTest) -> str:
+    """format_json(recorded_test_to_json(rec), _TEST, "    "), from templates when the values
+    are plain."""
     try:
         text = _quick_test_text(rec)
     except TypeError:  # a string field that is not a string, say
         text = None
-    return text if text is not None else format_json(test_to_json(rec), _TEST, "    ")
+    return text if text is not None else format_json(recorded_test_to_json(rec), _TEST, "    ")
 
 
-def _quick_test_text(rec: TestRecord) -> str | None:
+def _quick_test_text(rec: RecordedTest) -> str | None:
     if rec.environment is not None or rec.marker:  # not in the template: the general way
         return None
     own, eager = _numbers(rec), _numbers(rec.eager)
@@ -405,7 +406,7 @@ def _function_line(fn: FunctionRecord) -> str | None:
     return text
 
 
-def save(path: Path, report: Report) -> None:
+def save(path: Path, report: RunRecord) -> None:
     """Write `report` to `path` atomically: readers see the old file or the new one, whole.
     A symbolic link is written at its target."""
     from .outputs import replace_text
