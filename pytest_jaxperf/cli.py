@@ -17,17 +17,9 @@ from .config import (
     ConfigError,
     MarkerLimits,
     Settings,
+    TimingMode,
     Tolerances,
     parse_number,
-)
-from .environment import (
-    UNDER_XDIST,
-    instruction_differences,
-    machine_scale,
-    static_differences,
-    timing_differences,
-    under_xdist,
-    unmeasured,
 )
 from .model import RecordedTest, RunRecord
 from .report import export, terminal
@@ -283,7 +275,7 @@ def _settings_line(settings: Settings, inifile: Path | None) -> str:
 
 
 def evaluate_all(
-    base: RunRecord, run: RunRecord, tolerances: Tolerances, timing_mode: str = "gate"
+    base: RunRecord, run: RunRecord, tolerances: Tolerances, timing_mode: TimingMode = "gate"
 ) -> dict[str, compare.Verdict]:
     """The plugin's verdict for every test of `run` that passed or that the plugin failed
     ('regressed'), with the marker keywords saved in its record, each entry against the
@@ -294,22 +286,12 @@ def evaluate_all(
     for nodeid, rec in run.tests.items():
         if rec.outcome not in ("passed", "regressed"):
             continue
-        before, now = base.environment_of(nodeid), run.environment_of(nodeid)
-        timing = timing_differences(before, now)
-        if under_xdist(now):
-            timing.append(UNDER_XDIST)
-        verdicts[nodeid] = compare.evaluate(
-            rec,
-            base.tests.get(nodeid),
-            MarkerLimits.from_json(rec.marker, f"test {nodeid}"),
-            tolerances,
-            timing,
-            static_differences=static_differences(before, now),
+        gating = compare.Gating.between(
+            base.environment_of(nodeid), run.environment_of(nodeid), tolerances,
             timing_mode=timing_mode,
-            not_measured={**unmeasured(now), **unmeasured(before)},
-            machine=machine_scale(before, now),
-            instruction_differences=instruction_differences(before, now),
-        )
+        )  # fmt: skip
+        limits = MarkerLimits.from_json(rec.marker, f"test {nodeid}")
+        verdicts[nodeid] = compare.evaluate(rec, base.tests.get(nodeid), limits, gating)
     return verdicts
 
 

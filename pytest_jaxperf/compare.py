@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from . import causes
-from .config import Limit, MarkerLimits, Tolerances
-from .environment import MachineScale
+from .config import Limit, MarkerLimits, TimingMode, Tolerances
+from .environment import (
+    UNDER_XDIST,
+    MachineScale,
+    instruction_differences,
+    machine_scale,
+    static_differences,
+    timing_differences,
+    under_xdist,
+    unmeasured,
+)
 from .matching import match_functions
 from .model import (
     PROGRAM_SIZE,
@@ -44,10 +54,7 @@ Status = Literal[
     "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "function gone", "improved", "ok",
     "new",
 ]  # fmt: skip
-STATUSES: tuple[Status, ...] = (
-    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "function gone", "improved", "ok",
-    "new",
-)  # fmt: skip
+STATUSES: tuple[Status, ...] = get_args(Status)
 
 
 @dataclass(frozen=True)
@@ -191,56 +198,75 @@ def compile_seconds(rec: Counts, clock: str) -> float:
 
 @dataclass(frozen=True)
 class Gating:
-    """How to gate one test: its tolerances (marker over session) and what the environment
-    and the run allow to be gated against the baseline."""
+    """How to gate: the tolerances (the marker's over these, per test) and what the two
+    environments and the run allow to be gated against the baseline. Built by `between`,
+    the one place environment differences become gating (the session, `jaxperf compare` and
+    `jaxperf ab` alike)."""
 
-    tol: Tolerances
+    tol: Tolerances = field(default_factory=Tolerances)
     # How the environment differs from the baseline's: timings are gated only when there is
     # no difference, program metrics only when there is no static one.
     timing_differences: Sequence[str] = ()
     static_differences: Sequence[str] = ()
-    timing_mode: str = "gate"  # "gate", "report" (runtime shown, never failing) or "off"
+    timing_mode: TimingMode = "gate"  # "report": runtime shown, never failing
     gate_baseline: bool = True  # False while saving: baseline breaches shown, not failing
-    # Metrics the self-check could not vouch for: shown, never gated.
-    skipped: frozenset[str] = frozenset()
+    # {metric: why} the self-check could not vouch for: shown, never gated.
+    not_measured: Mapping[str, str] = field(default_factory=dict)
     # Where the machine is the only timing difference: compile CPU seconds are compared
     # scaled by the two machines' reference compiles.
     machine: MachineScale | None = None
     # How the environment differs in what instructions per call depend on.
     instruction_differences: Sequence[str] = ()
 
+    @classmethod
+    def between(
+        cls,
+        baseline: Mapping[str, Any],
+        current: Mapping[str, Any],
+        tolerances: Tolerances,
+        *,
+        timing_mode: TimingMode = "gate",
+        gate_baseline: bool = True,
+        timed_elsewhere: str | None = None,
+    ) -> Gating:
+        """Gating of a record measured in `current` against a baseline entry measured in
+        `baseline` (environment blocks); `timed_elsewhere` says why a caller that times on
+        its own (`jaxperf ab`) leaves timings out."""
+        timing = timing_differences(baseline, current)
+        if under_xdist(current):
+            timing.append(UNDER_XDIST)
+        if timed_elsewhere:
+            timing.append(timed_elsewhere)
+        return cls(
+            tol=tolerances,
+            timing_differences=tuple(timing),
+            static_differences=tuple(static_differences(baseline, current)),
+            timing_mode=timing_mode,
+            gate_baseline=gate_baseline,
+            not_measured={**unmeasured(current), **unmeasured(baseline)},
+            machine=machine_scale(baseline, current),
+            instruction_differences=tuple(instruction_differences(baseline, current)),
+        )
+
+    @property
+    def skipped(self) -> frozenset[str]:
+        """Metrics left out of the verdict: those not measured, and compile time and program
+        sizes with the compile counts (they are read from the same compiles)."""
+        skipped = set(self.not_measured)
+        if "compiles" in skipped:
+            skipped |= {COMPILE_TIME, PROGRAM_SIZE}
+        return frozenset(skipped)
+
 
 def evaluate(
-    record: RecordedTest,
-    base: RecordedTest | None,
-    limits: MarkerLimits,
-    tolerances: Tolerances,
-    timing_differences: Sequence[str],
-    gate_baseline: bool = True,
-    static_differences: Sequence[str] = (),
-    timing_mode: str = "gate",
-    not_measured: Mapping[str, str] | None = None,
-    machine: MachineScale | None = None,
-    instruction_differences: Sequence[str] = (),
+    record: RecordedTest, base: RecordedTest | None, limits: MarkerLimits, gating: Gating
 ) -> Verdict:
-    """Compare one test against its marker limits and its baseline entry (see `Gating` for
-    what each argument decides)."""
+    """Compare one test against its marker limits and its baseline entry, as `gating` says
+    (its tolerances overridden by the marker's)."""
     out = Verdict()
-    skipped = set(not_measured or {})
-    if "compiles" in skipped:  # compile time and program sizes go with the compile counts
-        skipped |= {COMPILE_TIME, PROGRAM_SIZE}
-    for metric, why in sorted((not_measured or {}).items()):
+    for metric, why in sorted(gating.not_measured.items()):
         out.notes.append(f"{metric} not measured ({why}): not gated")
-    gating = Gating(
-        tol=limits.tolerances(tolerances),
-        timing_differences=tuple(timing_differences),
-        static_differences=tuple(static_differences),
-        timing_mode=timing_mode,
-        gate_baseline=gate_baseline,
-        skipped=frozenset(skipped),
-        machine=machine,
-        instruction_differences=tuple(instruction_differences),
-    )
+    gating = dataclasses.replace(gating, tol=limits.tolerances(gating.tol))
     _count_and_time_limits(out, record, limits, gating)
     _size_limits(out, record, limits, gating)
     if base is None:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, get_args
 
 DEFAULT_BASELINE = ".jaxperf/baseline.json"
 DEFAULT_COMPILE_RTOL = 1.0
@@ -24,16 +24,20 @@ DEFAULT_STATIC_RTOL = 0.1
 DEFAULT_INSTRUCTIONS_RTOL = 0.02
 DEFAULT_MIN_ROUNDS = 20
 DEFAULT_MAX_TIME = 0.5
-TIMING_MODES = ("gate", "report", "off")
+# Gate timings, show them without failing, or leave them out.
+TimingMode = Literal["gate", "report", "off"]
+TIMING_MODES: tuple[TimingMode, ...] = get_args(TimingMode)
 # The formats of --jaxperf-export, as export.FORMATS names them (not imported from there: this
 # module loads with pytest, export only with --jaxperf on).
 EXPORT_FORMATS = ("github-action-benchmark", "bencher", "pytest-benchmark")
 # Which seconds a timing gate reads: process CPU time (not inflated by other processes
 # sharing the machine) or wall time.
-CLOCKS = ("cpu", "wall")
+Clock = Literal["cpu", "wall"]
+CLOCKS: tuple[Clock, ...] = get_args(Clock)
 # The runtime gate may also count instructions per call on valgrind's simulated CPU
 # (instructions.py): deterministic, so gated on any machine with a small tolerance.
-RUNTIME_CLOCKS = (*CLOCKS, "instructions")
+RuntimeClock = Literal["cpu", "wall", "instructions"]
+RUNTIME_CLOCKS: tuple[RuntimeClock, ...] = get_args(RuntimeClock)
 
 # The values of each option kind that is a choice.
 CHOICES = {"mode": TIMING_MODES, "clock": CLOCKS, "runtime_clock": RUNTIME_CLOCKS}
@@ -125,8 +129,8 @@ class Tolerances:
     compile_floor: float = DEFAULT_COMPILE_FLOOR
     runtime_rtol: float = DEFAULT_RUNTIME_RTOL
     static_rtol: float = DEFAULT_STATIC_RTOL
-    compile_clock: str = "cpu"
-    runtime_clock: str = "cpu"
+    compile_clock: Clock = "cpu"
+    runtime_clock: RuntimeClock = "cpu"
     instructions_rtol: float = DEFAULT_INSTRUCTIONS_RTOL
 
 
@@ -138,7 +142,7 @@ class Settings:
     json: Path | None
     record_all: bool
     tolerances: Tolerances
-    timing_mode: str
+    timing_mode: TimingMode
     min_rounds: int
     max_time: float
     markdown: Path | None
@@ -294,8 +298,8 @@ class MarkerLimits:
     static_rtol: float | None = None
     rounds: int | None = None
     max_time: float | None = None
-    compile_clock: str | None = None
-    runtime_clock: str | None = None
+    compile_clock: Clock | None = None
+    runtime_clock: RuntimeClock | None = None
     instructions_rtol: float | None = None
 
     @classmethod

@@ -218,33 +218,15 @@ class JaxPerfSession:
         if not rep.passed:
             return rep
         base = self.baseline.tests.get(item.nodeid) if self.baseline else None
-        from .environment import (
-            UNDER_XDIST,
-            instruction_differences,
-            machine_scale,
-            static_differences,
-            timing_differences,
-            unmeasured,
-        )
-
         env = self._env()
-        base_env = self.baseline.environment_of(item.nodeid) if self.baseline else {}
-        timing = timing_differences(base_env, env) if base is not None else []
-        if base is not None and _xdist.is_worker(self.config):
-            timing.append(UNDER_XDIST)
-        verdict = compare.evaluate(
-            record,
-            base,
-            item.stash[LIMITS_KEY],
+        gating = compare.Gating.between(
+            self.baseline.environment_of(item.nodeid) if self.baseline else env,
+            env,
             self.settings.tolerances,
-            timing,
-            gate_baseline=not self.settings.save,
-            static_differences=static_differences(base_env, env) if base is not None else [],
             timing_mode=self.settings.timing_mode,
-            not_measured={**(self.not_measured or {}), **unmeasured(base_env)},
-            machine=machine_scale(base_env, env) if base is not None else None,
-            instruction_differences=instruction_differences(base_env, env) if base else [],
+            gate_baseline=not self.settings.save,
         )
+        verdict = compare.evaluate(record, base, item.stash[LIMITS_KEY], gating)
         self.verdicts[item.nodeid] = verdict
         section = terminal.detail_section(record, verdict)
         if item.nodeid in self.listener_errors:

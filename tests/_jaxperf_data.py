@@ -8,8 +8,8 @@ from typing import Any
 import _records
 from _records import rec
 
-from pytest_jaxperf.compare import Verdict, evaluate
-from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.compare import Gating, Verdict, evaluate
+from pytest_jaxperf.config import MarkerLimits
 from pytest_jaxperf.environment import timing_differences
 from pytest_jaxperf.model import (
     BenchmarkEntry,
@@ -126,8 +126,7 @@ def outcomes_for(base: RunRecord | None, run: RunRecord) -> dict[str, Verdict]:
             record,
             base.tests.get(nodeid) if base else None,
             MarkerLimits(),
-            Tolerances(),
-            differences,
+            Gating(timing_differences=differences),
         )
         for nodeid, record in run.tests.items()
     }

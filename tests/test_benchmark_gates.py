@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from _jaxperf_data import with_runtime
 
-from pytest_jaxperf.compare import RUNTIME, RUNTIME_ALPHA, Verdict, evaluate
+from pytest_jaxperf.compare import RUNTIME, RUNTIME_ALPHA, Gating, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.measure.fixture import (
     BenchmarkResult,
@@ -81,16 +81,14 @@ def run(
     timing_mode: str = "gate",
     gate_baseline: bool = True,
 ) -> Verdict:
-    return evaluate(
-        current,
-        base,
-        limits,
+    gating = Gating(
         tolerances,
-        list(timing_differences),
-        gate_baseline,
-        static_differences,
-        timing_mode,
+        timing_differences=timing_differences,
+        static_differences=static_differences,
+        timing_mode=timing_mode,  # type: ignore[arg-type]
+        gate_baseline=gate_baseline,
     )
+    return evaluate(current, base, limits, gating)
 
 
 def median_of(record: RecordedTest) -> float:

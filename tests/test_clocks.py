@@ -14,7 +14,7 @@ from _records import fn, rec
 from conftest import read_json
 from test_benchmark_gates import TOL, bench, steady
 
-from pytest_jaxperf.compare import COMPILE_TIME, RUNTIME, evaluate
+from pytest_jaxperf.compare import COMPILE_TIME, RUNTIME, Gating, evaluate
 from pytest_jaxperf.config import MarkerLimits
 from pytest_jaxperf.measure.timing import TimingConfig, measure, summarize
 from pytest_jaxperf.model import CPU_FIELDS, SCHEMA, BenchmarkEntry, RecordedTest, runtime_to_json
@@ -23,7 +23,7 @@ WALL = dataclasses.replace(TOL, compile_clock="wall", runtime_clock="wall")
 
 
 def _judge(now: RecordedTest, before: RecordedTest, tol: Any = TOL, limits: Any = None) -> Any:
-    return evaluate(now, before, limits or MarkerLimits(), tol, [])
+    return evaluate(now, before, limits or MarkerLimits(), Gating(tol))
 
 
 # -- compile time ---------------------------------------------------------------------------
@@ -55,8 +55,8 @@ def test_marker_compile_clock_overrides_the_default() -> None:
     assert _judge(now, before, limits=MarkerLimits(compile_clock="wall")).failed
     # max_compile_time reads the same clock.
     limit = MarkerLimits(max_compile_time=0.5)
-    assert not evaluate(now, None, limit, TOL, []).failed
-    assert evaluate(now, None, limit, WALL, []).failed
+    assert not evaluate(now, None, limit, Gating(TOL)).failed
+    assert evaluate(now, None, limit, Gating(WALL)).failed
 
 
 def test_baseline_without_cpu_seconds_is_gated_on_wall_with_a_note() -> None:

@@ -6,7 +6,7 @@ import pytest
 from _records import RecordedTest, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
-from pytest_jaxperf.compare import COMPILE_TIME, Verdict, evaluate
+from pytest_jaxperf.compare import COMPILE_TIME, Gating, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.matching import match_functions
 from pytest_jaxperf.model import FunctionRecord
@@ -22,7 +22,8 @@ def run(
     differences: tuple[str, ...] = (),
     gate_baseline: bool = True,
 ) -> Verdict:
-    return evaluate(current, base, limits, DEFAULTS, list(differences), gate_baseline)
+    gating = Gating(DEFAULTS, timing_differences=differences, gate_baseline=gate_baseline)
+    return evaluate(current, base, limits, gating)
 
 
 # -- match_functions --------------------------------------------------------------------------
@@ -412,8 +413,8 @@ def test_known_and_unknown_keys_each_get_their_verdict() -> None:
 
 def test_a_metric_not_measured_checks_no_names() -> None:
     out = evaluate(
-        rec(), None, MarkerLimits(max_traces={"f": 1}), DEFAULTS, [],
-        not_measured={"traces": "hook missing"},
+        rec(), None, MarkerLimits(max_traces={"f": 1}),
+        Gating(DEFAULTS, not_measured={"traces": "hook missing"}),
     )  # fmt: skip
     assert out.errors == [] and not out.failed
 

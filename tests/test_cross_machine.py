@@ -11,8 +11,8 @@ import pytest
 from _records import fn, rec
 from conftest import ROLLOUT_TEST, read_json
 
-from pytest_jaxperf.compare import COMPILE_TIME, evaluate
-from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.compare import COMPILE_TIME, Gating, evaluate
+from pytest_jaxperf.config import MarkerLimits
 from pytest_jaxperf.environment import REFERENCE_KEY, MachineScale, machine_scale
 from pytest_jaxperf.measure import reference
 
@@ -42,8 +42,9 @@ def _judge(now_s: float, before_s: float, before: dict, now: dict, **kw: Any) ->
     from pytest_jaxperf.environment import timing_differences
 
     return evaluate(
-        _compiled(now_s), _compiled(before_s), MarkerLimits(), Tolerances(),
-        timing_differences(before, now), machine=machine_scale(before, now), **kw,
+        _compiled(now_s), _compiled(before_s), MarkerLimits(),
+        Gating(timing_differences=timing_differences(before, now),
+               machine=machine_scale(before, now), **kw),
     )  # fmt: skip
 
 
@@ -77,17 +78,18 @@ def test_without_a_scale_or_on_the_wall_clock_the_line_says_not_gated() -> None:
         "Processor, cpu_count 2 -> 4)"
     ]
     out = evaluate(
-        _compiled(5.0), _compiled(1.0), MarkerLimits(compile_clock="wall"), Tolerances(),
-        ["cpu AMD EPYC -> Intel(R) Xeon(R) Processor", "cpu_count 2 -> 4"],
-        machine=machine_scale(AMD, INTEL),
+        _compiled(5.0), _compiled(1.0), MarkerLimits(compile_clock="wall"),
+        Gating(timing_differences=["cpu AMD EPYC -> Intel(R) Xeon(R) Processor",
+                                   "cpu_count 2 -> 4"], machine=machine_scale(AMD, INTEL)),
     )  # fmt: skip
     assert not out.breaches
     assert out.notes[0].endswith("; across machines only CPU seconds are compared")
     # Anything else differing too (here: xdist workers) leaves it out as before.
     out = evaluate(
-        _compiled(5.0), _compiled(1.0), MarkerLimits(), Tolerances(),
-        ["cpu AMD EPYC -> Intel(R) Xeon(R) Processor", "cpu_count 2 -> 4", "xdist 0 -> 2"],
-        machine=machine_scale(AMD, INTEL),
+        _compiled(5.0), _compiled(1.0), MarkerLimits(),
+        Gating(timing_differences=["cpu AMD EPYC -> Intel(R) Xeon(R) Processor",
+                                   "cpu_count 2 -> 4", "xdist 0 -> 2"],
+               machine=machine_scale(AMD, INTEL)),
     )  # fmt: skip
     assert not out.breaches and out.notes[0].startswith("compile time not gated")
 

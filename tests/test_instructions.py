@@ -10,7 +10,7 @@ import pytest
 from _records import rec
 from conftest import lit, needs_valgrind, read_json
 
-from pytest_jaxperf.compare import INSTRUCTIONS, evaluate
+from pytest_jaxperf.compare import INSTRUCTIONS, Gating, evaluate
 from pytest_jaxperf.config import ConfigError, MarkerLimits, Settings, Tolerances
 from pytest_jaxperf.environment import (
     UNDER_VALGRIND,
@@ -166,10 +166,13 @@ def _judge(before: int | None, now: int | None, differences: tuple[str, ...] = (
         rec(benchmarks={"step": _bench(now)}),
         rec(benchmarks={"step": _bench(before)}),
         MarkerLimits(),
-        Tolerances(runtime_clock=clock),
-        ["cpu AMD EPYC -> Intel Xeon"],  # the CPU model differs: no matter for instructions
-        gate_baseline=not save,
-        instruction_differences=differences,
+        Gating(
+            Tolerances(runtime_clock=clock),  # type: ignore[arg-type]
+            # The CPU model differs: no matter for instructions.
+            timing_differences=["cpu AMD EPYC -> Intel Xeon"],
+            gate_baseline=not save,
+            instruction_differences=differences,
+        ),
     )
 
 

@@ -14,7 +14,7 @@ from _records import fn, rec
 from conftest import ROLLOUT_TEST, read_json
 from jax import lax
 
-from pytest_jaxperf.compare import evaluate
+from pytest_jaxperf.compare import Gating, evaluate
 from pytest_jaxperf.config import DEFAULT_STATIC_RTOL, MarkerLimits, Tolerances
 from pytest_jaxperf.measure._jaxhooks import executable_ops
 from pytest_jaxperf.measure.program_metrics import count_eqns, hlo_ops
@@ -195,7 +195,7 @@ def _sized(traces: int, eqns: int | None, ops: int | None) -> Any:
 
 
 def _judge(now: Any, before: Any, **kwargs: Any) -> Any:
-    return evaluate(now, before, MarkerLimits(), Tolerances(), [], **kwargs)
+    return evaluate(now, before, MarkerLimits(), Gating(Tolerances(), **kwargs))
 
 
 def test_growth_above_static_rtol_fails_and_within_it_passes() -> None:
@@ -237,7 +237,7 @@ def test_sizes_not_measured_or_another_jax_are_not_gated_and_say_why() -> None:
     out = _judge(_sized(1, 12, 13_702), _sized(1, 12, 214), not_measured={"program size": "x"})
     assert not out.breaches and out.notes == ["program size not measured (x): not gated"]
     limited = evaluate(
-        _sized(1, 12, 13_702), None, MarkerLimits(max_hlo_ops=10), Tolerances(), [],
-        not_measured={"program size": "x"},
+        _sized(1, 12, 13_702), None, MarkerLimits(max_hlo_ops=10),
+        Gating(Tolerances(), not_measured={"program size": "x"}),
     )  # fmt: skip
     assert not limited.breaches

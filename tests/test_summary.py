@@ -9,7 +9,7 @@ from html import escape as html_escape
 import pytest
 from _records import RecordedTest, fn, rec
 
-from pytest_jaxperf.compare import STATUSES, Breach, Status, Verdict, evaluate
+from pytest_jaxperf.compare import STATUSES, Breach, Gating, Status, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.html import render_html
@@ -90,7 +90,7 @@ def _judged() -> dict[str, tuple[Status, Verdict]]:
         limits: MarkerLimits | None = None,
         save: bool = False,
     ) -> Verdict:
-        return evaluate(now, base, limits or MarkerLimits(), tol, [], gate_baseline=not save)
+        return evaluate(now, base, limits or MarkerLimits(), Gating(tol, gate_baseline=not save))
 
     bench = {"kind": "benchmark", "jaxpr_eqns": 5}
     verdicts = {

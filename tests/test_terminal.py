@@ -8,7 +8,7 @@ import pytest
 from _records import RecordedTest, fn, rec
 
 from pytest_jaxperf.causes import SILENT_RECOMPILE
-from pytest_jaxperf.compare import COMPILE_TIME, Breach, Verdict, evaluate
+from pytest_jaxperf.compare import COMPILE_TIME, Breach, Gating, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.report.terminal import failure_text, summary_lines, tally
 
@@ -24,9 +24,8 @@ def judge(
     differences: tuple[str, ...] = (),
     gate_baseline: bool = True,
 ) -> Verdict:
-    return evaluate(
-        current, base, limits or MarkerLimits(), DEFAULTS, list(differences), gate_baseline
-    )
+    gating = Gating(DEFAULTS, timing_differences=differences, gate_baseline=gate_baseline)
+    return evaluate(current, base, limits or MarkerLimits(), gating)
 
 
 # -- failure_text -----------------------------------------------------------------------------

@@ -34,7 +34,7 @@ RUNTIME = "runtime"
 INSTRUCTIONS = compare.INSTRUCTIONS
 COMPILE_TIME = "compile time"
 COUNTS = ("traces", "compiles")
-# Passed to compare.evaluate as how the environments differ, so that it leaves timings to us.
+# Why compare.evaluate leaves timings to us (Gating.between's timed_elsewhere).
 _TIMED_HERE = "timed by jaxperf ab"
 # Outcomes whose records are complete: passed, or failed by the plugin's marker limits.
 _COMPARABLE = ("passed", "regressed")
@@ -134,7 +134,14 @@ def compare_rounds(
         if failed:
             out.rows.append(Row(nodeid, "test", failed))
             continue
-        out.rows += _exact(nodeid, base, head, thresholds)
+        gating = compare.Gating.between(
+            first_base.environment_of(nodeid),
+            first_head.environment_of(nodeid),
+            Tolerances(static_rtol=thresholds.static_rtol),
+            timing_mode="off",
+            timed_elsewhere=_TIMED_HERE,
+        )
+        out.rows += _exact(nodeid, base, head, gating, thresholds.static_rtol)
         out.notes += _varying_counts(nodeid, rounds)
         complete = [(b.tests[nodeid], h.tests[nodeid]) for b, h in rounds]
         timed = _compile_time(nodeid, complete, thresholds, confidence)
@@ -191,17 +198,10 @@ def _left_out_line(row: Row) -> str:
 
 
 def _exact(
-    nodeid: str, base: RecordedTest, head: RecordedTest, thresholds: Thresholds
+    nodeid: str, base: RecordedTest, head: RecordedTest, gating: compare.Gating, rtol: float
 ) -> list[Row]:
     """Counts and program metrics, by the plugin's rules, the base run as the baseline."""
-    judged = compare.evaluate(
-        head,
-        base,
-        MarkerLimits(),
-        Tolerances(static_rtol=thresholds.static_rtol),
-        [_TIMED_HERE],
-        timing_mode="off",
-    )
+    judged = compare.evaluate(head, base, MarkerLimits(), gating)
     breaches = [b for b in judged.breaches if b.against == "baseline" and b.gated]
     rows = []
     for metric in COUNTS:
@@ -218,7 +218,7 @@ def _exact(
         if before_n is None or now_n is None or before_n == now_n:
             continue
         mine = [b for b in breaches if b.metric == metric]
-        verdict = _static_verdict(bool(mine), now_n, before_n, thresholds.static_rtol)
+        verdict = _static_verdict(bool(mine), now_n, before_n, rtol)
         rows.append(Row(nodeid, metric, verdict, before_n, now_n, causes=_causes(mine)))
     base_benchmarks = dict(base.benchmark_entries())
     for label, bench in head.benchmark_entries():
@@ -230,7 +230,7 @@ def _exact(
             if now_v is None or before_v is None or now_v == before_v:
                 continue
             regressed = any(b.metric == metric and b.benchmark == label for b in breaches)
-            verdict = _static_verdict(regressed, now_v, before_v, thresholds.static_rtol)
+            verdict = _static_verdict(regressed, now_v, before_v, rtol)
             rows.append(Row(nodeid, metric, verdict, before_v, now_v, benchmark=label))
     return rows
 
