@@ -22,7 +22,7 @@ from .config import (
     parse_number,
 )
 from .model import RecordedTest, RunRecord
-from .report import export, terminal
+from .report import export, terminal, wording
 from .report.summary import RunSummary, not_gated_lines
 from .storage.outputs import Output, OutputError, problem
 from .storage.shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
@@ -250,7 +250,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
             print(f"  note: the test's outcome in the report: {tests[nodeid].outcome}", file=out)
     for nodeid in summary.gone:
         for fn in verdicts[nodeid].gone:
-            print(terminal.gone_line(fn, nodeid), file=out)
+            print(wording.gone_line(fn, nodeid), file=out)
     for nodeid in summary.improved:
         print(f"improved: {nodeid}: {'; '.join(verdicts[nodeid].improvements)}", file=out)
     for line in not_gated_lines(summary.notes):
@@ -284,7 +284,7 @@ def evaluate_all(
     ConfigError."""
     verdicts = {}
     for nodeid, rec in run.tests.items():
-        if rec.outcome not in ("passed", "regressed"):
+        if not rec.comparable:
             continue
         gating = compare.Gating.between(
             base.environment_of(nodeid), run.environment_of(nodeid), tolerances,

@@ -26,6 +26,8 @@ MAX_REASONS = 10
 
 # Seconds are written rounded to this many decimals (microseconds).
 TIME_DIGITS = 6
+# The outcomes of a test whose record is complete (RecordedTest.comparable).
+COMPARABLE_OUTCOMES = ("passed", "regressed")
 
 # How a Counts field is read and written; the field lists below, the reader, the writer and the
 # file layout's templates all follow from these tags, so a new field is added in one place.
@@ -243,6 +245,12 @@ class RecordedTest(Counts):
     # The keywords of the test's @pytest.mark.jaxperf (limits, tolerances), as JSON values:
     # `jaxperf compare` gates the test with them, as the plugin did. Written when not empty.
     marker: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def comparable(self) -> bool:
+        """Whether the record is complete enough to compare: the test passed, or the plugin
+        failed it (a test that failed by itself recorded only part of its work)."""
+        return self.outcome in COMPARABLE_OUTCOMES
 
     def recompute_totals(self) -> None:
         total = Counts()

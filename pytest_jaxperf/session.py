@@ -12,7 +12,7 @@ import pytest
 from . import _xdist, compare
 from .config import ConfigError, MarkerLimits, Settings
 from .model import RecordedTest, RunRecord, recorded_test_from_json, recorded_test_to_json
-from .report import terminal
+from .report import junit, terminal, wording
 from .report.summary import RunSummary, not_gated_lines
 from .storage import outputs, store
 
@@ -249,7 +249,7 @@ class JaxPerfSession:
             record.outcome, rep.outcome = "regressed", "failed"
             rep.longrepr = terminal.failure_text(item.nodeid, verdict, str(self.settings.baseline))
         # JUnit XML reads properties off the teardown report, which copies the item's.
-        item.user_properties += terminal.junit_properties(record, verdict)
+        item.user_properties += junit.properties(record, verdict)
         return rep
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -262,10 +262,10 @@ class JaxPerfSession:
         for nodeid, out in sorted(self.verdicts.items()):
             for b in out.breaches:
                 if not b.gated:
-                    line = f"reported only: {nodeid}: {terminal.breach_lines(b)[0]}"
+                    line = f"reported only: {nodeid}: {wording.breach_lines(b)[0]}"
                     tr.write_line(line, **terminal.markup("reported only"))
             for fn in out.gone:
-                tr.write_line(terminal.gone_line(fn, nodeid), **terminal.markup("function gone"))
+                tr.write_line(wording.gone_line(fn, nodeid), **terminal.markup("function gone"))
         summary = RunSummary.of(self.verdicts)
         # Said, not only counted in the tally: a CPU model that differs from the baseline's
         # switches the compile-time gate off for every test.

@@ -25,7 +25,7 @@ import pytest
 from conftest import needs_valgrind
 
 import pytest_jaxperf
-from pytest_jaxperf.ab import command, cpus, render, stats, verdicts
+from pytest_jaxperf.ab import command, cpus, render, stats, table
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.model import BenchmarkEntry, RunRecord
 
@@ -638,7 +638,7 @@ def report_pair(base_factor: float, head_factor: float, seed: int) -> tuple[RunR
     return one(base_factor, seed), one(head_factor, seed + 1)
 
 
-def ab_context(thresholds: verdicts.Thresholds, **changes: Any) -> render.Context:
+def ab_context(thresholds: table.Thresholds, **changes: Any) -> render.Context:
     """A Context of 3 rounds between two made-up commits, with `changes`."""
     fields: dict[str, Any] = {
         "base_ref": "main",
@@ -655,13 +655,13 @@ def ab_context(thresholds: verdicts.Thresholds, **changes: Any) -> render.Contex
 
 def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> None:
     rounds = [report_pair(1.0, 1.5, s) for s in range(3)]
-    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
-    comparison = verdicts.compare_rounds(rounds, thresholds)
+    thresholds = table.Thresholds(runtime=1.1, compile=1.5)
+    comparison = table.compare_rounds(rounds, thresholds)
     by_metric = {(r.metric, r.benchmark): r for r in comparison.rows}
-    assert by_metric[("runtime", "f")].verdict == "REGRESSED"
-    assert by_metric[("traces", None)].verdict == "ok"
+    assert by_metric[("runtime", "f")].status == "REGRESSED"
+    assert by_metric[("traces", None)].status == "ok"
     # Equal compile seconds in every round: a ratio of 1 with no spread at all.
-    assert by_metric[("compile time", None)].verdict == "ok"
+    assert by_metric[("compile time", None)].status == "ok"
     assert [r.metric for r in comparison.regressions] == ["runtime"]
     context = ab_context(
         thresholds,
@@ -701,8 +701,8 @@ def test_markdown_rows_stay_whole_whatever_a_label_or_test_id_holds() -> None:
     import dataclasses
 
     rounds = [report_pair(1.0, 1.5, s) for s in range(3)]
-    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
-    found = verdicts.compare_rounds(rounds, thresholds)
+    thresholds = table.Thresholds(runtime=1.1, compile=1.5)
+    found = table.compare_rounds(rounds, thresholds)
     nodeid = "t.py::test_`a`[x|y]"
     label = "f\n<!-- hides the rest"
     rows = [
@@ -714,14 +714,14 @@ def test_markdown_rows_stay_whole_whatever_a_label_or_test_id_holds() -> None:
         )
         for r in found.rows
     ]
-    comparison = verdicts.Comparison(rows=rows, notes=["a note\n| with a pipe"])
+    comparison = table.Comparison(rows=rows, notes=["a note\n| with a pipe"])
     md = render.markdown(comparison, ab_context(thresholds))
     lines = md.splitlines()
-    table = [line for line in lines if line.startswith("|")]
+    shown = [line for line in lines if line.startswith("|")]
     # One table line per row, plus the header and its rule.
-    assert len(table) == len(rows) + 2
+    assert len(shown) == len(rows) + 2
     assert re.search(r"(?<!\\)<!--", md) is None and "\\<!-- hides the rest" in md
-    assert table[2].startswith("| ``t.py::test_`a`[x\\|y]`` | ")
+    assert shown[2].startswith("| ``t.py::test_`a`[x\\|y]`` | ")
     assert "- ``t.py::test_`a`[x|y]``: cause \\*with\\* \\<b> break" in lines
     assert "- note: a note \\| with a pipe" in lines
 
@@ -739,11 +739,11 @@ def with_cpu(report: RunRecord, cpu_s: float | None) -> RunRecord:
 
 
 def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
-    assert verdicts.runtime_clock(frozenset({1}), 2) == "cpu"
-    assert verdicts.runtime_clock(frozenset({1}), 1) == "wall"  # one value per run: no interval
-    assert verdicts.runtime_clock(frozenset({0, 1}), 3) == "wall"  # threads at once
-    assert verdicts.runtime_clock(None, 3) == "wall"  # not confined
-    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
+    assert table.runtime_clock(frozenset({1}), 2) == "cpu"
+    assert table.runtime_clock(frozenset({1}), 1) == "wall"  # one value per run: no interval
+    assert table.runtime_clock(frozenset({0, 1}), 3) == "wall"  # threads at once
+    assert table.runtime_clock(None, 3) == "wall"  # not confined
+    thresholds = table.Thresholds(runtime=1.1, compile=1.5)
 
     def rounds(head_wall: float, head_cpu: list[float | None]) -> list[tuple[RunRecord, RunRecord]]:
         # Each head run waited for its CPU (a load bound to it): wall seconds head_wall x base.
@@ -753,28 +753,28 @@ def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
             made.append((with_cpu(base, 1e-3), with_cpu(head, cpu)))
         return made
 
-    def runtime_row(comparison: verdicts.Comparison) -> verdicts.Row:
-        return next(r for r in comparison.rows if r.metric == verdicts.RUNTIME)
+    def runtime_row(comparison: table.Comparison) -> table.Row:
+        return next(r for r in comparison.rows if r.metric == table.RUNTIME)
 
     waited = rounds(2.0, [1.01e-3, 0.99e-3])
-    on_wall = runtime_row(verdicts.compare_rounds(waited, thresholds, clock="wall"))
-    on_cpu = runtime_row(verdicts.compare_rounds(waited, thresholds, clock="cpu"))
-    assert (on_wall.verdict, on_wall.clock) == ("REGRESSED", "wall")
-    assert (on_cpu.verdict, on_cpu.clock) == ("ok", "cpu")
+    on_wall = runtime_row(table.compare_rounds(waited, thresholds, clock="wall"))
+    on_cpu = runtime_row(table.compare_rounds(waited, thresholds, clock="cpu"))
+    assert (on_wall.status, on_wall.clock) == ("REGRESSED", "wall")
+    assert (on_cpu.status, on_cpu.clock) == ("ok", "cpu")
     assert on_cpu.base == pytest.approx(1e-3) and on_cpu.head == pytest.approx(1e-3, rel=0.01)
     # A slowdown of the code shows on the CPU clock.
-    slower = runtime_row(verdicts.compare_rounds(rounds(2.0, [1.5e-3, 1.6e-3]), thresholds,
+    slower = runtime_row(table.compare_rounds(rounds(2.0, [1.5e-3, 1.6e-3]), thresholds,
                                                  clock="cpu"))  # fmt: skip
-    assert (slower.verdict, slower.clock) == ("REGRESSED", "cpu")
+    assert (slower.status, slower.clock) == ("REGRESSED", "cpu")
     # A run without CPU seconds (not the CPU backend): wall seconds, and a note says so.
-    partly = verdicts.compare_rounds(rounds(1.0, [1e-3, None]), thresholds, clock="cpu")
+    partly = table.compare_rounds(rounds(1.0, [1e-3, None]), thresholds, clock="cpu")
     assert runtime_row(partly).clock == "wall"
     assert partly.notes == [
         "t.py::test_a runtime f: wall seconds per call, not CPU seconds: fewer than two rounds "
         "have its CPU seconds from both trees (they are read on the CPU backend)"
     ]
     context = ab_context(thresholds, rounds=2, cpus=frozenset({1}), runtime_clock="cpu")
-    comparison = verdicts.compare_rounds(waited, thresholds, clock="cpu")
+    comparison = table.compare_rounds(waited, thresholds, clock="cpu")
     assert "above 1.1x (runtime, CPU seconds per call) or 1.5x" in render.terminal(
         comparison, context
     )
@@ -785,7 +785,7 @@ def test_runtime_on_one_cpu_is_read_on_the_cpu_clock_from_two_rounds() -> None:
 
 
 def test_counts_and_program_metrics_are_shown_in_full() -> None:
-    row = verdicts.Row("t.py::test_a", "hlo_ops", "REGRESSED", 1_234_567, 1_234_568)
+    row = table.Row("t.py::test_a", "hlo_ops", "REGRESSED", 1_234_567, 1_234_568)
     assert (render.value(row, row.base), render.value(row, row.head)) == ("1234567", "1234568")
     assert render.value(row, 2.5e-7) == "2.5e-07"
 
@@ -797,8 +797,8 @@ def test_tests_in_one_tree_only_and_failed_tests_are_listed_not_compared() -> No
     failed = head.tests["t.py::test_a"]
     head.tests["t.py::test_failed"] = type(failed)(outcome="failed")
     base.tests["t.py::test_failed"] = base.tests["t.py::test_a"]
-    comparison = verdicts.compare_rounds([(base, head)], verdicts.Thresholds(1.1, 1.5))
-    by_test = {r.test: r.verdict for r in comparison.rows if r.metric == "test"}
+    comparison = table.compare_rounds([(base, head)], table.Thresholds(1.1, 1.5))
+    by_test = {r.test: r.status for r in comparison.rows if r.metric == "test"}
     assert by_test == {
         "t.py::test_gone": "not in head",
         "t.py::test_new": "new",
@@ -814,8 +814,8 @@ def test_a_test_that_fails_in_a_later_round_is_not_compared() -> None:
     for _, head in rounds[1:]:
         head.tests["t.py::test_a"] = type(head.tests["t.py::test_a"])(outcome="failed")
     rounds[2][0].tests.pop("t.py::test_a")  # and base did not record it in round 3
-    comparison = verdicts.compare_rounds(rounds, verdicts.Thresholds(1.1, 1.5))
-    assert [(r.metric, r.verdict) for r in comparison.rows] == [
+    comparison = table.compare_rounds(rounds, table.Thresholds(1.1, 1.5))
+    assert [(r.metric, r.status) for r in comparison.rows] == [
         ("test", "failed in base and head (rounds 2, 3 of 3)")
     ]
     assert comparison.regressions == []
@@ -919,14 +919,14 @@ def test_a_cpu_lock_of_another_user_is_used_and_one_that_cannot_be_is_said(
 def test_a_round_with_an_outlier_process_is_left_out_and_noted() -> None:
     # 2x slower head; the base process of round 2 ran 4x as long as the other base processes.
     rounds = [report_pair(b, 2.0, seed) for seed, b in enumerate((1.0, 4.0, 1.0))]
-    comparison = verdicts.compare_rounds(rounds, verdicts.Thresholds(1.1, 1.5))
-    row = next(r for r in comparison.rows if r.metric == verdicts.RUNTIME)
-    assert row.verdict == "REGRESSED"
+    comparison = table.compare_rounds(rounds, table.Thresholds(1.1, 1.5))
+    row = next(r for r in comparison.rows if r.metric == table.RUNTIME)
+    assert row.status == "REGRESSED"
     assert row.ratio is not None and row.ratio.rounds == 2 and row.ratio.left_out == 1
-    context = render.Context("base", "b" * 40, "h" * 40, 0, ".", 3, verdicts.Thresholds(1.1, 1.5),
+    context = render.Context("base", "b" * 40, "h" * 40, 0, ".", 3, table.Thresholds(1.1, 1.5),
                              0.95)  # fmt: skip
     data = render.to_json(comparison, context)
-    runtime = next(r for r in data["rows"] if r["metric"] == verdicts.RUNTIME)
+    runtime = next(r for r in data["rows"] if r["metric"] == table.RUNTIME)
     assert runtime["ratio"]["rounds"] == 2 and runtime["ratio"]["left_out"] == 1
     assert data["notes"] == comparison.notes
     assert comparison.notes == [
@@ -943,19 +943,19 @@ def test_program_size_rows_where_a_function_grew() -> None:
         f.jaxpr_eqns, f.hlo_ops = 5, ops
         return RunRecord(tests={"t.py::test_a": rec(f)})
 
-    thresholds = verdicts.Thresholds(runtime=1.1, compile=1.5)
-    grown = verdicts.compare_rounds([(one(33), one(221))] * 2, thresholds)
+    thresholds = table.Thresholds(runtime=1.1, compile=1.5)
+    grown = table.compare_rounds([(one(33), one(221))] * 2, thresholds)
     rows = {r.metric: r for r in grown.rows}
     assert "jaxpr equations" not in rows  # equal: not shown
     size = rows["StableHLO ops"]
-    assert (size.verdict, size.base, size.head, size.kind) == (
+    assert (size.status, size.base, size.head, size.kind) == (
         "REGRESSED", 33, 221, "program metrics"
     )
     assert size.causes == ("StableHLO ops of rollout at m.py:1: base 33 -> head 221",)
     assert [r.metric for r in grown.regressions] == ["StableHLO ops"]
-    shrunk = {r.metric: r for r in verdicts.compare_rounds([(one(221), one(33))], thresholds).rows}
-    assert shrunk["StableHLO ops"].verdict == "improved"
-    same = verdicts.compare_rounds([(one(33), one(33))], thresholds).rows
+    shrunk = {r.metric: r for r in table.compare_rounds([(one(221), one(33))], thresholds).rows}
+    assert shrunk["StableHLO ops"].status == "improved"
+    same = table.compare_rounds([(one(33), one(33))], thresholds).rows
     assert [r.metric for r in same] == ["traces", "compiles", "compile time"]
 
 

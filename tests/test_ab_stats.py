@@ -23,7 +23,7 @@ def test_unchanged_code_gives_a_ratio_of_one_and_an_interval_around_it() -> None
     assert r is not None
     assert r.low < 1 < r.high
     assert r.high / r.low < 1.05  # 2% noise, three agreeing rounds: a narrow interval
-    assert stats.verdict(r, 1.10) == "ok"
+    assert stats.ratio_status(r, 1.10) == "ok"
     assert r.rounds == 3 and r.confidence == 0.95
 
 
@@ -34,7 +34,7 @@ def test_twice_the_time_in_every_round_regresses() -> None:
     assert r.estimate == pytest.approx(2.0, rel=0.02)
     assert 1.9 < r.low < r.estimate < r.high < 2.1
     assert r.base == pytest.approx(1e-3, rel=0.02) and r.head == pytest.approx(2e-3, rel=0.02)
-    assert stats.verdict(r, 1.10) == "REGRESSED"
+    assert stats.ratio_status(r, 1.10) == "REGRESSED"
 
 
 def test_the_estimate_is_the_geometric_mean_of_the_round_ratios_of_medians() -> None:
@@ -58,7 +58,7 @@ def test_rounds_that_disagree_widen_the_interval_so_load_does_not_regress() -> N
     assert r is not None
     assert r.estimate > 1.10  # slower on average ...
     assert r.low < 1.0  # ... but the rounds do not agree
-    assert stats.verdict(r, 1.10) == "unclear"
+    assert stats.ratio_status(r, 1.10) == "unclear"
     # A rank test over the pooled samples calls the same data a clear slowdown: it takes every
     # timed round as independent, which rounds of one process are not.
     base = [v for b, _ in rounds for v in b]
@@ -127,7 +127,7 @@ def test_no_positive_samples_no_ratio() -> None:
     ],
 )
 def test_verdicts(low: float, estimate: float, high: float, expected: str) -> None:
-    assert stats.verdict(stats.Ratio(estimate, low, high, rounds=3), 1.10) == expected
+    assert stats.ratio_status(stats.Ratio(estimate, low, high, rounds=3), 1.10) == expected
 
 
 def test_a_process_far_from_the_others_of_its_tree_is_left_out_with_its_round() -> None:
@@ -142,7 +142,7 @@ def test_a_process_far_from_the_others_of_its_tree_is_left_out_with_its_round() 
     assert r is not None
     assert r.left_out == 1 and r.rounds == 4
     assert 1.9 < r.low < r.estimate < r.high < 2.1
-    assert stats.verdict(r, 1.10) == "REGRESSED"
+    assert stats.ratio_status(r, 1.10) == "REGRESSED"
     # Two rounds give no tree median to stand out from: both stay, and disagree.
     two = stats.ratio(rounds[1:3])
     assert two is not None and two.left_out == 0 and two.low < 1.10

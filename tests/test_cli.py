@@ -28,7 +28,9 @@ from _jaxperf_data import (
 from pytest_jaxperf.cli import main
 from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, RunRecord
 from pytest_jaxperf.report.export import to_bencher, to_github_action_benchmark
-from pytest_jaxperf.report.terminal import benchmark_line, failure_text, tally
+from pytest_jaxperf.report.summary import RunSummary
+from pytest_jaxperf.report.terminal import failure_text
+from pytest_jaxperf.report.wording import benchmark_line
 from pytest_jaxperf.storage import store
 
 
@@ -57,7 +59,9 @@ def test_compare_prints_each_regression_and_exits_1(
     assert failure_text(REGRESSED, outcomes[REGRESSED], str(base_path)) in out
     assert f"improved: {IMPROVED}: traces of solve at pkg/solve.py:40: 3 -> 1" in out
     assert (
-        lines[-1] == tally(outcomes) == ("jaxperf: 1 regression, 1 improvement, 1 new, 0 not gated")
+        lines[-1]
+        == RunSummary.of(outcomes).tally()
+        == ("jaxperf: 1 regression, 1 improvement, 1 new, 0 not gated")
     )
     assert NEW not in out and OK not in out
 

@@ -6,7 +6,8 @@ from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, ou
 
 from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.markdown import render_markdown
-from pytest_jaxperf.report.terminal import breach_lines, tally
+from pytest_jaxperf.report.summary import RunSummary
+from pytest_jaxperf.report.wording import breach_lines
 
 
 def render(baseline_path: str | None = ".jaxperf/baseline.json", **kwargs: int) -> str:
@@ -26,7 +27,7 @@ def test_tally_and_sections_come_in_order() -> None:
     outcomes = outcomes_for(base, run)
     text = render_markdown(run, outcomes, ".jaxperf/baseline.json")
     assert text.startswith("## pytest-jaxperf\n\n")
-    assert f"**{tally(outcomes)}** (4 recorded tests)" in text
+    assert f"**{RunSummary.of(outcomes).tally()}** (4 recorded tests)" in text
     assert "jaxperf: 1 regression, 1 improvement, 1 new, 0 not gated" in text
     heads = ["### Regressions (1)", "### Improvements (1)", "### New tests (1)"]
     positions = [text.index(h) for h in heads] + [text.index("### All recorded tests (4)")]

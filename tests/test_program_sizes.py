@@ -19,7 +19,7 @@ from pytest_jaxperf.config import DEFAULT_STATIC_RTOL, MarkerLimits, Tolerances
 from pytest_jaxperf.measure._jaxhooks import executable_ops
 from pytest_jaxperf.measure.program_metrics import count_eqns, hlo_ops
 from pytest_jaxperf.model import SIZE_FIELDS
-from pytest_jaxperf.report.terminal import breach_lines
+from pytest_jaxperf.report.wording import breach_lines
 
 NODE = "test_mod.py::test_rollout"
 

@@ -13,9 +13,11 @@ from pytest_jaxperf.compare import STATUSES, Breach, Gating, Status, Verdict, ev
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.html import render_html
+from pytest_jaxperf.report.junit import properties as junit_properties
 from pytest_jaxperf.report.markdown import render_markdown
 from pytest_jaxperf.report.summary import RunSummary, status_of
-from pytest_jaxperf.report.terminal import gone_line, junit_properties, summary_lines
+from pytest_jaxperf.report.terminal import summary_lines
+from pytest_jaxperf.report.wording import gone_line
 
 
 def _breach(gated: bool = True) -> Breach:

@@ -10,7 +10,8 @@ from _records import RecordedTest, fn, rec
 from pytest_jaxperf.causes import SILENT_RECOMPILE
 from pytest_jaxperf.compare import COMPILE_TIME, Breach, Gating, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.report.terminal import failure_text, summary_lines, tally
+from pytest_jaxperf.report.summary import RunSummary
+from pytest_jaxperf.report.terminal import failure_text, summary_lines
 
 DEFAULTS = Tolerances(compile_rtol=1.0, compile_floor=0.1)
 BASELINE = ".jaxperf/baseline.json"
@@ -288,9 +289,10 @@ def _breach(gated: bool = True) -> Breach:
     ],
 )
 def test_tally(outcomes: list[Verdict], expected: str) -> None:
-    assert tally({f"t::{i}": o for i, o in enumerate(outcomes)}) == expected
+    assert RunSummary.of({f"t::{i}": o for i, o in enumerate(outcomes)}).tally() == expected
 
 
 def test_tally_counts_a_test_with_a_compile_time_note_and_a_breach_once_each() -> None:
     outcome = Verdict("REGRESSED", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
-    assert tally({"t::a": outcome}) == "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"
+    expected = "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"
+    assert RunSummary.of({"t::a": outcome}).tally() == expected

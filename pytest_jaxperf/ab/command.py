@@ -35,7 +35,7 @@ from ..storage.outputs import (
     same_file,
     write_text,
 )
-from . import configs, cpus, imports, render, runner, stats, verdicts, worktree
+from . import configs, cpus, imports, render, runner, stats, table, worktree
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
 
@@ -338,7 +338,7 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
     checkout = worktree.head(root)
     base_commit = worktree.resolve(args.base, root)
     relative = cwd.relative_to(root)
-    thresholds = verdicts.Thresholds(
+    thresholds = table.Thresholds(
         runtime=args.runtime_threshold,
         compile=args.compile_threshold,
         compile_floor=DEFAULT_COMPILE_FLOOR,
@@ -408,10 +408,8 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
                     "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
                     "-- --jaxperf-all"
                 )
-    clock: verdicts.Clock = (
-        "instructions" if clock_args else verdicts.runtime_clock(on_cpus, args.rounds)
-    )
-    comparison = verdicts.compare_rounds(rounds, thresholds, stats.CONFIDENCE, clock)
+    clock: table.Clock = "instructions" if clock_args else table.runtime_clock(on_cpus, args.rounds)
+    comparison = table.compare_rounds(rounds, thresholds, stats.CONFIDENCE, clock)
     context = render.Context(
         base_ref=args.base,
         base_commit=base_commit,
@@ -452,7 +450,7 @@ def _keep(done: runner.Run, reports_dir: Path | None) -> None:
         raise OutputError(f"--reports-dir {reports_dir}: cannot write: {exc}") from None
 
 
-def _write(args: argparse.Namespace, comparison: verdicts.Comparison, ctx: render.Context) -> None:
+def _write(args: argparse.Namespace, comparison: table.Comparison, ctx: render.Context) -> None:
     try:
         if args.json is not None:
             replace_text(args.json, render.json_text(comparison, ctx))

@@ -10,9 +10,10 @@ from typing import Any
 from ..model import TIME_DIGITS, significant
 from ..report.markdown import code_span, escape
 from ..report.terminal import markup, tally_markup
+from ..report.wording import plural
 from . import cpus
 from .stats import Ratio
-from .verdicts import COMPILE_TIME, RUNTIME, Clock, Comparison, Row, Thresholds
+from .table import COMPILE_TIME, RUNTIME, Clock, Comparison, Row, Thresholds
 
 SCHEMA = "pytest-jaxperf-ab/1"
 COLUMNS = ("test", "metric", "base", "head", "ratio", "interval", "verdict")
@@ -41,7 +42,7 @@ class Context:
     cpus: frozenset[int] | None = None  # every run confined to these CPUs; None: not confined
     runs: tuple[RunTime, ...] = ()
     seconds: float = 0.0
-    runtime_clock: Clock = "wall"  # what runtime rows compare (verdicts.runtime_clock)
+    runtime_clock: Clock = "wall"  # what runtime rows compare (table.runtime_clock)
 
     def head_label(self) -> str:
         changes = ""
@@ -112,24 +113,21 @@ def _cells(row: Row) -> tuple[str, ...]:
         # Exact counts gated within a few percent: the ratio to four decimals, no interval.
         f"{row.ratio.estimate:.4f}x" if exact and row.ratio else ratio_text(row.ratio),
         "exact" if exact else interval_text(row.ratio),
-        row.verdict,
+        row.status,
     )
 
 
 def tally(comparison: Comparison, context: Context) -> str:
     regressions, improvements = comparison.regressions, comparison.improvements
     tests = len({r.test for r in comparison.rows})
-    n = len(regressions)
-    head = f"{n} regression{'s' if n != 1 else ''}"
+    head = plural(len(regressions), "regression")
     if regressions:
         kinds = dict.fromkeys(r.kind for r in regressions)  # in table order
         head += " (" + ", ".join(kinds) + ")"
-    m = len(improvements)
     return (
-        f"jaxperf ab: {head}, {m} improvement{'s' if m != 1 else ''}; {tests} "
-        f"test{'s' if tests != 1 else ''} in {context.rounds} "
-        f"round{'s' if context.rounds != 1 else ''} ({len(context.runs)} runs, "
-        f"{context.seconds:.0f} s)"
+        f"jaxperf ab: {head}, {plural(len(improvements), 'improvement')}; "
+        f"{plural(tests, 'test')} in {plural(context.rounds, 'round')} "
+        f"({len(context.runs)} runs, {context.seconds:.0f} s)"
     )
 
 
@@ -140,7 +138,7 @@ def header(context: Context) -> str:
     on = context.where_run()
     return (
         f"jaxperf ab: base {context.base_label()} vs head {context.head_label()}{where}{args}\n"
-        f"{context.rounds} round{'s' if context.rounds != 1 else ''}{on}, "
+        f"{plural(context.rounds, 'round')}{on}, "
         f"{context.confidence:.0%} intervals; a slowdown fails when its whole interval lies "
         f"above {t.runtime:g}x (runtime, {context.per_call()}) or {t.compile:g}x (compile "
         "time, and "
@@ -181,7 +179,7 @@ def terminal_lines(comparison: Comparison, context: Context) -> list[tuple[str, 
     lines.append(line(titles))
     plain: dict[str, bool] = {}
     out = [(text, plain) for text in lines]
-    out += [(line(cells), markup(row.verdict)) for cells, row in zip(shown, comparison.rows)]
+    out += [(line(cells), markup(row.status)) for cells, row in zip(shown, comparison.rows)]
     details = [(r, c) for r in comparison.rows for c in r.causes]
     if details:
         out.append(("", plain))
@@ -199,7 +197,7 @@ def terminal_lines(comparison: Comparison, context: Context) -> list[tuple[str, 
 
 def markdown(comparison: Comparison, context: Context) -> str:
     n = len(comparison.regressions)
-    verdict = f"**{n} regression{'s' if n != 1 else ''}**" if n else "no regression"
+    verdict = f"**{plural(n, 'regression')}**" if n else "no regression"
     lines = [
         f"### jaxperf ab: head {code_span(context.head_label())} vs base "
         f"{code_span(context.base_label())}",
@@ -277,7 +275,7 @@ def to_json(comparison: Comparison, context: Context) -> dict[str, Any]:
                 "base": _num(r.base),
                 "head": _num(r.head),
                 "ratio": ratio(r.ratio),
-                "verdict": r.verdict,
+                "verdict": r.status,
                 "clock": r.clock,
                 "causes": list(r.causes),
             }

@@ -58,7 +58,7 @@ MIN_SAMPLES = 5
 # processes is left out with its round.
 OUTLIER = 2.0
 
-Verdict = Literal["REGRESSED", "unclear", "ok", "improved"]
+RatioStatus = Literal["REGRESSED", "unclear", "ok", "improved"]
 
 
 @dataclass(frozen=True)
@@ -164,7 +164,7 @@ def _medians(x: NDArray[np.float64], count: int, rng: np.random.Generator) -> ND
     return np.median(x[idx], axis=1)
 
 
-def verdict(r: Ratio, threshold: float) -> Verdict:
+def ratio_status(r: Ratio, threshold: float) -> RatioStatus:
     """REGRESSED when the whole interval lies above `threshold`; improved when it lies below
     1/threshold; unclear when the estimate is above the threshold but the interval reaches
     below it; else ok."""

@@ -15,7 +15,7 @@ from ..compare import Verdict
 from ..environment import timing_differences
 from ..model import RecordedTest, RunRecord
 from ..storage.history import number
-from . import terminal
+from . import wording
 from .summary import RunSummary, status_of
 
 if TYPE_CHECKING:
@@ -79,7 +79,7 @@ def render_html(
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>pytest-jaxperf: {_e(terminal.tally(verdicts))}</title>\n"
+        f"<title>pytest-jaxperf: {_e(RunSummary.of(verdicts).tally())}</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
 
@@ -95,8 +95,9 @@ def _summary(
     run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
 ) -> list[str]:
     failed = any(o.failed for o in verdicts.values())
+    tally = RunSummary.of(verdicts).tally()
     out = [
-        f'<p class="tally {"bad" if failed else "good"}">{_e(terminal.tally(verdicts))}</p>',
+        f'<p class="tally {"bad" if failed else "good"}">{_e(tally)}</p>',
         f'<p class="muted">{len(run.tests)} recorded tests'
         + (f"; baseline with {len(baseline.tests)} tests" if baseline else "; no baseline")
         + "</p>",
@@ -123,21 +124,21 @@ def _verdicts(verdicts: Mapping[str, Verdict]) -> list[str]:
     if failed:
         out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
         for nodeid in failed[:MAX_DETAILED]:
-            lines = terminal.failing_lines(verdicts[nodeid])
+            lines = wording.failing_lines(verdicts[nodeid])
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(failed), MAX_DETAILED, "regressions")
     reported = summary.reported
     if reported:
         out.append(f"<h2>Reported only, not gated ({len(reported)})</h2>")
         for nodeid in reported[:MAX_DETAILED]:
-            lines = [line for b in verdicts[nodeid].breaches for line in terminal.breach_lines(b)]
+            lines = [line for b in verdicts[nodeid].breaches for line in wording.breach_lines(b)]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(reported), MAX_DETAILED, "tests")
     gone = summary.gone
     if gone:
         out.append(f"<h2>Functions gone ({summary.functions_gone})</h2>")
         for nodeid in gone[:MAX_DETAILED]:
-            lines = [terminal.gone_line(fn) for fn in verdicts[nodeid].gone]
+            lines = [wording.gone_line(fn) for fn in verdicts[nodeid].gone]
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(gone), MAX_DETAILED, "tests")
     improved = summary.improved
@@ -159,7 +160,7 @@ def _verdicts(verdicts: Mapping[str, Verdict]) -> list[str]:
     if ordered:
         out.append("<h2>Not gated</h2><ul>")
         out += [
-            f"<li>{len(ids)} test{'s' if len(ids) != 1 else ''}: {_e(n)}</li>"
+            f"<li>{wording.plural(len(ids), 'test')}: {_e(n)}</li>"
             for n, ids in ordered[:MAX_DETAILED]
         ]
         out.append("</ul>")
@@ -181,7 +182,7 @@ def _table(
     head = (
         "<tr><th>test</th><th>traces</th><th>compiles</th>"
         "<th>compile s (trace / lower / backend)</th><th>cpu s</th><th>baseline compile s</th>"
-        f"<th>{terminal.SIZE_HEADER}</th>"
+        f"<th>{wording.SIZE_HEADER}</th>"
         "<th>runtime median</th><th>status</th></tr>"
     )
     rows = [
@@ -191,9 +192,9 @@ def _table(
     for nodeid, rec in sorted(run.tests.items())[:MAX_TABLE_ROWS]:
         base = baseline.tests.get(nodeid) if baseline else None
         runtimes = ", ".join(
-            f"{label}: {terminal.seconds(entry.runtime.median_s)}"
+            f"{label}: {wording.seconds(entry.runtime.median_s)}"
             if entry.runtime is not None
-            else f"{label}: {terminal.instructions(entry.instructions or 0)} instructions"
+            else f"{label}: {wording.instructions(entry.instructions or 0)} instructions"
             for label, entry in rec.benchmark_entries()
             if entry.runtime is not None or entry.instructions is not None
         )
@@ -204,9 +205,9 @@ def _table(
             f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
             f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f})</td>"
-            f"<td class=num>{terminal.cpu_seconds(rec)}</td>"
+            f"<td class=num>{wording.cpu_seconds(rec)}</td>"
             f"<td class=num>{f'{base.total_s:.3f}' if base else '-'}</td>"
-            f"<td class=num>{terminal.program_size(rec)}</td>"
+            f"<td class=num>{wording.program_size(rec)}</td>"
             f"<td>{_e(runtimes) or '-'}</td><td{css}>{_e(status)}</td></tr>"
         )
     rows.append("</table>")
@@ -355,13 +356,13 @@ def _runtime_chart(run: RunRecord, baseline: RunRecord | None) -> list[str]:
     for ratio, name, now, before in chosen:
         reference = statistics.median(before) if ratio > 0 else statistics.median(now)
         reference = reference or 1.0
-        head = f"{_label(name, 60)}  {terminal.seconds(statistics.median(now))}"
+        head = f"{_label(name, 60)}  {wording.seconds(statistics.median(now))}"
         data.append([v / reference for v in now])
         labels.append(head + (f"  ×{ratio:.2f}" if ratio > 0 else "  (no baseline)"))
         colors.append("#cf222e" if ratio > 1.1 else "#4c72b0")
         if ratio > 0:
             data.append([v / reference for v in before])
-            labels.append(f"baseline  {terminal.seconds(reference)}")
+            labels.append(f"baseline  {wording.seconds(reference)}")
             colors.append("#c8d1dc")
     fig = _figure(11, 1.0 + 0.26 * len(data), left=_label_inches(labels, 7.5))
     ax = fig.add_subplot()

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from ..compare import Verdict
 from ..model import RecordedTest, RunRecord
-from . import terminal
+from . import wording
 from .summary import RunSummary, status_of
 
 # GitHub rejects a step summary over 1 MiB; these caps keep a 10,000-test run well below it.
@@ -33,7 +33,7 @@ def render_markdown(
     a table of every recorded test (the first `max_rows`, problems first)."""
     summary = RunSummary.of(verdicts)
     out: list[str] = ["## pytest-jaxperf", ""]
-    out.append(f"**{summary.tally()}** ({_plural(len(run.tests), 'recorded test')})")
+    out.append(f"**{summary.tally()}** ({wording.plural(len(run.tests), 'recorded test')})")
     out.append("")
     context = _environment(run)
     if baseline_path:
@@ -61,14 +61,14 @@ def render_markdown(
         f"Reported only, not gated ({len(summary.reported)})",
         summary.reported,
         lambda nodeid: _block(
-            line for b in verdicts[nodeid].breaches for line in terminal.breach_lines(b)
+            line for b in verdicts[nodeid].breaches for line in wording.breach_lines(b)
         ),
         "tests",
     )
     out += _section(
         f"Functions gone ({summary.functions_gone})",
         summary.gone,
-        lambda nodeid: _block(terminal.gone_line(fn) for fn in verdicts[nodeid].gone),
+        lambda nodeid: _block(wording.gone_line(fn) for fn in verdicts[nodeid].gone),
         "tests",
     )
     out += _section(
@@ -87,10 +87,6 @@ def render_markdown(
     out += _notes(summary)
     out += _table(run.tests, verdicts, max_rows)
     return "\n".join(out).rstrip("\n") + "\n"
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
 
 
 def _environment(run: RunRecord) -> list[str]:
@@ -127,7 +123,7 @@ def _block(lines: Iterable[str]) -> list[str]:
 
 
 def _regression(verdict: Verdict) -> list[str]:
-    return _block(terminal.failing_lines(verdict))
+    return _block(wording.failing_lines(verdict))
 
 
 def _section(
@@ -157,7 +153,7 @@ def _notes(summary: RunSummary) -> list[str]:
         if len(nodeids) == 1:
             out.append(f"- {code_span(nodeids[0])}: {escape(note)}")
         else:
-            out.append(f"- {_plural(len(nodeids), 'test')}: {escape(note)}")
+            out.append(f"- {wording.plural(len(nodeids), 'test')}: {escape(note)}")
     if len(summary.notes) > MAX_LISTED:
         out.append(f"- … and {len(summary.notes) - MAX_LISTED} more notes")
     return out + [""]
@@ -185,7 +181,7 @@ def _table(
         f"### All recorded tests ({len(rows)})",
         "",
         "| test | traces | compiles | compile s (trace / lower / backend) | cpu s "
-        f"| {terminal.SIZE_HEADER} | status |",
+        f"| {wording.SIZE_HEADER} | status |",
         "|:--|--:|--:|:--|--:|--:|:--|",
     ]
     for status, nodeid, rec in rows[:max_rows]:
@@ -193,7 +189,7 @@ def _table(
             f"| {code_span(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | "
             f"{rec.total_s:.3f} "
             f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | "
-            f"{terminal.cpu_seconds(rec)} | {terminal.program_size(rec)} | {status} |"
+            f"{wording.cpu_seconds(rec)} | {wording.program_size(rec)} | {status} |"
         )
     if len(rows) > max_rows:
         out += [

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..compare import Verdict
 from ..model import RecordedTest
+from .wording import plural
 
 
 @dataclass(frozen=True)
@@ -49,18 +50,15 @@ class RunSummary:
     def tally(self) -> str:
         """`jaxperf: 1 regression, 0 improvements, 2 new, 0 not gated`, then the counts that
         are rarely there when they are not 0: `, 1 reported only, 2 functions gone`."""
-        n = len(self.regressed)
-        i = len(self.improved)
         text = (
-            f"jaxperf: {n} regression{'s' if n != 1 else ''}, "
-            f"{i} improvement{'s' if i != 1 else ''}, {len(self.new)} new, "
+            f"jaxperf: {plural(len(self.regressed), 'regression')}, "
+            f"{plural(len(self.improved), 'improvement')}, {len(self.new)} new, "
             f"{len(self.not_gated)} not gated"
         )
         if self.reported:
             text += f", {len(self.reported)} reported only"
-        gone = self.functions_gone
-        if gone:
-            text += f", {gone} function{'s' if gone != 1 else ''} gone"
+        if self.functions_gone:
+            text += f", {plural(self.functions_gone, 'function')} gone"
         return text
 
 
@@ -69,7 +67,7 @@ def not_gated_lines(notes: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]
     concerns: `jaxperf: compile time of 12 tests not gated: environment differs (...)`."""
     lines = []
     for note, ids in notes:
-        tests = f"{len(ids)} test{'s' if len(ids) != 1 else ''}"
+        tests = plural(len(ids), "test")
         what, sep, why = note.partition(" not gated: ")
         if not sep:
             lines.append(f"jaxperf: {note} ({tests})")

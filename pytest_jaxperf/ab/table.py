@@ -1,4 +1,5 @@
-"""The reports of both trees, round by round -> one row per test and metric, with its verdict.
+"""The table `jaxperf ab` shows: the run records of both trees, round by round -> one row per
+test and metric, with its status.
 
 - Counts (traces, compiles), program sizes (jaxpr equations and StableHLO ops of the test's
   functions, judged per function) and program metrics come from the first round and follow
@@ -23,28 +24,30 @@ import dataclasses
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from .. import compare
-from ..config import DEFAULT_COMPILE_FLOOR, DEFAULT_STATIC_RTOL, MarkerLimits, Tolerances
+from ..config import (
+    DEFAULT_COMPILE_FLOOR,
+    DEFAULT_STATIC_RTOL,
+    MarkerLimits,
+    RuntimeClock,
+    Tolerances,
+)
 from ..model import STATIC_METRICS, BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
+from ..report import wording
 from . import stats
 
-RUNTIME = "runtime"
+RUNTIME = compare.RUNTIME
 INSTRUCTIONS = compare.INSTRUCTIONS
-COMPILE_TIME = "compile time"
+COMPILE_TIME = compare.COMPILE_TIME
 COUNTS = ("traces", "compiles")
 # Why compare.evaluate leaves timings to us (Gating.between's timed_elsewhere).
 _TIMED_HERE = "timed by jaxperf ab"
-# Outcomes whose records are complete: passed, or failed by the plugin's marker limits.
-_COMPARABLE = ("passed", "regressed")
 
-# A row's verdict: stats.Verdict, or why there is none.
-Status = str
 # A compile-time change beyond the threshold but within the plugin's compile floor (seconds).
 UNDER_FLOOR = "ok (under floor)"
 
-Clock = Literal["cpu", "wall", "instructions"]
+Clock = RuntimeClock
 
 
 def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> Clock:
@@ -69,7 +72,7 @@ class Row:
 
     test: str
     metric: str  # "traces", "compiles", COMPILE_TIME, RUNTIME, INSTRUCTIONS or a program metric
-    verdict: Status
+    status: str  # stats.RatioStatus, a compare.Status word, or why there is none
     base: float | None = None
     head: float | None = None
     ratio: stats.Ratio | None = None
@@ -79,7 +82,7 @@ class Row:
 
     @property
     def regressed(self) -> bool:
-        return self.verdict == "REGRESSED"
+        return self.status == "REGRESSED"
 
     @property
     def kind(self) -> str:
@@ -107,7 +110,7 @@ class Comparison:
 
     @property
     def improvements(self) -> list[Row]:
-        return [r for r in self.rows if r.verdict == "improved"]
+        return [r for r in self.rows if r.status == "improved"]
 
 
 def compare_rounds(
@@ -172,7 +175,7 @@ def _failed(nodeid: str, rounds: Sequence[tuple[RunRecord, RunRecord]]) -> str |
     for number, pair in enumerate(rounds, 1):
         for side, report in zip(("base", "head"), pair):
             rec = report.tests.get(nodeid)
-            if rec is None or rec.outcome not in _COMPARABLE:
+            if rec is None or not rec.comparable:
                 where[side].append(number)
     sides = [side for side, numbers in where.items() if numbers]
     if not sides:
@@ -207,9 +210,9 @@ def _exact(
     for metric in COUNTS:
         mine = [b for b in breaches if b.metric == metric]
         before, now = getattr(base, metric), getattr(head, metric)
-        verdict = "REGRESSED" if mine else "improved" if now < before else "ok"
-        rows.append(Row(nodeid, metric, verdict, before, now, causes=_causes(mine)))
-    gone = tuple(gone_line(fn.key, fn.traces, fn.compiles) for fn in judged.gone)
+        status = "REGRESSED" if mine else "improved" if now < before else "ok"
+        rows.append(Row(nodeid, metric, status, before, now, causes=_causes(mine)))
+    gone = tuple(wording.gone_line(fn, baseline="base") for fn in judged.gone)
     if gone:  # shown under the test's counts; neither better nor worse
         rows[-1] = dataclasses.replace(rows[-1], causes=rows[-1].causes + gone)
     for field_name, metric in compare.SIZE_WORDS.items():
@@ -218,8 +221,8 @@ def _exact(
         if before_n is None or now_n is None or before_n == now_n:
             continue
         mine = [b for b in breaches if b.metric == metric]
-        verdict = _static_verdict(bool(mine), now_n, before_n, rtol)
-        rows.append(Row(nodeid, metric, verdict, before_n, now_n, causes=_causes(mine)))
+        status = _static_status(bool(mine), now_n, before_n, rtol)
+        rows.append(Row(nodeid, metric, status, before_n, now_n, causes=_causes(mine)))
     base_benchmarks = dict(base.benchmark_entries())
     for label, bench in head.benchmark_entries():
         old = base_benchmarks.get(label)
@@ -230,23 +233,16 @@ def _exact(
             if now_v is None or before_v is None or now_v == before_v:
                 continue
             regressed = any(b.metric == metric and b.benchmark == label for b in breaches)
-            verdict = _static_verdict(regressed, now_v, before_v, rtol)
-            rows.append(Row(nodeid, metric, verdict, before_v, now_v, benchmark=label))
+            status = _static_status(regressed, now_v, before_v, rtol)
+            rows.append(Row(nodeid, metric, status, before_v, now_v, benchmark=label))
     return rows
 
 
-def _static_verdict(regressed: bool, now: float, before: float, rtol: float) -> Status:
+def _static_status(regressed: bool, now: float, before: float, rtol: float) -> str:
     """A deterministic metric's row: the plugin's breach, or better beyond `rtol`."""
     if regressed:
         return "REGRESSED"
     return "improved" if now * (1 + rtol) < before else "ok"
-
-
-def gone_line(key: str, traces: int, compiles: int) -> str:
-    return (
-        f"function gone: {key} no longer traced (base: traces {traces}, compiles {compiles}); "
-        "if the test still calls it, it is no longer jitted and runs op by op"
-    )
 
 
 def _causes(breaches: Iterable[compare.Breach]) -> tuple[str, ...]:
@@ -291,12 +287,12 @@ def _compile_time(
     if r is None:
         first_b, first_h = values[0]
         return [Row(nodeid, COMPILE_TIME, "1 round", first_b, first_h)]
-    verdict: Status = stats.verdict(r, thresholds.compile)
-    if verdict in ("REGRESSED", "improved", "unclear") and (
+    status: str = stats.ratio_status(r, thresholds.compile)
+    if status in ("REGRESSED", "improved", "unclear") and (
         abs(r.head - r.base) <= thresholds.compile_floor
     ):
-        verdict = UNDER_FLOOR
-    return [Row(nodeid, COMPILE_TIME, verdict, r.base, r.head, r)]
+        status = UNDER_FLOOR
+    return [Row(nodeid, COMPILE_TIME, status, r.base, r.head, r)]
 
 
 def _runtimes(
@@ -332,8 +328,8 @@ def _runtimes(
         if r is None:
             rows.append(Row(nodeid, RUNTIME, "too few samples", benchmark=label, clock=used))
             continue
-        verdict = stats.verdict(r, thresholds.runtime)
-        rows.append(Row(nodeid, RUNTIME, verdict, r.base, r.head, r, benchmark=label, clock=used))
+        status = stats.ratio_status(r, thresholds.runtime)
+        rows.append(Row(nodeid, RUNTIME, status, r.base, r.head, r, benchmark=label, clock=used))
     return rows
 
 
@@ -341,7 +337,7 @@ def _instruction_counts(
     nodeid: str, records: Sequence[tuple[RecordedTest, RecordedTest]], thresholds: Thresholds
 ) -> list[Row]:
     """Per benchmark, head/base of instructions per call (the median over rounds, which
-    agree within a fraction of a percent): exact, so the threshold is the whole verdict."""
+    agree within a fraction of a percent): exact, so the threshold is the whole status."""
     rows = []
     labels = sorted({label for b, h in records for rec in (b, h)
                      for label, _ in rec.benchmark_entries()})  # fmt: skip
@@ -350,13 +346,13 @@ def _instruction_counts(
         head = [n for _, h in records if (n := _count(h, label)) is not None]
         if not base or not head:
             if bool(base) != bool(head):
-                verdict = "new" if head else "not in head"
-                rows.append(Row(nodeid, INSTRUCTIONS, verdict, benchmark=label))
+                status = "new" if head else "not in head"
+                rows.append(Row(nodeid, INSTRUCTIONS, status, benchmark=label))
             continue
         before, now = statistics.median(base), statistics.median(head)
         estimate = now / before
         r = stats.Ratio(estimate, estimate, estimate, len(records), base=before, head=now)
-        rows.append(Row(nodeid, INSTRUCTIONS, stats.verdict(r, thresholds.runtime), before,
+        rows.append(Row(nodeid, INSTRUCTIONS, stats.ratio_status(r, thresholds.runtime), before,
                         now, r, benchmark=label, clock="instructions"))  # fmt: skip
     return rows
 

@@ -1,0 +1,151 @@
+"""The words every report uses (terminal, markdown, HTML, `jaxperf compare` and `jaxperf ab`):
+values in their units, a breach and its causes, a gone function, a benchmark's line."""
+
+from __future__ import annotations
+
+from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
+from ..model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry
+
+
+def plural(n: int, word: str) -> str:
+    """'1 regression', '2 regressions'."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def value_text(metric: str, value: float) -> str:
+    if metric == COMPILE_TIME:
+        return f"{value:.3f} s"
+    if metric == RUNTIME:
+        return f"{value * 1e6:.1f} us" if value < 1e-3 else f"{value * 1e3:.3f} ms"
+    if metric in _SIZES:
+        return f"{value:,g}"
+    if metric == INSTRUCTIONS:
+        return instructions(value)
+    return f"{value:g}"
+
+
+def instructions(value: float) -> str:
+    """An instruction count, four significant digits: '6.929 M'."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if abs(value) >= scale:
+            return f"{value / scale:.4g} {unit}"
+    return f"{value:.0f}"
+
+
+_SIZES = frozenset(SIZE_WORDS.values())
+# The program-size column of the markdown and HTML tables.
+SIZE_HEADER = " / ".join(SIZE_WORDS.values())
+
+
+def cpu_seconds(counts: Counts) -> str:
+    """Process CPU seconds of trace + lower + compile, or '-' where not measured."""
+    cpu = counts.total_cpu_s
+    return "-" if cpu is None else f"{cpu:.3f}"
+
+
+def program_size(counts: Counts) -> str:
+    """'jaxpr equations / StableHLO ops / optimized HLO ops', '-' for one not measured."""
+    return " / ".join(
+        "-" if (v := getattr(counts, name)) is None else f"{v:,}" for name in SIZE_WORDS
+    )
+
+
+def change_text(b: Breach) -> str:
+    if b.against == "limit":
+        return f"limit {value_text(b.metric, b.reference)}"
+    diff = b.current - b.reference
+    if b.metric == INSTRUCTIONS and b.reference:  # gated within a few percent: one decimal
+        return f"{diff / b.reference * 100:+.1f}%"
+    sign = "+" if diff >= 0 else "-"
+    amount = sign + value_text(b.metric, abs(diff))
+    if b.reference:
+        amount += f", {diff / b.reference * 100:+.0f}%"
+    return amount
+
+
+def breach_lines(b: Breach) -> list[str]:
+    if b.benchmark is not None:
+        where = f"benchmark {b.benchmark!r}"
+    elif b.function is not None:
+        where = b.function.name
+        where += f" (defined at {b.function.site})" if b.function.site else ""
+    else:
+        where = "all functions"
+    head = f"{b.metric} of {where}: "
+    if b.metric == JIT:
+        head = (
+            f"{where}: the function it times is no longer jitted (jaxperf.benchmark wraps it in "
+            "jax.jit itself, so its runtime hides the op-by-op cost the code now pays)"
+        )
+    elif b.against == "limit":
+        head += f"{value_text(b.metric, b.current)} > limit {value_text(b.metric, b.reference)}"
+    else:
+        before, now = value_text(b.metric, b.reference), value_text(b.metric, b.current)
+        head += f"baseline {before} -> now {now} ({change_text(b)})"
+    if b.detail:
+        head += f" [{b.detail}]"
+    if not b.gated:
+        head += " [reported only]"
+    label = "grew" if b.metric == COMPILE_TIME else "cause"
+    return [head] + [f"    {label}: {r}" for r in b.reasons]
+
+
+def failing_lines(verdict: Verdict) -> list[str]:
+    """A failed test's findings for the markdown and HTML reports: bad marker limits, gated
+    breaches with their causes, gone functions and notes."""
+    lines = list(verdict.errors)
+    lines += [line for b in verdict.breaches if b.gated for line in breach_lines(b)]
+    lines += [gone_line(fn) for fn in verdict.gone]
+    return lines + [f"note: {n}" for n in verdict.notes]
+
+
+def gone_line(fn: FunctionRecord, nodeid: str | None = None, baseline: str = "baseline") -> str:
+    """A baseline function the test no longer traced, and what that likely means (worded
+    like the terminal's "reported only: <test>: ..." lines when the test is named; `jaxperf
+    ab` calls its baseline "base")."""
+    test = f"{nodeid}: " if nodeid else ""
+    return (
+        f"function gone: {test}{fn.key} no longer traced ({baseline}: traces {fn.traces}, "
+        f"compiles {fn.compiles}); if the test still calls it, it is no longer jitted and "
+        "runs op by op"
+    )
+
+
+def benchmark_line(label: str, entry: Entry) -> str:
+    """One line per jaxperf.benchmark or jaxperf.scaling result."""
+    if isinstance(entry, ScalingEntry):
+        points = ", ".join(f"{n}: {v:g}" for n, v in zip(entry.sizes, entry.values))
+        return f"{label}: {entry.metric} grows with exponent {entry.exponent:.2f} ({points})"
+    parts = [f"benchmark {label!r}:"]
+    if entry.first_call_s is not None:
+        parts.append(f"first call {entry.first_call_s:.3f} s")
+    rt = entry.runtime
+    if rt is not None:
+        parts.append(
+            f"runtime median {value_text(RUNTIME, rt.median_s)} "
+            f"(min {value_text(RUNTIME, rt.min_s)}, IQR {value_text(RUNTIME, rt.iqr_s)}, "
+            f"{rt.rounds} rounds x {rt.iterations})"
+        )
+        if rt.cpu_median_s is not None:
+            parts.append(f"cpu {value_text(RUNTIME, rt.cpu_median_s)} per call")
+    if entry.instructions is not None:
+        parts.append(f"{instructions(entry.instructions)} instructions per call")
+    parts += [f"{k}={v:g}" for k in STATIC_METRICS if (v := entry.program_metric(k)) is not None]
+    if entry.eager_median_s is not None:
+        parts.append(f"eager median {value_text(RUNTIME, entry.eager_median_s)}")
+        even = entry.break_even_calls
+        parts.append(f"break-even after {even:.0f} calls" if even is not None
+                     else "jit never pays off")  # fmt: skip
+    return " ".join(parts)
+
+
+def seconds(value: float) -> str:
+    """A duration in the unit that keeps three significant digits readable."""
+    magnitude = abs(value)
+    if magnitude >= 1 or magnitude == 0:
+        return f"{value:.3f} s"
+    if magnitude >= 1e-3:
+        return f"{value * 1e3:.3g} ms"
+    if magnitude >= 1e-6:
+        return f"{value * 1e6:.3g} µs"
+    return f"{value * 1e9:.3g} ns"
