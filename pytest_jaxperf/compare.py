@@ -120,7 +120,7 @@ class Verdict:
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Verdict:
         return cls(
-            status=_status(d["status"]),
+            status=_parse_status(d["status"]),
             breaches=[Breach.from_json(b) for b in d["breaches"]],
             improvements=list(d["improvements"]),
             notes=list(d["notes"]),
@@ -130,7 +130,7 @@ class Verdict:
         )
 
 
-def _status(value: Any) -> Status:
+def _parse_status(value: Any) -> Status:
     for status in STATUSES:
         if value == status:
             return status
@@ -231,7 +231,7 @@ class Gating:
     ) -> Gating:
         """Gating of a record measured in `current` against a baseline entry measured in
         `baseline` (environment blocks); `timed_elsewhere` says why a caller that times on
-        its own (`jaxperf ab`) leaves timings out."""
+        its own (`jaxperf ab`) leaves timings verdict."""
         timing = timing_differences(baseline, current)
         if under_xdist(current):
             timing.append(UNDER_XDIST)
@@ -250,7 +250,7 @@ class Gating:
 
     @property
     def skipped(self) -> frozenset[str]:
-        """Metrics left out of the verdict: those not measured, and compile time and program
+        """Metrics left verdict of the verdict: those not measured, and compile time and program
         sizes with the compile counts (they are read from the same compiles)."""
         skipped = set(self.not_measured)
         if "compiles" in skipped:
@@ -263,40 +263,40 @@ def evaluate(
 ) -> Verdict:
     """Compare one test against its marker limits and its baseline entry, as `gating` says
     (its tolerances overridden by the marker's)."""
-    out = Verdict()
+    verdict = Verdict()
     for metric, why in sorted(gating.not_measured.items()):
-        out.notes.append(f"{metric} not measured ({why}): not gated")
+        verdict.notes.append(f"{metric} not measured ({why}): not gated")
     gating = dataclasses.replace(gating, tol=limits.tolerances(gating.tol))
-    _count_and_time_limits(out, record, limits, gating)
-    _size_limits(out, record, limits, gating)
+    _count_and_time_limits(verdict, record, limits, gating)
+    _size_limits(verdict, record, limits, gating)
     if base is None:
-        out.status = _verdict(out, new=True)
-        return out
-    _benchmarks_vs_baseline(out, record, base, gating)
+        verdict.status = _status_of(verdict, new=True)
+        return verdict
+    _benchmarks_vs_baseline(verdict, record, base, gating)
     matched = match_functions(record.functions, base.functions)
-    out.gone = _gone(base, matched)
-    _counts_vs_baseline(out, record, base, matched, out.gone, gating)
-    _sizes_vs_baseline(out, record, base, matched, gating)
-    _compile_time_vs_baseline(out, record, base, matched, out.gone, gating)
-    out.status = _verdict(out)
-    return out
+    verdict.gone = _gone(base, matched)
+    _counts_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
+    _sizes_vs_baseline(verdict, record, base, matched, gating)
+    _compile_time_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
+    verdict.status = _status_of(verdict)
+    return verdict
 
 
-def _verdict(out: Verdict, new: bool = False) -> Status:
+def _status_of(verdict: Verdict, new: bool = False) -> Status:
     """The most pressing of the test's findings (see `Status`)."""
-    if out.errors:
+    if verdict.errors:
         return "BAD LIMIT"
-    if any(b.against == "limit" for b in out.breaches):
+    if any(b.against == "limit" for b in verdict.breaches):
         return "OVER LIMIT"
-    if out.failed:
+    if verdict.failed:
         return "REGRESSED"
-    if out.breaches:
+    if verdict.breaches:
         return "reported only"
     if new:
         return "new"
-    if out.gone:
+    if verdict.gone:
         return "function gone"
-    return "improved" if out.improvements else "ok"
+    return "improved" if verdict.improvements else "ok"
 
 
 def _gone(base: RecordedTest, matched: Mapping[str, FunctionRecord]) -> list[FunctionRecord]:
@@ -309,7 +309,7 @@ def _gone(base: RecordedTest, matched: Mapping[str, FunctionRecord]) -> list[Fun
 
 
 def _count_and_time_limits(
-    out: Verdict, record: RecordedTest, limits: MarkerLimits, gating: Gating
+    verdict: Verdict, record: RecordedTest, limits: MarkerLimits, gating: Gating
 ) -> None:
     """max_traces, max_compiles and max_compile_time: for the test or named functions."""
     clock = gating.tol.compile_clock
@@ -324,7 +324,9 @@ def _count_and_time_limits(
             whole_test = name is None
             if not fns and not whole_test:
                 # A limit on nothing would pass whatever the code does (a misspelt name).
-                out.errors.append(unknown_name(argument, str(name), "function", record.functions))
+                verdict.errors.append(
+                    unknown_name(argument, str(name), "function", record.functions)
+                )
                 continue
             current = (
                 _metric(record, metric, clock)
@@ -334,14 +336,14 @@ def _count_and_time_limits(
             if current <= value:
                 continue
             reasons = () if metric == COMPILE_TIME else _reasons(fns, whole_test or len(fns) > 1)
-            out.breaches.append(Breach(
+            verdict.breaches.append(Breach(
                 metric=metric, function=fns[0] if len(fns) == 1 and not whole_test else None,
                 reference=value, current=current, against="limit", reasons=reasons,
             ))  # fmt: skip
 
 
 def _counts_vs_baseline(
-    out: Verdict,
+    verdict: Verdict,
     record: RecordedTest,
     base: RecordedTest,
     matched: Mapping[str, FunctionRecord],
@@ -363,27 +365,27 @@ def _counts_vs_baseline(
                     reasons += (causes.SILENT_RECOMPILE,)
                 if old is None:
                     reasons = ("new function (not in the baseline)",) + reasons
-                out.breaches.append(Breach(
+                verdict.breaches.append(Breach(
                     metric=metric, function=fn, reference=before, current=now,
                     against="baseline", reasons=reasons, gated=gating.gate_baseline,
                 ))  # fmt: skip
             elif now < before:
-                out.improvements.append(f"{metric} of {fn.key}: {before} -> {now}")
+                verdict.improvements.append(f"{metric} of {fn.key}: {before} -> {now}")
     for metric in metrics:
         now, before = getattr(record, metric), getattr(base, metric)
         kept = before - sum(getattr(f, metric) for f in gone)
-        per_function = any(b.metric == metric and b.function for b in out.breaches)
+        per_function = any(b.metric == metric and b.function for b in verdict.breaches)
         if now > before and not per_function:
-            out.breaches.append(Breach(
+            verdict.breaches.append(Breach(
                 metric=metric, function=None, reference=before, current=now,
                 against="baseline", gated=gating.gate_baseline,
             ))  # fmt: skip
-        elif now < kept and not any(i.startswith(metric) for i in out.improvements):
-            out.improvements.append(f"total {metric}: {before} -> {now}")
+        elif now < kept and not any(i.startswith(metric) for i in verdict.improvements):
+            verdict.improvements.append(f"total {metric}: {before} -> {now}")
 
 
 def _sizes_vs_baseline(
-    out: Verdict,
+    verdict: Verdict,
     record: RecordedTest,
     base: RecordedTest,
     matched: Mapping[str, FunctionRecord],
@@ -396,7 +398,7 @@ def _sizes_vs_baseline(
     if PROGRAM_SIZE in gating.skipped:
         return
     if gating.static_differences:
-        _note(out, _static_note(gating))
+        _note(verdict, _static_note(gating))
         return
     rtol = gating.tol.static_rtol
     unmeasured = set()
@@ -420,16 +422,18 @@ def _sizes_vs_baseline(
                 f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
             )
             if now > before * (1 + rtol) and now > before:
-                out.breaches.append(Breach(
+                verdict.breaches.append(Breach(
                     metric=words, function=fn, reference=before, current=now,
                     against="baseline", gated=gating.gate_baseline, detail=detail,
                 ))  # fmt: skip
             elif now * (1 + rtol) < before:
-                out.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
+                verdict.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
     if "the baseline" in unmeasured:
-        _note(out, _NO_SIZES)
+        _note(verdict, _NO_SIZES)
     if "this run" in unmeasured:
-        _note(out, "program sizes not gated: this run has none (the lowered program was not read)")
+        _note(
+            verdict, "program sizes not gated: this run has none (the lowered program was not read)"
+        )
 
 
 _NO_SIZES = (
@@ -445,7 +449,7 @@ def _static_note(gating: Gating) -> str:
 
 
 def _compile_time_vs_baseline(
-    out: Verdict,
+    verdict: Verdict,
     record: RecordedTest,
     base: RecordedTest,
     matched: Mapping[str, FunctionRecord],
@@ -458,7 +462,7 @@ def _compile_time_vs_baseline(
     if COMPILE_TIME in gating.skipped:
         return
     if record.cache_hits or base.cache_hits:
-        out.notes.append(
+        verdict.notes.append(
             "compile time not gated: persistent compilation cache hits "
             f"(baseline {base.cache_hits}, now {record.cache_hits})"
         )
@@ -470,17 +474,17 @@ def _compile_time_vs_baseline(
     if machine is not None and set(machine.differences) != set(gating.timing_differences):
         machine = None  # something besides the machine differs (xdist, a version)
     if gating.timing_differences and machine is None:
-        out.notes.append(differs)
+        verdict.notes.append(differs)
         return
     clock = tol.compile_clock
     has_cpu = record.total_cpu_s is not None and base.total_cpu_s is not None
     if machine is not None and not (clock == "cpu" and has_cpu):
         # The reference compile is measured in CPU seconds: wall seconds do not scale by it.
-        out.notes.append(differs + "; across machines only CPU seconds are compared")
+        verdict.notes.append(differs + "; across machines only CPU seconds are compared")
         return
     if clock == "cpu" and not has_cpu:
         clock = "wall"
-        out.info.append(
+        verdict.info.append(
             "compile time gated on wall seconds: the baseline has no CPU seconds (saved by "
             "an older pytest-jaxperf; re-save it with --jaxperf-save)"
         )
@@ -492,12 +496,12 @@ def _compile_time_vs_baseline(
             f"; baseline x {scale:.2f}: the reference compile takes {machine.before_s:.3f} s "
             f"there, {machine.now_s:.3f} s here ({', '.join(machine.differences)})"
         )
-        out.info.append(
+        verdict.info.append(
             f"compile time gated across machines: the baseline's CPU seconds x {scale:.2f}, "
             "the ratio of the two machines' reference compiles"
         )
     if now_s > before_s * (1 + tol.compile_rtol) and now_s - before_s > tol.compile_floor:
-        out.breaches.append(Breach(
+        verdict.breaches.append(Breach(
             metric=COMPILE_TIME, function=None, reference=before_s, current=now_s,
             against="baseline", reasons=_compile_time_growth(record, matched, clock, scale),
             gated=gating.gate_baseline, detail=detail,
@@ -505,7 +509,7 @@ def _compile_time_vs_baseline(
         return
     kept_s = before_s - sum(compile_seconds(f, clock) for f in gone) * scale
     if now_s * (1 + tol.compile_rtol) < kept_s and kept_s - now_s > tol.compile_floor:
-        out.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
+        verdict.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
 
 
 def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]:
@@ -544,7 +548,9 @@ INSTRUCTIONS = "instructions per call"
 JIT = "jit"
 
 
-def _size_limits(out: Verdict, record: RecordedTest, limits: MarkerLimits, gating: Gating) -> None:
+def _size_limits(
+    verdict: Verdict, record: RecordedTest, limits: MarkerLimits, gating: Gating
+) -> None:
     """max_jaxpr_eqns and max_hlo_ops. A number limits the test's total (its functions'
     lowerings summed) and every benchmark; a dict key names a benchmark label or a function."""
     benchmarks = dict(record.benchmark_entries())
@@ -558,7 +564,7 @@ def _size_limits(out: Verdict, record: RecordedTest, limits: MarkerLimits, gatin
             value = limit.get(label) if isinstance(limit, Mapping) else limit
             current = bench.program_metric(metric)
             if value is not None and current is not None and current > value:
-                out.breaches.append(Breach(
+                verdict.breaches.append(Breach(
                     metric=metric, function=None, reference=float(value), current=current,
                     against="limit", benchmark=label,
                 ))  # fmt: skip
@@ -568,32 +574,32 @@ def _size_limits(out: Verdict, record: RecordedTest, limits: MarkerLimits, gatin
             whole_test = name is None
             if not fns and not whole_test:
                 # A limit on nothing would pass whatever the program becomes (a misspelt name).
-                out.errors.append(
+                verdict.errors.append(
                     unknown_name(f"max_{metric}", str(name), "function or benchmark",
                                  [*record.functions, *benchmarks])
                 )  # fmt: skip
                 continue
             sizes = [getattr(record, metric)] if whole_test else [getattr(f, metric) for f in fns]
             if None in sizes:
-                _note(out, f"{SIZE_WORDS[metric]} not measured for this test: max_{metric} "
+                _note(verdict, f"{SIZE_WORDS[metric]} not measured for this test: max_{metric} "
                            "not applied to its functions")  # fmt: skip
                 continue
             current = float(sum(sizes))
             if current > value:
-                out.breaches.append(Breach(
+                verdict.breaches.append(Breach(
                     metric=SIZE_WORDS[metric],
                     function=fns[0] if len(fns) == 1 and not whole_test else None,
                     reference=value, current=current, against="limit",
                 ))  # fmt: skip
 
 
-def _note(out: Verdict, note: str) -> None:
-    if note not in out.notes:
-        out.notes.append(note)
+def _note(verdict: Verdict, note: str) -> None:
+    if note not in verdict.notes:
+        verdict.notes.append(note)
 
 
 def _benchmarks_vs_baseline(
-    out: Verdict, record: RecordedTest, base: RecordedTest, gating: Gating
+    verdict: Verdict, record: RecordedTest, base: RecordedTest, gating: Gating
 ) -> None:
     """Each benchmark that is in the baseline too: program metrics, then runtime."""
     old_benchmarks = dict(base.benchmark_entries())
@@ -601,52 +607,52 @@ def _benchmarks_vs_baseline(
         old = old_benchmarks.get(label)
         if old is None:
             continue
-        _program_metrics(out, label, bench, old, gating)
+        _program_metrics(verdict, label, bench, old, gating)
         if bench.jitted_by_benchmark and not old.jitted_by_benchmark:
             # The code lost its jax.jit, yet the benchmark jits the function itself: its
             # runtime cannot show the op-by-op cost that the code's other callers now pay.
-            out.breaches.append(Breach(
+            verdict.breaches.append(Breach(
                 metric=JIT, function=None, reference=1.0, current=0.0, against="baseline",
                 gated=gating.gate_baseline, benchmark=label,
             ))  # fmt: skip
         if gating.timing_mode == "off":
             continue
         if gating.tol.runtime_clock == "instructions":
-            _instructions(out, label, bench, old, gating)
+            _instructions(verdict, label, bench, old, gating)
         elif bench.runtime is None and bench.instructions is not None:
             clock = gating.tol.runtime_clock
-            _note(out, f"runtime not gated: this run counted instructions, the {clock} clock "
+            _note(verdict, f"runtime not gated: this run counted instructions, the {clock} clock "
                   "asked for has no seconds to compare")  # fmt: skip
         else:
-            _runtime(out, label, bench, old, gating)
+            _runtime(verdict, label, bench, old, gating)
 
 
 def _program_metrics(
-    out: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
+    verdict: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Deterministic program metrics: above static_rtol is a breach."""
     if gating.static_differences:
-        _note(out, _static_note(gating))
+        _note(verdict, _static_note(gating))
         return
     rtol = gating.tol.static_rtol
     for metric in STATIC_METRICS:
         now, before = bench.program_metric(metric), old.program_metric(metric)
         if metric == "hlo_ops" and now is not None and before is None:
-            _note(out, _NO_SIZES)
+            _note(verdict, _NO_SIZES)
         if now is None or before is None:
             continue
         if now > before * (1 + rtol) and now > before:
-            out.breaches.append(Breach(
+            verdict.breaches.append(Breach(
                 metric=metric, function=None, reference=before, current=now,
                 against="baseline", gated=gating.gate_baseline,
                 detail=f"static_rtol {rtol:g}", benchmark=label,
             ))  # fmt: skip
         elif now * (1 + rtol) < before:
-            out.improvements.append(f"{metric} of {label}: {before:g} -> {now:g}")
+            verdict.improvements.append(f"{metric} of {label}: {before:g} -> {now:g}")
 
 
 def _runtime(
-    out: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
+    verdict: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Steady-state runtime: median, fastest round, CPU per call and a rank test."""
     tol = gating.tol
@@ -657,7 +663,7 @@ def _runtime(
     change = now / before - 1
     if gating.timing_differences:
         if abs(change) > tol.runtime_rtol:
-            out.notes.append(
+            verdict.notes.append(
                 f"runtime of {label} not gated: environment differs "
                 f"({', '.join(gating.timing_differences)}); median {before:.3g} s -> {now:.3g} s"
             )
@@ -676,12 +682,12 @@ def _runtime(
         else None
     )
     if change > tol.runtime_rtol and min_change <= tol.runtime_rtol:
-        out.notes.append(
+        verdict.notes.append(
             f"runtime of {label} median {change:+.0%} but its fastest round only "
             f"{min_change:+.0%}: machine load, not gated"
         )
     elif change > tol.runtime_rtol and cpu_change is not None and cpu_change <= tol.runtime_rtol:
-        out.notes.append(
+        verdict.notes.append(
             f"runtime of {label} median {change:+.0%} but its CPU time per call only "
             f"{cpu_change:+.0%}: machine load, not gated (--jaxperf-runtime-clock=wall gates "
             "on wall time alone)"
@@ -692,48 +698,48 @@ def _runtime(
             f"Mann-Whitney p={p:.2g}" if p is not None else "too few rounds for a test"
         )
         if p is not None and p < RUNTIME_ALPHA:
-            out.breaches.append(Breach(
+            verdict.breaches.append(Breach(
                 metric=RUNTIME, function=None, reference=before, current=now,
                 against="baseline", detail=detail, benchmark=label,
                 gated=gating.gate_baseline and gating.timing_mode == "gate",
             ))  # fmt: skip
         else:
-            out.notes.append(
+            verdict.notes.append(
                 f"runtime of {label} {change:+.0%} but not statistically clear ({detail})"
             )
     elif change < -tol.runtime_rtol / (1 + tol.runtime_rtol):
         p = significance(now_rt.samples_s, old_rt.samples_s, "less")
         if p is not None and p < RUNTIME_ALPHA:
-            out.improvements.append(f"runtime of {label}: {before:.3g} s -> {now:.3g} s")
+            verdict.improvements.append(f"runtime of {label}: {before:.3g} s -> {now:.3g} s")
 
 
 def _instructions(
-    out: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
+    verdict: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Instructions per call on valgrind's simulated CPU: deterministic, so any growth above
     instructions_rtol fails, on any machine where what the count depends on matches."""
     now, before = bench.instructions, old.instructions
     if now is None:
-        _note(out, "instructions per call not gated: this run did not count them "
+        _note(verdict, "instructions per call not gated: this run did not count them "
               "(they are counted with --jaxperf-runtime-clock=instructions)")  # fmt: skip
         return
     if before is None or before <= 0:
-        _note(out, "instructions per call not gated: the baseline has none (save it with "
+        _note(verdict, "instructions per call not gated: the baseline has none (save it with "
               "--jaxperf-runtime-clock=instructions --jaxperf-save)")  # fmt: skip
         return
     if gating.instruction_differences:
-        _note(out, "instructions per call not gated: environment differs ("
+        _note(verdict, "instructions per call not gated: environment differs ("
               + ", ".join(gating.instruction_differences) + ")")  # fmt: skip
         return
     rtol = gating.tol.instructions_rtol
     if now > before * (1 + rtol):
-        out.breaches.append(Breach(
+        verdict.breaches.append(Breach(
             metric=INSTRUCTIONS, function=None, reference=before, current=now,
             against="baseline", detail=f"instructions_rtol {rtol:g}", benchmark=label,
             gated=gating.gate_baseline and gating.timing_mode == "gate",
         ))  # fmt: skip
     elif now * (1 + rtol) < before:
-        out.improvements.append(
+        verdict.improvements.append(
             f"{INSTRUCTIONS} of {label}: {before:,} -> {now:,} ({now / before - 1:+.1%})"
         )
 

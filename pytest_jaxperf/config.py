@@ -27,8 +27,8 @@ DEFAULT_MAX_TIME = 0.5
 # Gate timings, show them without failing, or leave them out.
 TimingMode = Literal["gate", "report", "off"]
 TIMING_MODES: tuple[TimingMode, ...] = get_args(TimingMode)
-# The formats of --jaxperf-export, as export.FORMATS names them (not imported from there: this
-# module loads with pytest, export only with --jaxperf on).
+# The formats of --jaxperf-export (report/export.py writes them; this module loads with
+# pytest, export only with --jaxperf on).
 EXPORT_FORMATS = ("github-action-benchmark", "bencher", "pytest-benchmark")
 # Which seconds a timing gate reads: process CPU time (not inflated by other processes
 # sharing the machine) or wall time.

@@ -29,19 +29,18 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..compare import SIZE_WORDS
+from ..config import EXPORT_FORMATS
 from ..model import BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
 
-GITHUB_ACTION_BENCHMARK = "github-action-benchmark"
-BENCHER = "bencher"
-PYTEST_BENCHMARK = "pytest-benchmark"
-FORMATS = (GITHUB_ACTION_BENCHMARK, BENCHER, PYTEST_BENCHMARK)
+FORMATS = EXPORT_FORMATS
+GITHUB_ACTION_BENCHMARK, BENCHER, PYTEST_BENCHMARK = FORMATS
 
 # Bencher measure slugs.
-TRACES = "traces"
-COMPILES = "compiles"
-COMPILE_TIME = "compile-time"
-RUNTIME = "runtime"
-INSTRUCTIONS = "instructions"
+BENCHER_TRACES = "traces"
+BENCHER_COMPILES = "compiles"
+BENCHER_COMPILE_TIME = "compile-time"
+BENCHER_RUNTIME = "runtime"
+BENCHER_INSTRUCTIONS = "instructions"
 JAXPR_EQUATIONS = "jaxpr-equations"
 STABLEHLO_OPS = "stablehlo-ops"
 # A test's program sizes (summed over its functions' lowerings) under each format's names;
@@ -147,9 +146,9 @@ def to_bencher(run: RunRecord) -> dict[str, dict[str, dict[str, float]]]:
 
 def _test_measures(rec: RecordedTest) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {
-        TRACES: {"value": rec.traces},
-        COMPILES: {"value": rec.compiles},
-        COMPILE_TIME: {"value": round(rec.total_s, 6)},
+        BENCHER_TRACES: {"value": rec.traces},
+        BENCHER_COMPILES: {"value": rec.compiles},
+        BENCHER_COMPILE_TIME: {"value": round(rec.total_s, 6)},
     }
     for name, slug, _ in _SIZES:
         if (size := getattr(rec, name)) is not None:
@@ -167,9 +166,9 @@ def _benchmark_measures(entry: BenchmarkEntry) -> dict[str, dict[str, float]]:
             metric["lower_value"] = rt.min_s
         if rt.q3_s >= rt.median_s:
             metric["upper_value"] = rt.q3_s
-        measures[RUNTIME] = metric
+        measures[BENCHER_RUNTIME] = metric
     if entry.instructions is not None:
-        measures[INSTRUCTIONS] = {"value": entry.instructions}
+        measures[BENCHER_INSTRUCTIONS] = {"value": entry.instructions}
     if entry.metrics is not None:
         measures[JAXPR_EQUATIONS] = {"value": entry.metrics.jaxpr_eqns}
     return measures
