@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -27,14 +26,7 @@ class GitError(Exception):
 def git(args: list[str], cwd: Path) -> str:
     """stdout of `git ARGS` run in `cwd`; GitError with git's own message when it fails."""
     try:
-        proc = subprocess.run(
-            gitenv.command(*args),
-            cwd=cwd,
-            env=gitenv.environment(),
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-        )
+        proc = gitenv.run(args, cwd)
     except FileNotFoundError:
         raise GitError("git is not installed (or not on PATH); jaxperf ab needs it") from None
     except OSError as exc:

@@ -10,7 +10,9 @@ so that a `git status` stopped at its timeout or by Ctrl-C leaves no `index.lock
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
 # `git rev-parse --local-env-vars` (git 2.39): the variables that make git use another
 # repository, index, object store or configuration than the one it finds from its cwd.
@@ -46,3 +48,20 @@ def environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
 def command(*args: str) -> list[str]:
     """The argv of `git ARGS` that takes no optional lock."""
     return ["git", "--no-optional-locks", *args]
+
+
+def run(
+    args: list[str], cwd: Path, timeout: float | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`git ARGS` in `cwd`, as `command` and `environment` say, its output captured as text
+    (no stdin: git never waits for a password). OSError where git cannot be started."""
+    return subprocess.run(
+        command(*args),
+        cwd=cwd,
+        env=environment(),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=timeout,
+        check=False,
+    )

@@ -83,15 +83,7 @@ def git_state(cwd: Path) -> dict[str, Any]:
 
 def _git(cwd: Path, *args: str) -> str | None:
     try:
-        done = subprocess.run(
-            gitenv.command(*args),
-            cwd=cwd,
-            env=gitenv.environment(),
-            capture_output=True,
-            text=True,
-            timeout=GIT_TIMEOUT_S,
-            check=False,
-        )
+        done = gitenv.run(list(args), cwd, GIT_TIMEOUT_S)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() if done.returncode == 0 else None
