@@ -105,6 +105,7 @@ def test_data_flows_one_way(module: str) -> None:
     assert reached <= allowed, f"{module} ({part}) imports {sorted(reached - allowed)}"
 
 
+@pytest.mark.e2e
 def test_outside_measure_and_the_pytest_side_nothing_heavy_is_imported() -> None:
     light = sorted(
         f"pytest_jaxperf.{m}" if m else "pytest_jaxperf"
@@ -146,3 +147,15 @@ def test_the_version_is_written_once() -> None:
     project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
     assert "version" not in project and "version" in project["dynamic"]
     assert importlib.metadata.version("pytest-jaxperf") == pytest_jaxperf.__version__
+
+
+def test_the_readme_describes_this_tree() -> None:
+    readme = (PACKAGE.parent / "README.md").read_text()
+    section = readme.split("## How the plugin is built", 1)[1].split("\n## ", 1)[0]
+    tree = section.split("```text", 1)[1].split("```", 1)[0]
+    folders = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").exists()}
+    assert {line.split("/")[0].split()[-1] for line in tree.splitlines()[2:] if line} == folders
+    for module in MODULES:
+        leaf = module.split(".")[-1]
+        if leaf and leaf not in folders and leaf not in ("__main__",):
+            assert f"`{leaf}.py`" in section, f"README's structure section lacks {module}"
