@@ -58,23 +58,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _machine import wait_for_quiet
-from compile_under_load import _digest, _fmt, _median, finish, hogs
+from _common import AB_TESTS as TESTS
+from _common import (
+    COMMITTED,
+    EXAMPLE,
+    PYTEST,
+    ab_env,
+    digest,
+    finish,
+    fmt,
+    hogs,
+    median,
+    timed_run,
+    wait_for_quiet,
+)
 
-from pytest_jaxperf import compare, environment
-from pytest_jaxperf.ab import cpus, stats, verdicts
+from pytest_jaxperf import compare
+from pytest_jaxperf.ab import cpus, stats, table
 from pytest_jaxperf.ab.command import DEFAULT_COMPILE_THRESHOLD, DEFAULT_RUNTIME_THRESHOLD
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.storage import store
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "example_project"
-COMMITTED = EXAMPLE / ".jaxperf" / "baseline.json"
-REGRESSION_VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
-LAYER = "tests/test_layer.py::test_first_call_vs_steady_state"
-NEIGHBOURS = "tests/test_neighbours.py::test_pair_energy_vs_numpy"
-TESTS = (LAYER, NEIGHBOURS)
+LAYER, NEIGHBOURS = TESTS
 SLOWED = (LAYER, "dense_relu")  # what slow_2x and slow_1_25x slow down
 STEADY = (NEIGHBOURS, "pair_energy")  # about 1 ms, unchanged in every case
 CASES = ("same", "slow_2x", "slow_1_25x")
@@ -88,7 +94,7 @@ class AbRun:
     case: str
     condition: str
     returncode: int
-    rounds: list[tuple[Report, Report]]
+    rounds: list[tuple[RunRecord, RunRecord]]
     run_seconds: list[tuple[float, float]]  # (base, head) per round
     seconds: float  # the whole command
     data: dict[str, Any] = field(default_factory=dict)
@@ -103,23 +109,9 @@ class AbRun:
 
 
 # ----------------------------------------------------------------------------------------
-def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "GITHUB_"))}
-    env.pop(REGRESSION_VARIABLE, None)
-    env.pop("JAX_COMPILATION_CACHE_DIR", None)
-    env["JAX_PLATFORMS"] = "cpu"
-    # This plugin from its source, in the command and in every run it starts.
-    env["PYTHONPATH"] = str(ROOT)
-    for key in ("GIT_AUTHOR_NAME", "GIT_COMMITTER_NAME"):
-        env.setdefault(key, "ab_power")
-    for key in ("GIT_AUTHOR_EMAIL", "GIT_COMMITTER_EMAIL"):
-        env.setdefault(key, "ab_power@example.com")
-    return env
-
-
 def _git(repo: Path, *args: str) -> str:
     done = subprocess.run(
-        ["git", *args], cwd=repo, env=_env(), capture_output=True, text=True, check=False
+        ["git", *args], cwd=repo, env=ab_env(), capture_output=True, text=True, check=False
     )
     if done.returncode:
         sys.exit(f"git {' '.join(args)} failed: {done.stderr.strip()}")
@@ -158,11 +150,9 @@ def build_repository(work: Path) -> Path:
 def pytest_run(
     repo: Path, args: list[str], prefix: list[str]
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
-    cmd = [*prefix, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf"]
+    cmd = [*prefix, *PYTEST, "--jaxperf"]
     cmd += args
-    start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=repo, env=_env(), capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, done = timed_run(cmd, repo, ab_env())
     if done.returncode not in (0, 1):
         sys.exit(f"pytest failed ({done.returncode}): {' '.join(cmd)}\n{done.stdout[-3000:]}")
     return seconds, done
@@ -189,9 +179,7 @@ def ab_run(
         *([] if ab_cpus is None else ["--cpus", ab_cpus]),
         "--json", str(out_json), "--reports-dir", str(reports), "--", *extra, *TESTS,
     ]  # fmt: skip
-    start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=repo, env=_env(), capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, done = timed_run(cmd, repo, ab_env())
     if done.returncode not in (0, 1):
         sys.exit(f"jaxperf ab failed ({done.returncode}): {' '.join(cmd)}\n{done.stderr[-3000:]}")
     return load_run(work, name, done.returncode, seconds)
@@ -218,7 +206,7 @@ def load_run(work: Path, name: str, returncode: int, seconds: float) -> AbRun:
     return AbRun(case, condition, returncode, pairs, run_seconds, seconds, data)
 
 
-def load_runs(work: Path) -> tuple[list[AbRun], dict[str, list[float]], Report]:
+def load_runs(work: Path) -> tuple[list[AbRun], dict[str, list[float]], RunRecord]:
     """What an earlier run of this script left in `work` (--analyse): its jaxperf ab runs in
     the order they ran, the plain runs' seconds and the stored baseline."""
     made = json.loads((work / RUNS_FILE).read_text())
@@ -229,20 +217,20 @@ def load_runs(work: Path) -> tuple[list[AbRun], dict[str, list[float]], Report]:
 
 
 # ----------------------------------------------------------------------------------------
-def row(comparison: verdicts.Comparison, target: tuple[str, str]) -> verdicts.Row | None:
+def row(comparison: table.Comparison, target: tuple[str, str]) -> table.Row | None:
     test, label = target
     return next(
         (r for r in comparison.rows
-         if r.test == test and r.metric == verdicts.RUNTIME and r.benchmark == label),
+         if r.test == test and r.metric == table.RUNTIME and r.benchmark == label),
         None,
     )  # fmt: skip
 
 
-def any_regression(comparison: verdicts.Comparison, threshold: float) -> bool:
+def any_regression(comparison: table.Comparison, threshold: float) -> bool:
     """Whether any row regressed, runtime rows judged at `threshold`."""
     for r in comparison.rows:
-        if r.metric == verdicts.RUNTIME and r.ratio is not None:
-            if stats.verdict(r.ratio, threshold) == "REGRESSED":
+        if r.metric == table.RUNTIME and r.ratio is not None:
+            if stats.ratio_status(r.ratio, threshold) == "REGRESSED":
                 return True
         elif r.regressed:
             return True
@@ -260,7 +248,7 @@ def _condition(condition: str, ns: argparse.Namespace) -> Iterator[None]:
         yield
 
 
-def stored_gate(run: AbRun, stored: Report, clock: str) -> bool:
+def stored_gate(run: AbRun, stored: RunRecord, clock: str) -> bool:
     """Whether the stored-baseline gate fails dense_relu's runtime in the run's first head
     process."""
     head = run.rounds[0][1]
@@ -269,14 +257,8 @@ def stored_gate(run: AbRun, stored: Report, clock: str) -> bool:
     if rec is None or old is None:
         return False
     before, now = stored.environment_of(test), head.environment_of(test)
-    verdict = compare.evaluate(
-        rec,
-        old,
-        MarkerLimits(),
-        Tolerances(runtime_clock=clock, compile_clock=clock),
-        environment.timing_differences(before, now),
-        static_differences=environment.static_differences(before, now),
-    )
+    tol = Tolerances(runtime_clock=clock, compile_clock=clock)  # type: ignore[arg-type]
+    verdict = compare.evaluate(rec, old, MarkerLimits(), compare.Gating.between(before, now, tol))
     return any(
         b.gated and b.metric == compare.RUNTIME and b.benchmark == label for b in verdict.breaches
     )
@@ -340,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             ap.error(str(exc))
     extra = [] if ns.max_time is None else [f"--jaxperf-max-time={ns.max_time}"]
-    committed = _digest(COMMITTED)
+    committed = digest(COMMITTED)
     t_start = time.perf_counter()
     work = ns.workdir or Path(tempfile.mkdtemp(prefix="jaxperf-ab-power-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -400,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
 def analyse(
     runs: list[AbRun],
     plain: dict[str, list[float]],
-    stored: Report,
+    stored: RunRecord,
     rounds: int,
     thresholds: list[float],
 ) -> None:
@@ -415,15 +397,15 @@ def analyse(
     header = f"{'condition':<10}{'rounds':>7}{'threshold':>10}"
     header += "".join(f"{c:>12}" for c in CASES) + f"{'same: any':>11}"
     print(header)
-    comparisons: dict[tuple[int, int], verdicts.Comparison] = {}
+    comparisons: dict[tuple[int, int], table.Comparison] = {}
     for index, run in enumerate(runs):
         confined = run.data.get("cpus")
         for k in range(1, rounds + 1):
             # As jaxperf ab at --rounds k would read them (runtime_clock).
-            clock = verdicts.runtime_clock(frozenset(confined) if confined else None, k)
-            comparisons[(index, k)] = verdicts.compare_rounds(
+            clock = table.runtime_clock(frozenset(confined) if confined else None, k)
+            comparisons[(index, k)] = table.compare_rounds(
                 run.rounds[:k],
-                verdicts.Thresholds(runtime=DEFAULT_RUNTIME_THRESHOLD,
+                table.Thresholds(runtime=DEFAULT_RUNTIME_THRESHOLD,
                                     compile=DEFAULT_COMPILE_THRESHOLD),
                 clock=clock,
             )  # fmt: skip
@@ -438,7 +420,7 @@ def analyse(
                     for i in chosen:
                         found = row(comparisons[(i, k)], SLOWED)
                         if found is not None and found.ratio is not None:
-                            hit += stats.verdict(found.ratio, threshold) == "REGRESSED"
+                            hit += stats.ratio_status(found.ratio, threshold) == "REGRESSED"
                     cells.append(_frac(hit, len(chosen)))
                 same = [i for i, r in enumerate(runs)
                         if r.case == "same" and r.condition == condition]  # fmt: skip
@@ -470,8 +452,8 @@ def analyse(
                     mid = sorted(ratios, key=lambda r: r.estimate)[len(ratios) // 2]
                     print(
                         f"{f'{target[1]} [{case}]':<34}{condition:<10}{k:>7}"
-                        f"{_median([r.estimate for r in ratios]):>10.3f}"
-                        f"{_median(widths):>8.3f}{max(widths):>8.3f}"
+                        f"{median([r.estimate for r in ratios]):>10.3f}"
+                        f"{median(widths):>8.3f}{max(widths):>8.3f}"
                         f"{f'[{mid.low:.3f}, {mid.high:.3f}]':>24}"
                     )
 
@@ -496,16 +478,16 @@ def analyse(
     print(f"{'condition':<10}{'plain s':>8}" + "".join(f"{f'k={k}':>9}" for k in
                                                         range(1, rounds + 1)))  # fmt: skip
     for condition in conditions:
-        base_s = _median(plain.get(condition, []))
+        base_s = median(plain.get(condition, []))
         chosen = [r for r in runs if r.condition == condition]
         cells = []
         for k in range(1, rounds + 1):
-            s = _median([r.seconds_at(k) for r in chosen])
-            cells.append(_fmt(s / base_s if s and base_s else None, ".2f", "x"))
-        print(f"{condition:<10}{_fmt(base_s, '.1f'):>8}" + "".join(f"{c:>9}" for c in cells))
-    setup = _median([r.setup_seconds for r in runs])
+            s = median([r.seconds_at(k) for r in chosen])
+            cells.append(fmt(s / base_s if s and base_s else None, ".2f", "x"))
+        print(f"{condition:<10}{fmt(base_s, '.1f'):>8}" + "".join(f"{c:>9}" for c in cells))
+    setup = median([r.setup_seconds for r in runs])
     print(f"  (set-up, statistics and output outside the pytest runs: median "
-          f"{_fmt(setup, '.1f')} s per jaxperf ab run; exit status at {rounds} rounds: "
+          f"{fmt(setup, '.1f')} s per jaxperf ab run; exit status at {rounds} rounds: "
           f"{sum(r.returncode == 1 for r in runs)} of {len(runs)} runs exited 1)")  # fmt: skip
 
 

@@ -31,7 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from ab_power import EXAMPLE, TESTS, _env
+from _common import AB_TESTS as TESTS
+from _common import EXAMPLE, PYTEST, ab_env, print_total, timed_run
 
 from pytest_jaxperf.ab import cpus, runner
 
@@ -70,7 +71,7 @@ class Server:
     """A fork server in `project`, preloading jax or not."""
 
     def __init__(self, project: Path, args: list[str], log: Path, jax: bool) -> None:
-        env = _env() | {"PRELOAD_JAX": "1" if jax else "0"}
+        env = ab_env() | {"PRELOAD_JAX": "1" if jax else "0"}
         self.proc = subprocess.Popen(
             [sys.executable, "-c", SERVER, str(log), *args],
             cwd=project,
@@ -100,9 +101,7 @@ class Server:
 
 
 def fresh(project: Path, cmd: list[str]) -> float:
-    start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=project, env=_env(), capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    seconds, done = timed_run(cmd, project, ab_env())
     if done.returncode not in (0, 1):
         sys.exit(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-2000:]}")
     return seconds
@@ -121,9 +120,10 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         project = work / "project"
         shutil.copytree(EXAMPLE, project, ignore=shutil.ignore_patterns("__pycache__"))
-        plain = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf"]
+        plain = [*PYTEST, "--jaxperf"]
         plain += list(TESTS)
-        ab_cmd = runner.command(work / "report.json", work / "no-baseline.json", list(TESTS))
+        tree = runner.Tree("head", project, project, (), ())
+        ab_cmd = runner.command(work / "report.json", work / "no-baseline.json", list(TESTS), tree)
         ab_args = ab_cmd[3:]  # after python -m pytest
         servers = {
             "fork, pytest preloaded": Server(project, ab_args, work / "fork.log", jax=False),
@@ -153,13 +153,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {mode} | {run:.2f} | {spread} | {bounds} |")
     print("\n(k rounds: 2k x the mode's run / the plain run; the worktree and statistics left out)")
     done = subprocess.run(
-        [sys.executable, "-c", HAZARD], env=_env(), capture_output=True, text=True, check=False
+        [sys.executable, "-c", HAZARD], env=ab_env(), capture_output=True, text=True, check=False
     )
     print(
         "JAX_ENABLE_X64=1 set after `import jax`, as a conftest would in a server that preloaded "
         f"jax: a float64 array comes out as {done.stdout.strip() or done.stderr.strip()[-200:]}"
     )
-    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
+    print_total(t_start)
     return 0
 
 

@@ -39,34 +39,36 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import os
-import resource
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from _machine import machine_busy_s, wait_for_quiet
+from _common import (
+    COMMITTED,
+    EXAMPLE,
+    PYTEST,
+    add_quiet_wait,
+    digest,
+    example_env,
+    finish,
+    fmt,
+    hogs,
+    median,
+    usage,
+    wait_for_quiet,
+)
 
-from pytest_jaxperf import compare, config, environment
-from pytest_jaxperf.ab import cpus as ab_cpus
+from pytest_jaxperf import compare, config
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.model import BenchmarkEntry, Entry, Report, TestRecord
+from pytest_jaxperf.model import BenchmarkEntry, Entry, RecordedTest, RunRecord
 from pytest_jaxperf.storage import store
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "example_project"
-COMMITTED = EXAMPLE / ".jaxperf" / "baseline.json"
-REGRESSION_VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
 CLOCKS = ("cpu", "wall")
 QUICK_SELECT = ("tests/test_integration.py", "tests/test_layer.py")
 
@@ -92,73 +94,16 @@ TRAPS = (
         "dense_relu",
     ),
 )
-HOG = "import time\nend = time.monotonic() + {limit}\nwhile time.monotonic() < end:\n    pass\n"
-
-
-# ----------------------------------------------------------------------------------------
-# CPU hogs
-# ----------------------------------------------------------------------------------------
-def _hog_preexec(limit: int, cpus: frozenset[int] | None = None) -> None:
-    # The kernel ends the hog after `limit` CPU seconds even if its loop did not, and
-    # (Linux) as soon as this script dies.
-    resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
-    if (confine := ab_cpus.confine(cpus)) is not None:
-        confine()
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
-
-
-@contextlib.contextmanager
-def hogs(
-    count: int, limit: int, cpus: frozenset[int] | None = None
-) -> Iterator[list[subprocess.Popen[bytes]]]:
-    """`count` spinning child processes for the duration of the block (each at most
-    `limit` seconds; confined to `cpus` when given, else where the scheduler puts them)."""
-    procs: list[subprocess.Popen[bytes]] = []
-    try:
-        for _ in range(count):
-            procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-c", HOG.format(limit=limit)],
-                    preexec_fn=lambda: _hog_preexec(limit, cpus),
-                    stdin=subprocess.DEVNULL,
-                )
-            )
-        time.sleep(0.5)  # let them get going (and the scheduler notice them)
-        yield procs
-    finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-        for proc in procs:
-            proc.wait()
 
 
 # ----------------------------------------------------------------------------------------
 # pytest runs
 # ----------------------------------------------------------------------------------------
-def _env(regression: str | None) -> dict[str, str]:
-    env = dict(os.environ)
-    for var in (
-        "PYTEST_ADDOPTS",
-        "PYTEST_PLUGINS",
-        "JAX_COMPILATION_CACHE_DIR",
-        REGRESSION_VARIABLE,
-    ):
-        env.pop(var, None)
-    env["JAX_PLATFORMS"] = "cpu"
-    if regression:
-        env[REGRESSION_VARIABLE] = regression
-    return env
-
-
 @dataclass
 class Run:
     kind: str  # "clean" or a trap name
     condition: str  # "quiet" or "load"
-    report: Report
+    report: RunRecord
     wall: float
     cpu: float  # pytest's own CPU seconds
     others: float | None  # CPU seconds of other processes (not pytest, not our hogs)
@@ -178,12 +123,7 @@ def run_pytest(
     save: bool = False,
 ) -> Run:
     cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
+        *PYTEST,
         "--jaxperf",
         f"--jaxperf-baseline={base}",
         *(["--jaxperf-save"] if save else [f"--jaxperf-json={out}"]),
@@ -191,40 +131,28 @@ def run_pytest(
     ]
     regression = None if kind == "clean" else kind
     ctx = hogs(n_hogs, hog_limit) if condition == "load" else contextlib.nullcontext([])
-    with ctx:
-        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        busy0 = machine_busy_s()
-        t0 = time.perf_counter()
+    with ctx, usage() as used:  # the hogs are not reaped in the block
         proc = subprocess.run(
-            cmd, cwd=EXAMPLE, env=_env(regression), capture_output=True, text=True
+            cmd, cwd=EXAMPLE, env=example_env(regression), capture_output=True, text=True
         )
-        wall = time.perf_counter() - t0
-        busy1 = machine_busy_s()
-        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)  # the hogs are not reaped yet
-    ru2 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    load1 = os.getloadavg()[0]
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
     # The hogs' whole lives (they spun a little before and after the run too).
-    hogs_cpu = (ru2.ru_utime - ru1.ru_utime) + (ru2.ru_stime - ru1.ru_stime)
+    hogs_cpu = used.cpu_after()
+    load1 = os.getloadavg()[0]
+    wall = used.wall
     hogs_in_run = min(hogs_cpu, n_hogs * wall) if condition == "load" else 0.0
-    others = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - cpu - hogs_in_run)
+    others = used.others(hogs_in_run)
     text = proc.stdout + proc.stderr
     if proc.returncode not in (0, 1):
         sys.exit(f"pytest failed (rc={proc.returncode}): {' '.join(cmd)}\n{text[-4000:]}")
     report = store.load(base if save else out)
     if report is None:
         sys.exit(f"pytest wrote no report: {' '.join(cmd)}\n{text[-4000:]}")
-    return Run(kind, condition, report, wall, cpu, others, hogs_in_run, load1, proc.returncode)
+    return Run(kind, condition, report, wall, used.cpu, others, hogs_in_run, load1, proc.returncode)
 
 
 # ----------------------------------------------------------------------------------------
 # Offline verdicts
 # ----------------------------------------------------------------------------------------
-def _not_measured(env: dict[str, Any]) -> dict[str, str]:
-    value = env.get("not_measured")
-    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
-
-
 @dataclass
 class Verdicts:
     compile_fail: set[str] = field(default_factory=set)  # node ids
@@ -233,28 +161,18 @@ class Verdicts:
     notes: list[str] = field(default_factory=list)
 
 
-def evaluate(run: Report, base: Report, tol: Tolerances) -> Verdicts:
+def evaluate(run: RunRecord, base: RunRecord, tol: Tolerances) -> Verdicts:
     out = Verdicts()
-    timing = environment.timing_differences(base.environment, run.environment)
-    static = environment.static_differences(base.environment, run.environment)
+    gating = compare.Gating.between(base.environment, run.environment, tol)
+    timing = gating.timing_differences
     if timing:
         out.notes.append(f"timings not gated: environment differs ({', '.join(timing)})")
-    not_measured = {**_not_measured(run.environment), **_not_measured(base.environment)}
     for nodeid, rec in sorted(run.tests.items()):
         old = base.tests.get(nodeid)
         if old is None:
             out.notes.append(f"{nodeid}: not in the baseline")
             continue
-        verdict = compare.evaluate(
-            rec,
-            old,
-            MarkerLimits(),
-            tol,
-            timing,
-            gate_baseline=True,
-            static_differences=static,
-            not_measured=not_measured,
-        )
+        verdict = compare.evaluate(rec, old, MarkerLimits(), gating)
         for breach in verdict.breaches:
             if not breach.gated:
                 continue
@@ -271,7 +189,7 @@ def evaluate(run: Report, base: Report, tol: Tolerances) -> Verdicts:
     return out
 
 
-def _compile_s(rec: TestRecord, clock: str) -> float:
+def _compile_s(rec: RecordedTest, clock: str) -> float:
     return compare.compile_seconds(rec, clock)
 
 
@@ -280,30 +198,6 @@ def _runtime(entry: Entry | None, key: str) -> float | None:
     runtime = entry.runtime if isinstance(entry, BenchmarkEntry) else None
     value = getattr(runtime, key) if runtime is not None else None
     return float(value) if value else None
-
-
-# ----------------------------------------------------------------------------------------
-def _median(values: list[float]) -> float | None:
-    return statistics.median(values) if values else None
-
-
-def _fmt(value: float | None, spec: str = ".2f", suffix: str = "") -> str:
-    return "-" if value is None else f"{value:{spec}}{suffix}"
-
-
-def _digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else "absent"
-
-
-def finish(committed: str, work: Path, remove: bool, t_start: float) -> int:
-    """The end of a benchmark script: warn if the committed baseline changed, remove the
-    work directory unless kept, print the total time."""
-    if _digest(COMMITTED) != committed:
-        print(f"WARNING: {COMMITTED} changed during the run")
-    if remove:
-        shutil.rmtree(work, ignore_errors=True)
-    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
-    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -327,13 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         default=300,
         help="seconds a hog may live, wall and CPU (default 300; one run must fit)",
     )
-    ap.add_argument(
-        "--quiet-wait",
-        type=float,
-        default=5.0,
-        help="before each quiet run, wait up to this many seconds for other processes to go "
-        "quiet (default 5; 0 disables)",
-    )
+    add_quiet_wait(ap, "each quiet run")
     ns = ap.parse_args(argv)
     runs = ns.runs if ns.runs is not None else (2 if ns.quick else 10)
     if runs < 1 or ns.hogs < 0 or ns.hog_limit < 1:
@@ -342,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
     t_start = time.perf_counter()
     work = ns.workdir or Path(tempfile.mkdtemp(prefix="jaxperf-load-"))
     work.mkdir(parents=True, exist_ok=True)
-    committed = _digest(COMMITTED)
+    committed = digest(COMMITTED)
     tol = {
         clock: Tolerances(
             compile_rtol=ns.compile_rtol,
@@ -368,7 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = [k for k, r in base.tests.items() if r.outcome != "passed"]
     print(
         f"baseline: {len(base.tests)} tests in {b.wall:.1f} s (load1 {b.load1:.2f}, other "
-        f"processes {_fmt(b.others, '.1f')} CPU s)"
+        f"processes {fmt(b.others, '.1f')} CPU s)"
         + (f"; NOT SAVED (did not pass): {', '.join(bad)}" if bad else "")
     )
     missing = [t.test for t in TRAPS if t.test not in base.tests]
@@ -391,7 +279,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"  {condition} {i + 1}/{runs}: "
                 + "  ".join(f"{r.kind} {r.wall:.1f}s" for r in last)
                 + f"   load1 {last[-1].load1:.2f}, other processes' CPU s: "
-                + " ".join(_fmt(r.others, ".1f") for r in last),
+                + " ".join(fmt(r.others, ".1f") for r in last),
                 flush=True,
             )
         print(f"  {condition} block: {time.perf_counter() - t_block:.0f} s")
@@ -452,8 +340,8 @@ def main(argv: list[str] | None = None) -> int:
             print(
                 f"{condition:<10}{clock:<6}{runs:>5}{f'{n_compile}/{runs}':>15}"
                 f"{f'{n_runtime}/{runs}':>15}{f'{n_other}/{runs}':>16}{catches[0]:>13}"
-                f"{catches[1]:>13}{load1:>7.2f}{_fmt(_median(others) if others else None):>8}"
-                f"{hog_cores:>10.2f}{_fmt(_median(ratios), '.2f', 'x'):>14}"
+                f"{catches[1]:>13}{load1:>7.2f}{fmt(median(others) if others else None):>8}"
+                f"{hog_cores:>10.2f}{fmt(median(ratios), '.2f', 'x'):>14}"
             )
     print(
         "  (false failures: clean runs with at least one such gated breach; traps: runs whose "
@@ -505,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         if not per:
             continue
         for clock in CLOCKS:
-            quiet = _median(per.get(("quiet", clock), []))
+            quiet = median(per.get(("quiet", clock), []))
             if quiet:
                 growth[clock] += [s / quiet - 1 for s in per.get(("load", clock), [])]
         load_cw = [
@@ -513,33 +401,33 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print(
             f"{nodeid[-63:]:<64}{_compile_s(old, 'cpu'):>9.3f}{old.total_s:>7.3f}"
-            f"{_fmt(_median(per.get(('quiet', 'cpu'), [])), '.3f'):>10}"
-            f"{_fmt(_median(per.get(('quiet', 'wall'), [])), '.3f'):>7}"
-            f"{_fmt(_median(per.get(('load', 'cpu'), [])), '.3f'):>9}"
-            f"{_fmt(_median(per.get(('load', 'wall'), [])), '.3f'):>7}"
-            f"{_fmt(_median(load_cw), '.2f'):>9}"
+            f"{fmt(median(per.get(('quiet', 'cpu'), [])), '.3f'):>10}"
+            f"{fmt(median(per.get(('quiet', 'wall'), [])), '.3f'):>7}"
+            f"{fmt(median(per.get(('load', 'cpu'), [])), '.3f'):>9}"
+            f"{fmt(median(per.get(('load', 'wall'), [])), '.3f'):>7}"
+            f"{fmt(median(load_cw), '.2f'):>9}"
         )
     print()
     for clock in CLOCKS:
         g = growth[clock]
         line = (
             f"compile growth under load vs quiet, {clock:<4} clock: median "
-            f"{_fmt(_median(g), '+.0%')}, max {_fmt(max(g) if g else None, '+.0%')} "
+            f"{fmt(median(g), '+.0%')}, max {fmt(max(g) if g else None, '+.0%')} "
             f"({len(g)} test-runs)"
         )
         for condition in ("quiet", "load"):
             r = vs_base.get((condition, clock), [])
             line += (
-                f"; {condition} vs baseline median {_fmt(_median(r), '.2f', 'x')} "
-                f"max {_fmt(max(r) if r else None, '.2f', 'x')}"
+                f"; {condition} vs baseline median {fmt(median(r), '.2f', 'x')} "
+                f"max {fmt(max(r) if r else None, '.2f', 'x')}"
             )
         print(line)
     for condition in ("quiet", "load"):
         print(
             f"compile cpu/wall seconds per test, {condition}: median "
-            f"{_fmt(_median(cpu_over_wall[condition]))}, min "
-            f"{_fmt(min(cpu_over_wall[condition]) if cpu_over_wall[condition] else None)}, max "
-            f"{_fmt(max(cpu_over_wall[condition]) if cpu_over_wall[condition] else None)}"
+            f"{fmt(median(cpu_over_wall[condition]))}, min "
+            f"{fmt(min(cpu_over_wall[condition]) if cpu_over_wall[condition] else None)}, max "
+            f"{fmt(max(cpu_over_wall[condition]) if cpu_over_wall[condition] else None)}"
         )
 
     # -- runtime ratios ------------------------------------------------------------------
@@ -574,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
                     and (now := _runtime(rec.benchmarks[label], key))
                 ]
                 top = max(vals) if vals else None
-                cells.append(f"{_fmt(_median(vals), '.2f', 'x')} ({_fmt(top, '.2f')})")
+                cells.append(f"{fmt(median(vals), '.2f', 'x')} ({fmt(top, '.2f')})")
             name = label if kind == "clean" else f"{label} [{kind}]"
             print(f"{name:<44}{condition:<10}" + "".join(f"{c:>14}" for c in cells))
     print(

@@ -47,16 +47,14 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from compile_under_load import _env, hogs
+from _common import EXAMPLE, PYTEST, ROOT, example_env, hogs
 
 from pytest_jaxperf import compare, environment
 from pytest_jaxperf.ab import cpus as ab_cpus
 from pytest_jaxperf.config import MarkerLimits, Tolerances
-from pytest_jaxperf.model import Report
+from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.storage import store
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "example_project"
 DATA = ROOT / "benchmarks" / "data"
 KEY = environment.REFERENCE_KEY
 HOGS, HOG_LIMIT = 2, 600
@@ -71,13 +69,12 @@ TRAPS = {
 
 def run_suite(
     out: Path, condition: str, cpus: frozenset[int] | None, *args: str, trap: str | None = None
-) -> Report:
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf",
-           "--jaxperf-timing=off", f"--jaxperf-json={out}", *args]  # fmt: skip
+) -> RunRecord:
+    cmd = [*PYTEST, "--jaxperf", "--jaxperf-timing=off", f"--jaxperf-json={out}", *args]
     ctx = hogs(HOGS, HOG_LIMIT) if condition == "load" else contextlib.nullcontext([])
     with ctx:
         proc = subprocess.run(
-            cmd, cwd=EXAMPLE, env=_env(trap), capture_output=True, text=True,
+            cmd, cwd=EXAMPLE, env=example_env(trap), capture_output=True, text=True,
             preexec_fn=ab_cpus.confine(cpus),
         )  # fmt: skip
     report = store.load(out) if proc.returncode in (0, 1) else None
@@ -86,7 +83,7 @@ def run_suite(
     return report
 
 
-def compile_cpu(report: Report) -> dict[str, float]:
+def compile_cpu(report: RunRecord) -> dict[str, float]:
     return {
         nodeid: rec.total_cpu_s
         for nodeid, rec in report.tests.items()
@@ -176,12 +173,8 @@ def gate(work: Path, runs: int, trap_runs: int) -> None:
                 scale = environment.machine_scale(before_env, now_env)
                 if scale is not None:
                     factors.append(scale.factor)
-                verdict = compare.evaluate(
-                    rec, base.tests.get(nodeid), MarkerLimits(), EXAMPLE_TOL,
-                    environment.timing_differences(before_env, now_env),
-                    static_differences=environment.static_differences(before_env, now_env),
-                    machine=scale,
-                )  # fmt: skip
+                gating = compare.Gating.between(before_env, now_env, EXAMPLE_TOL)
+                verdict = compare.evaluate(rec, base.tests.get(nodeid), MarkerLimits(), gating)
                 gated = [b for b in verdict.breaches if b.gated]
                 failed += bool(gated)
                 by_size += any(b.metric in SIZES for b in gated)

@@ -38,10 +38,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from compile_under_load import hogs
+from _common import EXAMPLE, REGRESSION_VARIABLE, hogs
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "example_project"
 SELECT = ["-k", "steady_state or vs_numpy"]
 CLOCK = ["--jaxperf", "--jaxperf-runtime-clock=instructions", "-p", "no:randomly", "-q"]
 LOOP_TEST = """
@@ -90,7 +88,7 @@ def spread(values: list[int]) -> float:
 
 
 def example_block(work: Path, runs: int) -> None:
-    env = {**os.environ, "JAXPERF_EXAMPLE_REGRESSION": ""}
+    env = {**os.environ, REGRESSION_VARIABLE: ""}
     base = ["--jaxperf-baseline", str(work / "example.json")]
     code, out, _ = pytest(EXAMPLE, [*CLOCK, *base, "--jaxperf-save", *SELECT], env, False)
     if code != 0:
@@ -114,7 +112,7 @@ def example_block(work: Path, runs: int) -> None:
         print(f"{label:>28}{statistics.median(values):>20,.0f}{spread(values):>10.3%}")
     print(f"false failures: {false['quiet']}/{runs} quiet, {false['load']}/{runs} loaded")
     caught = {"quiet": 0, "load": 0}
-    env_more = {**env, "JAXPERF_EXAMPLE_REGRESSION": "more_work"}
+    env_more = {**env, REGRESSION_VARIABLE: "more_work"}
     line = "instructions per call of benchmark 'dense_relu'"
     ratios = []
     for i in range(runs):
@@ -165,7 +163,7 @@ def loop_block(work: Path, runs: int) -> None:
 
 
 def cost_block(work: Path) -> None:
-    env = {**os.environ, "JAXPERF_EXAMPLE_REGRESSION": ""}
+    env = {**os.environ, REGRESSION_VARIABLE: ""}
     plain_base = ["--jaxperf-baseline", str(work / "cost.json")]
     _, _, plain = pytest(EXAMPLE, ["--jaxperf", "-p", "no:randomly", "-q", *plain_base,
                                    *SELECT], env, False)  # fmt: skip

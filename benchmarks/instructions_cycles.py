@@ -19,6 +19,7 @@ Nothing is asserted: the figures are printed.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -27,7 +28,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from _common import EXAMPLE
+
 PROGRAM = """
 import gc, json, os, sys, time
 import jax
@@ -113,7 +115,8 @@ def estimate(e: dict[str, int]) -> int:
     return e["Ir"] + 10 * l1 + 100 * ll
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description=__doc__.split("\n", 1)[0]).parse_args(argv)
     env = {**os.environ, "JAX_PLATFORMS": "cpu", "PJRT_NPROC": "1", "PYTHONHASHSEED": "0",
            "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
            "XLA_FLAGS": "--xla_cpu_max_isa=AVX2"}  # fmt: skip
@@ -121,7 +124,7 @@ def main() -> int:
         work = Path(tmp)
         (work / "tests_args.py").write_text(ARGS)
         prog = work / "prog.py"
-        prog.write_text(PROGRAM.format(example=str(ROOT / "example_project"), extra=EXTRA))
+        prog.write_text(PROGRAM.format(example=str(EXAMPLE), extra=EXTRA))
         env["PYTHONPATH"] = str(work)
         native = json.loads(subprocess.run([sys.executable, str(prog), "time"], env=env,
                                            capture_output=True, text=True, check=True,

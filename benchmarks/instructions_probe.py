@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from compile_under_load import hogs
+from _common import hogs
 
 PROGRAM = """
 import sys

@@ -28,10 +28,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-from _machine import machine_busy_s
+from _common import PYTEST, clean_env, prepend_pythonpath, usage
 
 TEST_FILE = """
 import jax
@@ -80,21 +79,19 @@ def pytest_sessionfinish(session):
 
 def run(workdir: Path, name: str, args: list[str]) -> tuple[list[float], float, float | None]:
     out = workdir / f"{name}.json"
-    env = dict(os.environ, ISOLATION_FLAT_OUT=str(out), JAX_PLATFORMS="cpu")
+    # Only PYTEST_ADDOPTS is dropped (clean_env's default drops more).
+    env = clean_env({"ISOLATION_FLAT_OUT": str(out)}, drop=("PYTEST_ADDOPTS",))
     # A PYTHONPATH given to this script comes after the timer plugin's folder: another
     # checkout's pytest_jaxperf there is the one measured (the README's before/after).
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(workdir), os.environ.get("PYTHONPATH")]))
-    env.pop("PYTEST_ADDOPTS", None)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "flat_timer"]
-    busy0, t0 = machine_busy_s(), time.perf_counter()
-    proc = subprocess.run(
-        [*cmd, *args, "test_flat.py"], cwd=workdir, env=env, capture_output=True, text=True
-    )
-    wall, busy1 = time.perf_counter() - t0, machine_busy_s()
+    prepend_pythonpath(env, workdir)
+    cmd = [*PYTEST, "-p", "flat_timer"]
+    with usage() as used:
+        proc = subprocess.run(
+            [*cmd, *args, "test_flat.py"], cwd=workdir, env=env, capture_output=True, text=True
+        )
     if proc.returncode != 0:
         sys.exit(f"{name}: pytest rc={proc.returncode}\n{proc.stdout[-3000:]}{proc.stderr}")
-    busy = None if busy0 is None or busy1 is None else busy1 - busy0
-    return json.loads(out.read_text()), wall, busy
+    return json.loads(out.read_text()), used.wall, used.busy
 
 
 def main() -> int:

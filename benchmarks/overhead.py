@@ -50,7 +50,6 @@ import argparse
 import math
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -62,7 +61,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _machine import machine_busy_s, wait_for_quiet
+from _common import (
+    PYTEST,
+    add_quiet_wait,
+    clean_env,
+    fmt,
+    prepend_pythonpath,
+    print_total,
+    usage,
+    wait_for_quiet,
+)
 
 TARGET_B_OVER_A = 1.01
 TARGET_C_OVER_B = 1.10
@@ -312,15 +320,6 @@ def generate_suite(root: Path, n_tests: int) -> Suite:
 # ----------------------------------------------------------------------------------------
 # Timed pytest runs
 # ----------------------------------------------------------------------------------------
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "JAX_COMPILATION_CACHE_DIR"):
-        env.pop(var, None)
-    env["JAX_PLATFORMS"] = "cpu"
-    env.update(extra or {})
-    return env
-
-
 @dataclass
 class Run:
     wall: float
@@ -336,32 +335,15 @@ _NEW = re.compile(r"\b(\d+) new\b")
 
 
 def run_pytest(suite: Suite, cfg: Config, diag_dir: Path | None = None) -> Run:
-    cmd = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "no:cacheprovider",
-        "--durations=0",
-        "--durations-min=0",
-        *cfg.args,
-    ]
-    env = _env(cfg.env)
+    cmd = [*PYTEST, "--durations=0", "--durations-min=0", *cfg.args]
+    env = clean_env(cfg.env)
     if diag_dir is not None:
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(diag_dir), env.get("PYTHONPATH")]))
+        prepend_pythonpath(env, diag_dir)
     cache_dir = tempfile.mkdtemp(prefix="jaxperf-pcache-") if cfg.fresh_cache_dir else None
     if cache_dir:
         env["JAX_COMPILATION_CACHE_DIR"] = cache_dir
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    busy0 = machine_busy_s()
-    t0 = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=suite.root, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    busy1 = machine_busy_s()
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    background = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - cpu)
+    with usage() as used:
+        proc = subprocess.run(cmd, cwd=suite.root, env=env, capture_output=True, text=True)
     if cache_dir:
         shutil.rmtree(cache_dir, ignore_errors=True)
     out = proc.stdout + proc.stderr
@@ -376,7 +358,7 @@ def run_pytest(suite: Suite, cfg: Config, diag_dir: Path | None = None) -> Run:
         else:
             unmarked += float(secs)
     new = _NEW.findall(out)
-    return Run(wall, cpu, background, marked, unmarked, int(new[-1]) if new else None)
+    return Run(used.wall, used.cpu, used.others(), marked, unmarked, int(new[-1]) if new else None)
 
 
 # ----------------------------------------------------------------------------------------
@@ -391,7 +373,7 @@ def import_check() -> tuple[list[str], float]:
     )
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", code],
-        env=_env(),
+        env=clean_env(),
         capture_output=True,
         text=True,
         check=True,
@@ -494,10 +476,6 @@ def _cpus() -> int:
     return os.cpu_count() or 1
 
 
-def _fmt_bg(seconds: float | None) -> str:
-    return "?" if seconds is None else f"{seconds:.1f}"
-
-
 def _verdict(ok: bool) -> str:
     return "PASS" if ok else "MISS"
 
@@ -511,13 +489,7 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run the what-if configurations F, G, H, P (patches internals)",
     )
-    ap.add_argument(
-        "--quiet-wait",
-        type=float,
-        default=5.0,
-        help="before each run, wait up to this many seconds for other processes to go "
-        "quiet (default 5; 0 disables)",
-    )
+    add_quiet_wait(ap)
     ap.add_argument("--keep", action="store_true", help="keep the generated suite")
     ns = ap.parse_args(argv)
     if ns.tests < 1 or ns.rounds < 1:
@@ -558,9 +530,9 @@ def main(argv: list[str] | None = None) -> int:
 
     # Warm-up (imports, OS file cache), not timed.
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only"],
+        [*PYTEST, "--collect-only"],
         cwd=suite.root,
-        env=_env(),
+        env=clean_env(),
         capture_output=True,
         check=True,
     )
@@ -577,7 +549,7 @@ def main(argv: list[str] | None = None) -> int:
             f"  round {r + 1}/{ns.rounds}: "
             + "  ".join(f"{c.key}={runs[c.key][-1].wall:.2f}s" for c in order)
             + "   (other processes' CPU s: "
-            + " ".join(_fmt_bg(runs[c.key][-1].background) for c in order)
+            + " ".join(fmt(runs[c.key][-1].background, ".1f", missing="?") for c in order)
             + ")",
             flush=True,
         )
@@ -603,7 +575,7 @@ def main(argv: list[str] | None = None) -> int:
         cm = statistics.median(r.call_marked for r in rs)
         cu = statistics.median(r.call_unmarked for r in rs)
         bgs = [r.background for r in rs if r.background is not None]
-        bg = _fmt_bg(statistics.median(bgs) if bgs else None)
+        bg = fmt(statistics.median(bgs) if bgs else None, ".1f", missing="?")
         print(
             f"{cfg.key:<3}{cfg.what:<36}{med[cfg.key]:>9.2f}{min(walls):>8.2f}"
             f"{max(walls):>8.2f}{med[cfg.key] / a:>7.3f}{cpu[cfg.key]:>8.2f}"
@@ -698,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nsuite kept in {suite.root}")
     else:
         shutil.rmtree(root, ignore_errors=True)
-    print(f"\ntotal {time.perf_counter() - t_start:.0f} s")
+    print_total(t_start)
     return 0
 
 

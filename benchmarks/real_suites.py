@@ -93,7 +93,6 @@ import importlib.metadata
 import json
 import os
 import re
-import resource
 import shutil
 import statistics
 import subprocess
@@ -106,7 +105,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _machine import machine_busy_s
+from _common import ROOT, clean_env, usage
 
 TARGET_FULL_OVER_OFF = 1.05
 FIELDS = ("traces", "lowerings", "compiles")
@@ -354,15 +353,6 @@ _SUMMARY = re.compile(r"^=*\s*(?:\d+ \w+.*)? in [\d.]+s\b")
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
-def _env(plugin_dir: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    for var in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "JAX_COMPILATION_CACHE_DIR", "PYTHONPATH"):
-        env.pop(var, None)
-    env["JAX_PLATFORMS"] = "cpu"
-    env["PYTHONPATH"] = str(plugin_dir)
-    return env
-
-
 def run_mode(
     mode: str, suite: Suite, root: Path, python: Path, out: Path, quick: bool, tag: str = ""
 ) -> Run:
@@ -385,26 +375,21 @@ def run_mode(
     cmd += [*args, *suite.selection(quick)]
     log = out / f"{suite.name}-{mode}{tag}.log"
     load0 = os.getloadavg()[0]
-    ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    busy0 = machine_busy_s()
-    t0 = time.perf_counter()
-    with log.open("w") as f:
+    with usage() as used, log.open("w") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        env = {**_env(out), "REAL_SUITES_JAX_WORK": str(work_path)}
+        # The helper plugins (in `out`) on PYTHONPATH, and nothing else there.
+        env = clean_env({"PYTHONPATH": str(out), "REAL_SUITES_JAX_WORK": str(work_path)})
         proc = subprocess.run(cmd, cwd=root, env=env, stdout=f, stderr=subprocess.STDOUT)
-    wall = time.perf_counter() - t0
-    busy1 = machine_busy_s()
-    ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
-    bg = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - cpu)
+    wall = used.wall
     text = log.read_text(errors="replace")
     summary = next((ln for ln in reversed(text.splitlines()) if _SUMMARY.match(ln)), None)
     if proc.returncode not in (0, 1) or summary is None:
         tail = "\n".join(text.splitlines()[-30:])
         raise ScriptError(f"{suite.name} {mode}: pytest rc={proc.returncode}, log {log}:\n{tail}")
     counts = {what: int(n) for n, what in _COUNT.findall(summary)}
-    run = Run(mode, wall, cpu, bg, (load0, os.getloadavg()[0]), counts, set(_FAILED.findall(text)))
+    load = (load0, os.getloadavg()[0])
+    run = Run(mode, wall, used.cpu, used.others(), load, counts, set(_FAILED.findall(text)))
     if mode != "off":
         if not json_path.exists():
             raise ScriptError(f"{suite.name} {mode}: no {json_path.name} written; log {log}")
@@ -615,7 +600,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--repo",
         type=Path,
-        default=Path(__file__).resolve().parent.parent,
+        default=ROOT,
         help="the pytest-jaxperf checkout to install (default: this script's repository)",
     )
     ap.add_argument("--repeat", type=int, default=1, help="runs of off and full (default 1)")

@@ -44,7 +44,7 @@ from pytest_jaxperf import model
 from pytest_jaxperf.cli import evaluate_all
 from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.measure import timing
-from pytest_jaxperf.model import FunctionRecord, Report, TestRecord
+from pytest_jaxperf.model import FunctionRecord, RecordedTest, RunRecord
 from pytest_jaxperf.report.markdown import render_markdown
 from pytest_jaxperf.storage import history, store
 
@@ -109,9 +109,9 @@ def _benchmark(rng: random.Random, median: float) -> model.BenchmarkEntry:
     )
 
 
-def _record(rng: random.Random, i: int) -> TestRecord:
+def _record(rng: random.Random, i: int) -> RecordedTest:
     module = i // 25
-    rec = TestRecord(
+    rec = RecordedTest(
         functions={f.key: f for f in (_function(rng, module, j) for j in range(rng.randint(1, 4)))}
     )
     rec.recompute_totals()
@@ -126,15 +126,15 @@ def _nodeid(i: int) -> str:
     return f"tests/test_module_{i // 25:03}.py::test_case_{i % 25:02}[param-{i}]"
 
 
-def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
+def build(tests: int, seed: int = 0) -> tuple[RunRecord, RunRecord]:
     """A baseline and a run of `tests` tests, with regressions, improvements and new tests."""
     rng = random.Random(seed)
     base_tests = {_nodeid(i): _record(rng, i) for i in range(tests)}
-    run_tests: dict[str, TestRecord] = {}
+    run_tests: dict[str, RecordedTest] = {}
     for i, (nodeid, old) in enumerate(base_tests.items()):
         if i % 100 == 99:
             continue  # deleted test; its place is taken by a new one below
-        rec = TestRecord(
+        rec = RecordedTest(
             functions={
                 k: FunctionRecord(**{**vars(f), "retrace_reasons": list(f.retrace_reasons)})
                 for k, f in old.functions.items()
@@ -170,7 +170,7 @@ def build(tests: int, seed: int = 0) -> tuple[Report, Report]:
         run_tests[nodeid] = rec
     for j in range(tests // 100):
         run_tests[f"tests/test_new.py::test_added_{j:04}"] = _record(rng, tests + j)
-    return Report(dict(ENV), base_tests), Report(dict(ENV), run_tests)
+    return RunRecord(dict(ENV), base_tests), RunRecord(dict(ENV), run_tests)
 
 
 def best_of(repeat: int, call: Callable[[], T]) -> tuple[float, T]:
@@ -264,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         if html_mod is None:
             print("   HTML: skipped, matplotlib is not installed (pip install matplotlib)")
         else:
-            html_mod.render_html(Report(), None, {})  # matplotlib's import, paid once
+            html_mod.render_html(RunRecord(), None, {})  # matplotlib's import, paid once
             t_html, page = best_of(repeat, lambda: html_mod.render_html(r, b, verdicts))
             both = t_md + t_html
             print(f"   HTML     {t_html:.3f} s ({len(page.encode()) / 1e6:.1f} MB)")
@@ -315,7 +315,7 @@ def _met(seconds: float, target: float) -> str:
     return "met" if seconds < target else "MISSED"
 
 
-def _save_merged(repeat: int, baseline: Path, path: Path, run: Report) -> float:
+def _save_merged(repeat: int, baseline: Path, path: Path, run: RunRecord) -> float:
     """What ending a --jaxperf-save run costs, best of `repeat`: merging the run into the
     baseline as read at the start (a fresh copy each time) and saving it under its lock."""
     times = []
@@ -342,13 +342,13 @@ def _cli_compare(repeat: int, baseline: Path, report: Path) -> float:
     return min(times)
 
 
-def _breakdown(path: Path, report: Report, repeat: int) -> None:
+def _breakdown(path: Path, report: RunRecord, repeat: int) -> None:
     """Where loading and saving one file spend their time, and what the samples weigh."""
     text = path.read_text(encoding="utf-8")
     t_parse, data = best_of(repeat, lambda: json.loads(text))
-    t_check, _ = best_of(repeat, lambda: model.report_from_json(data))
+    t_check, _ = best_of(repeat, lambda: model.run_from_json(data))
     t_dumps, _ = best_of(repeat, lambda: store.dumps(report))
-    t_tojson, doc = best_of(repeat, lambda: model.report_to_json(report))
+    t_tojson, doc = best_of(repeat, lambda: model.run_to_json(report))
     t_indent, old = best_of(1, lambda: json.dumps(doc, indent=2, sort_keys=True))
     t_compact, _ = best_of(repeat, lambda: json.dumps(doc, sort_keys=True))
     for test in doc["tests"].values():
@@ -357,11 +357,11 @@ def _breakdown(path: Path, report: Report, repeat: int) -> None:
     without = len(store.format_json(doc).encode())
     print(
         f"   one file ({len(text.encode()) / 1e6:.1f} MB): json.loads {t_parse:.3f} s + "
-        f"validation (report_from_json) {t_check:.3f} s; store.dumps {t_dumps:.3f} s; "
+        f"validation (run_from_json) {t_check:.3f} s; store.dumps {t_dumps:.3f} s; "
         f"{without / 1e6:.1f} MB without the per-round samples_s"
     )
     print(
-        f"   for comparison: report_to_json {t_tojson:.3f} s + json.dumps(indent=2, "
+        f"   for comparison: run_to_json {t_tojson:.3f} s + json.dumps(indent=2, "
         f"sort_keys=True) {t_indent:.3f} s ({len(old.encode()) / 1e6:.1f} MB, the layout "
         f"before), compact json.dumps(sort_keys=True) {t_compact:.3f} s"
     )

@@ -38,7 +38,6 @@ import importlib.metadata
 import json
 import math
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -47,7 +46,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _machine import machine_busy_s, wait_for_quiet
+from _common import add_quiet_wait, usage, wait_for_quiet
 
 CASES = ("elementwise_1e3", "elementwise_1e6", "matmul_512")
 TOOLS = ("jaxperf", "pytest-benchmark")
@@ -154,11 +153,6 @@ class Run:
     cases: dict[str, Measure] = field(default_factory=dict)
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def run_tool(tool: str, workdir: Path, index: int, pb_warmup: str) -> Run:
     report = workdir / f"{tool}-{index}.json"
     body_log = workdir / f"{tool}-{index}.body.jsonl"
@@ -171,17 +165,11 @@ def run_tool(tool: str, workdir: Path, index: int, pb_warmup: str) -> Run:
             cmd.append("--benchmark-warmup=on")
     env = {**os.environ, "VS_BODY_LOG": str(body_log), "VS_PB_WARMUP": pb_warmup}
     load1 = os.getloadavg()[0]
-    cpu0 = _children_cpu()
-    busy0 = machine_busy_s()
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
-    wall = time.perf_counter() - start
-    cpu = _children_cpu() - cpu0
-    busy1 = machine_busy_s()
-    others = None if busy0 is None or busy1 is None else max(0.0, busy1 - busy0 - cpu)
+    with usage() as used:
+        proc = subprocess.run(cmd, cwd=workdir, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
         sys.exit(f"{tool} run failed (exit {proc.returncode}):\n{proc.stdout[-4000:]}{proc.stderr}")
-    run = Run(tool, wall, cpu, load1, others)
+    run = Run(tool, used.wall, used.cpu, load1, used.others())
     data = json.loads(report.read_text())
     if tool == "jaxperf":
         for nodeid, test in data["tests"].items():
@@ -241,13 +229,7 @@ def main(argv: list[str] | None = None) -> int:
         help="pytest-benchmark warm-up: compile + 0.05 s of calls in the test (default), "
         "or --benchmark-warmup=on",
     )
-    parser.add_argument(
-        "--quiet-wait",
-        type=float,
-        default=5.0,
-        help="before each run, wait up to this many seconds for other processes to go quiet "
-        "(default 5; 0 disables)",
-    )
+    add_quiet_wait(parser)
     args = parser.parse_args(argv)
     if args.repeat < 1:
         parser.error("--repeat must be at least 1")
