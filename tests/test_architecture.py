@@ -159,3 +159,12 @@ def test_the_readme_describes_this_tree() -> None:
         leaf = module.split(".")[-1]
         if leaf and leaf not in folders and leaf not in ("__main__",):
             assert f"`{leaf}.py`" in section, f"README's structure section lacks {module}"
+
+
+def test_every_exported_name_is_documented() -> None:
+    import pytest_jaxperf
+
+    readme = (PACKAGE.parent / "README.md").read_text()
+    section = readme.split("## Python API", 1)[1].split("\n## ", 1)[0]
+    for name in pytest_jaxperf.__all__:
+        assert f"`{name}`" in section, name
