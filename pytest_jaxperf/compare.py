@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from . import causes
-from .config import Limit, MarkerLimits, TimingMode, Tolerances
+from .config import Clock, Limit, MarkerLimits, TimingMode, Tolerances
 from .environment import (
     UNDER_XDIST,
     MachineScale,
@@ -185,11 +185,11 @@ def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> st
     )
 
 
-def _metric(rec: FunctionRecord | RecordedTest, metric: str, clock: str = "wall") -> float:
+def _metric(rec: FunctionRecord | RecordedTest, metric: str, clock: Clock = "wall") -> float:
     return compile_seconds(rec, clock) if metric == COMPILE_TIME else float(getattr(rec, metric))
 
 
-def compile_seconds(rec: Counts, clock: str) -> float:
+def compile_seconds(rec: Counts, clock: Clock) -> float:
     """Trace + lower + compile seconds on `clock`: process CPU seconds where they were
     measured and asked for, else wall seconds."""
     cpu = rec.total_cpu_s
@@ -519,7 +519,7 @@ def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]
 def _compile_time_growth(
     record: RecordedTest,
     matched: Mapping[str, FunctionRecord],
-    clock: str,
+    clock: Clock,
     scale: float = 1.0,
     most: int = 3,
 ) -> tuple[str, ...]:

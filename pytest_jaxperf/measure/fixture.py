@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ..config import TimingMode
 from ..model import (
     BenchmarkEntry,
     Counts,
@@ -117,7 +118,7 @@ class JaxPerf:
         nodeid: str,
         scope_getter: Callable[[], Scope | None] | None = None,
         timing: TimingConfig | None = None,
-        timing_mode: str = "gate",
+        timing_mode: TimingMode = "gate",
         rootdir: Path | None = None,
         count_instructions: bool = False,
     ) -> None:
