@@ -178,10 +178,10 @@ def _fail(message: str) -> int:
 
 
 def _load(path: Path) -> RunRecord:
-    report = load(path)
-    if report is None:
+    run = load(path)
+    if run is None:
         raise BaselineError(f"{path}: no such file")
-    return report
+    return run
 
 
 # -- show ------------------------------------------------------------------------------------
@@ -231,10 +231,10 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     # marker keyword is then named with the report it came from.
     for shard in runs:
         try:
-            verdicts |= evaluate_all(base, shard.report, settings.tolerances, settings.timing_mode)
+            verdicts |= evaluate_all(base, shard.run, settings.tolerances, settings.timing_mode)
         except ConfigError as exc:  # a marker keyword saved in the report
             raise _UsageError(f"{shard.path}: {exc}") from None
-        tests |= shard.report.tests
+        tests |= shard.run.tests
     if len(runs) == 1:
         compared = f"{runs[0].path} ({len(tests)} tests)"
     else:

@@ -366,11 +366,11 @@ def recorded_test_to_json(rec: RecordedTest) -> dict[str, Any]:
     return out
 
 
-def run_to_json(report: RunRecord) -> dict[str, Any]:
+def run_to_json(run: RunRecord) -> dict[str, Any]:
     return {
-        "schema": report.schema,
-        "environment": dict(report.environment),
-        "tests": {k: recorded_test_to_json(t) for k, t in sorted(report.tests.items())},
+        "schema": run.schema,
+        "environment": dict(run.environment),
+        "tests": {k: recorded_test_to_json(t) for k, t in sorted(run.tests.items())},
     }
 
 

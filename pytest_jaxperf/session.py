@@ -49,7 +49,7 @@ class JaxPerfSession:
 
     @property
     def baseline(self) -> RunRecord | None:
-        return self.baseline_read.report
+        return self.baseline_read.run
 
     def configure_dispatch(self) -> None:
         """For the CPU and instructions runtime clocks: run CPU computations on the calling

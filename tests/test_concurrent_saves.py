@@ -32,7 +32,7 @@ def test_save_merged_keeps_entries_saved_since_the_run_started(tmp_path: Path) -
     assert set(merged.tests) == {"t::old", "t::other", "t::mine"}
     assert store.load(path) == merged
     # What saving did before: the start-up read merged, the other run's entry lost.
-    assert "t::other" not in store.merge(at_start.report, _run("t::mine")).tests
+    assert "t::other" not in store.merge(at_start.run, _run("t::mine")).tests
     assert outputs.lock_path(path) == tmp_path / ".jaxperf" / "baseline.json.lock"
     assert outputs.lock_path(path).exists()
 

@@ -395,14 +395,14 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
                 runs.append(render.RunTime(done.side, number, done.seconds))
                 pair.append(done)
                 _keep(done, args.reports_dir)
-            rounds.append((pair[0].report, pair[1].report))
+            rounds.append((pair[0].record, pair[1].record))
             print(
                 f"jaxperf ab: round {number}/{args.rounds}: base {pair[0].seconds:.1f} s, "
                 f"head {pair[1].seconds:.1f} s",
                 file=out,
                 flush=True,
             )
-            if number == 1 and not (pair[0].report.tests or pair[1].report.tests):
+            if number == 1 and not (pair[0].record.tests or pair[1].record.tests):
                 raise UsageError(
                     "no test was recorded in either tree: mark tests with "
                     "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
@@ -445,7 +445,7 @@ def _keep(done: runner.Run, reports_dir: Path | None) -> None:
         return
     try:
         reports_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(done.report_path, reports_dir / done.report_path.name)
+        shutil.copyfile(done.json_path, reports_dir / done.json_path.name)
     except OSError as exc:
         raise OutputError(f"--reports-dir {reports_dir}: cannot write: {exc}") from None
 

@@ -59,12 +59,14 @@ class Run:
     round: int
     seconds: float
     returncode: int
-    report: RunRecord
-    report_path: Path
+    record: RunRecord
+    json_path: Path  # where the run wrote it
     log: Path
 
 
-def command(report: Path, no_baseline: Path, pytest_args: Sequence[str], tree: Tree) -> list[str]:
+def command(
+    json_path: Path, no_baseline: Path, pytest_args: Sequence[str], tree: Tree
+) -> list[str]:
     """The pytest command line of a run; the user's arguments last, so they win."""
     cmd = [
         sys.executable, "-m", "pytest",
@@ -73,7 +75,7 @@ def command(report: Path, no_baseline: Path, pytest_args: Sequence[str], tree: T
         f"--confcutdir={tree.root}",
         "-p", "pytest_jaxperf.ab.worker",
         "--jaxperf",
-        f"--jaxperf-json={report}",
+        f"--jaxperf-json={json_path}",
         f"--jaxperf-baseline={no_baseline}",
         # Measured whatever the ini file says; never gated (there is no baseline anyway).
         "--jaxperf-timing=report",
@@ -140,7 +142,7 @@ def run(
     the wrong code, or wrote no report. Failed tests are not an error: they are left out of the
     comparison."""
     name = f"{tree.side}-{round_}"
-    report_path = workdir / f"{name}.json"
+    json_path = workdir / f"{name}.json"
     log = workdir / f"{name}.log"
     check = workdir / f"{name}.check.json"
     check_out = workdir / f"{name}.imports.json"
@@ -153,7 +155,7 @@ def run(
         packages=tree.packages,
         out=str(check_out),
     ).save(check)
-    cmd = command(report_path, workdir / "no-baseline.json", pytest_args, tree)
+    cmd = command(json_path, workdir / "no-baseline.json", pytest_args, tree)
     start = time.perf_counter()
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(
@@ -185,13 +187,13 @@ def run(
             f"{what} exited with status {returncode} ({reason}); its output ends:\n" + _tail(log)
         )
     try:
-        report = load(report_path)
+        record = load(json_path)
     except BaselineError as exc:
         raise RunError(f"{what}: {exc}") from None
-    if report is None:
-        # The plugin writes no report when it recorded no test.
-        report = RunRecord()
-    return Run(tree.side, round_, seconds, returncode, report, report_path, log)
+    if record is None:
+        # The plugin writes no file when it recorded no test.
+        record = RunRecord()
+    return Run(tree.side, round_, seconds, returncode, record, json_path, log)
 
 
 def _child_setup(confine: Callable[[], None] | None) -> Callable[[], None]:

@@ -173,8 +173,8 @@ def _failed(nodeid: str, rounds: Sequence[tuple[RunRecord, RunRecord]]) -> str |
     from fewer processes than the table would claim."""
     where: dict[str, list[int]] = {"base": [], "head": []}
     for number, pair in enumerate(rounds, 1):
-        for side, report in zip(("base", "head"), pair):
-            rec = report.tests.get(nodeid)
+        for side, run in zip(("base", "head"), pair):
+            rec = run.tests.get(nodeid)
             if rec is None or not rec.comparable:
                 where[side].append(number)
     sides = [side for side, numbers in where.items() if numbers]

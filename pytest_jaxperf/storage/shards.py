@@ -21,7 +21,7 @@ class Shard:
     """One shard's report and the file it was read from (named in every message)."""
 
     path: Path
-    report: RunRecord
+    run: RunRecord
 
 
 @dataclass
@@ -56,10 +56,10 @@ def load_shards(paths: Sequence[Path]) -> list[Shard]:
     for path in paths:
         if path.is_dir():
             raise BaselineError(f"{path}: is a directory, not a report; pass the reports in it")
-        report = load(path, hint=FIX_SHARD)
-        if report is None:
+        run = load(path, hint=FIX_SHARD)
+        if run is None:
             raise BaselineError(f"{path}: no such file; {FIX_SHARD}")
-        shards.append(Shard(path, report))
+        shards.append(Shard(path, run))
     check_disjoint(shards)
     return shards
 
@@ -76,7 +76,7 @@ def check_disjoint(shards: Sequence[Shard]) -> None:
     seen: dict[str, Path] = {}
     clashes = []
     for shard in shards:
-        for nodeid in sorted(shard.report.tests):
+        for nodeid in sorted(shard.run.tests):
             if nodeid in seen:
                 clashes.append((nodeid, seen[nodeid], shard.path))
             else:
@@ -99,18 +99,18 @@ def combine(shards: Sequence[Shard]) -> RunRecord:
     CPU model, another jax, under pytest-xdist) keeps the environment it was measured in."""
     environment = _commonest(
         [
-            shard.report.environment_of(nodeid)
+            shard.run.environment_of(nodeid)
             for shard in shards
-            for nodeid, rec in shard.report.tests.items()
+            for nodeid, rec in shard.run.tests.items()
             if rec.outcome == "passed"
         ]
     )
     if environment is None:  # no test passed: nothing will be merged, any will do
-        environment = shards[0].report.environment if shards else {}
+        environment = shards[0].run.environment if shards else {}
     tests = {
-        nodeid: placed(rec, shard.report.environment_of(nodeid), environment)
+        nodeid: placed(rec, shard.run.environment_of(nodeid), environment)
         for shard in shards
-        for nodeid, rec in shard.report.tests.items()
+        for nodeid, rec in shard.run.tests.items()
     }
     return RunRecord(environment=dict(environment), tests=tests)
 
@@ -166,7 +166,7 @@ def merge_lines(merged: Merged) -> list[str]:
         f"{m.kept} other entr{'ies' if m.kept != 1 else 'y'} kept, "
         f"{len(m.result.tests)} in all"
     ]
-    shard_of = {nodeid: s.path for s in m.shards for nodeid in s.report.tests}
+    shard_of = {nodeid: s.path for s in m.shards for nodeid in s.run.tests}
     for nodeid, outcome in m.left_out.items():
         before = "its entry there is kept" if nodeid in m.result.tests else "it has no entry"
         lines.append(
@@ -174,9 +174,9 @@ def merge_lines(merged: Merged) -> list[str]:
             f"tests only; {before})"
         )
     for shard in m.shards:
-        own = [n for n in m.written if n in shard.report.tests and m.result.tests[n].environment]
+        own = [n for n in m.written if n in shard.run.tests and m.result.tests[n].environment]
         if own:
-            differences = _differences(m.result.environment, shard.report.environment_of(own[0]))
+            differences = _differences(m.result.environment, shard.run.environment_of(own[0]))
             many = len(own) != 1
             lines.append(
                 f"note: {len(own)} test{'s' if many else ''} of {shard.path} "

@@ -1,4 +1,5 @@
-"""Loading, validating, merging and atomically saving baseline and report files."""
+"""Loading, validating, merging and atomically saving baselines and run files (a run's
+`RunRecord` as JSON)."""
 
 from __future__ import annotations
 
@@ -46,16 +47,16 @@ Stamp = tuple[int, int, int, int]
 
 @dataclass(frozen=True)
 class Loaded:
-    """A file as it was read: its report (None: no file) and the stamp of what was read."""
+    """A file as it was read: its run record (None: no file) and the stamp of what was read."""
 
-    report: RunRecord | None
+    run: RunRecord | None
     stamp: Stamp | None
 
 
 def load(path: Path, hint: str = FIX_BASELINE) -> RunRecord | None:
-    """The report stored at `path`, or None when there is no file; a file that cannot be
+    """The run record stored at `path`, or None when there is no file; a file that cannot be
     used raises BaselineError naming it, the problem and `hint` (what to do about it)."""
-    return read(path, hint).report
+    return read(path, hint).run
 
 
 def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
@@ -233,7 +234,7 @@ def save_merged(path: Path, run: RunRecord, known: Loaded | None = None) -> RunR
     from .outputs import locked
 
     with locked(path):
-        old = known.report if known is not None and known.stamp == stamp_of(path) else load(path)
+        old = known.run if known is not None and known.stamp == stamp_of(path) else load(path)
         merged = merge(old, run)
         save(path, merged)
     return merged
@@ -245,7 +246,7 @@ def save_merged(path: Path, run: RunRecord, known: Loaded | None = None) -> RunR
 # stays on that one line with ", " and ": " between items: a function's counts and causes, the
 # eager counts, a benchmark's runtime statistics with their samples. A review diff shows a
 # changed function or statistic as one changed line, and the text comes from templates and the
-# C encoder (json.dumps with indent= runs the pure-Python encoder, slow on a big report).
+# C encoder (json.dumps with indent= runs the pure-Python encoder, slow on a big run).
 #
 # A layout maps a key to the layout of its value, "*" to that of any other key; None writes the
 # value on one line.
@@ -295,25 +296,25 @@ def _value(value: Any) -> str:
     return _compact(value)
 
 
-def dumps(report: RunRecord) -> str:
-    """The file text of `report`: exactly run_to_json's content, in the file layout."""
+def dumps(run: RunRecord) -> str:
+    """The file text of `run`: exactly run_to_json's content, in the file layout."""
     with collector_paused():
-        return _dumps(report)
+        return _dumps(run)
 
 
-def _dumps(report: RunRecord) -> str:
+def _dumps(run: RunRecord) -> str:
     try:
-        nodeids = sorted(report.tests)
+        nodeids = sorted(run.tests)
         keys = [_string(nodeid) for nodeid in nodeids]
     except TypeError:  # node ids that are not strings: the general way
-        return format_json(run_to_json(report)) + "\n"
-    tests = [f"    {key}: {_test_text(report.tests[nodeid])}" for key, nodeid in zip(keys, nodeids)]
-    environment = format_json(dict(report.environment), _ENVIRONMENT, "  ")
+        return format_json(run_to_json(run)) + "\n"
+    tests = [f"    {key}: {_test_text(run.tests[nodeid])}" for key, nodeid in zip(keys, nodeids)]
+    environment = format_json(dict(run.environment), _ENVIRONMENT, "  ")
     body = "{\n" + ",\n".join(tests) + "\n  }" if tests else "{}"
-    return _DOCUMENT % (environment, _value(report.schema), body)
+    return _DOCUMENT % (environment, _value(run.schema), body)
 
 
-# The usual case, what format_json(run_to_json(report)) writes at each depth, from templates
+# The usual case, what format_json(run_to_json(run)) writes at each depth, from templates
 # built here out of the record's field lists (a test checks the two agree). %r writes an int or
 # a finite float as json.dumps does; %s takes text already encoded.
 _DOCUMENT = '{\n  "environment": %s,\n  "schema": %s,\n  "tests": %s\n}\n'
@@ -406,9 +407,9 @@ def _function_line(fn: FunctionRecord) -> str | None:
     return text
 
 
-def save(path: Path, report: RunRecord) -> None:
-    """Write `report` to `path` atomically: readers see the old file or the new one, whole.
+def save(path: Path, run: RunRecord) -> None:
+    """Write `run` to `path` atomically: readers see the old file or the new one, whole.
     A symbolic link is written at its target."""
     from .outputs import replace_text
 
-    replace_text(path, dumps(report))
+    replace_text(path, dumps(run))
