@@ -59,6 +59,19 @@ def load(path: Path, hint: str = FIX_BASELINE) -> RunRecord | None:
     return read(path, hint).run
 
 
+def load_run(path: str | os.PathLike[str]) -> RunRecord:
+    """The run file or baseline at `path`, as the plugin reads it (every schema it reads).
+    FileNotFoundError where there is no file; ValueError, naming the file and the problem,
+    where it cannot be used."""
+    try:
+        run = load(Path(path), hint="is it a pytest-jaxperf file?")
+    except BaselineError as exc:
+        raise ValueError(str(exc)) from None
+    if run is None:
+        raise FileNotFoundError(f"{path}: no such file")
+    return run
+
+
 def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
     """load(), and the stamp of the version read (the same open file is read and stamped)."""
     from .outputs import read_regular
