@@ -30,6 +30,15 @@ except ImportError:  # optional extra
 pytest_plugins = ["pytester"]
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `e2e` every test that runs a pytest session through pytester (the fixture closure
+    holds it however it is reached: `jp`, `example`, ...). Tests that start processes without
+    pytester carry the marker themselves."""
+    for item in items:
+        if "pytester" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.e2e)
+
+
 @pytest.fixture
 def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A pytester whose inner sessions see only the CPU and have no cache dir."""

@@ -192,6 +192,7 @@ def table_rows(out: str) -> dict[tuple[str, str], list[str]]:
     return rows
 
 
+@pytest.mark.e2e
 def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     repo: tuple[Path, str], tmp_path: Path
 ) -> None:
@@ -269,6 +270,7 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     assert git(root, "status", "--porcelain", "--ignored") == status_before
 
 
+@pytest.mark.e2e
 def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> None:
     root = new_repo(tmp_path / "repo")
     sub = {f"sub/{k}": v for k, v in project("src/").items()}
@@ -306,6 +308,7 @@ def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> No
     assert worktrees(root) == [str(root)]
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="confining needs Linux")
 def test_a_second_jaxperf_ab_on_the_machine_takes_another_cpu(tmp_path: Path) -> None:
     root = new_repo(tmp_path / "repo")
@@ -350,6 +353,7 @@ def test_a_second_jaxperf_ab_on_the_machine_takes_another_cpu(tmp_path: Path) ->
     ]
 
 
+@pytest.mark.e2e
 def test_a_run_that_imports_the_other_trees_code_stops_with_its_origin(
     repo: tuple[Path, str],
 ) -> None:
@@ -374,6 +378,7 @@ def test_a_run_that_imports_the_other_trees_code_stops_with_its_origin(
     assert leftovers(done.stdout) == []
 
 
+@pytest.mark.e2e
 def test_a_run_that_fails_is_shown_with_its_output(repo: tuple[Path, str]) -> None:
     root, base = repo
     done = ab(root, "--base", base, "--", "--no-such-option")
@@ -388,6 +393,7 @@ def test_a_run_that_fails_is_shown_with_its_output(repo: tuple[Path, str]) -> No
     assert worktrees(root) == [str(root)]
 
 
+@pytest.mark.e2e
 def test_no_recorded_test_is_a_usage_error(repo: tuple[Path, str]) -> None:
     root, base = repo
     done = ab(root, "--base", base, "--", "-k", "not_recorded")
@@ -399,6 +405,7 @@ def test_no_recorded_test_is_a_usage_error(repo: tuple[Path, str]) -> None:
     assert f"round 1/{command.DEFAULT_ROUNDS}" in done.stdout  # stopped after the first round
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_an_interrupted_run_removes_the_worktree(repo: tuple[Path, str], signum: int) -> None:
     root, base = repo
@@ -447,6 +454,7 @@ def running(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(sys.platform != "linux", reason="the parent-death signal is Linux's")
 def test_a_killed_command_leaves_no_run_and_the_next_sweeps_its_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
@@ -497,6 +505,7 @@ def test_a_killed_command_leaves_no_run_and_the_next_sweeps_its_files(
     assert [p.name for p in own_tmp.iterdir() if not p.name.endswith(".lock")] == []
 
 
+@pytest.mark.e2e
 def test_a_pytest_config_above_the_temporary_directory_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -528,6 +537,7 @@ def test_a_pytest_config_above_the_temporary_directory_is_refused(
     assert not ran.exists()
 
 
+@pytest.mark.e2e
 def test_submodules_missing_from_the_base_worktree_are_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -550,6 +560,7 @@ def in_process(cwd: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
     return main(["ab", *args])
 
 
+@pytest.mark.e2e
 def test_usage_errors_are_one_line_and_exit_2(
     repo: tuple[Path, str],
     tmp_path: Path,
@@ -866,6 +877,7 @@ def lock_held_elsewhere(path: Path) -> Iterator[None]:
         proc.communicate("")
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="confining needs Linux")
 def test_the_default_cpu_is_the_highest_no_other_jaxperf_ab_holds(tmp_path: Path) -> None:
     allowed = frozenset({0, 1, 5})
@@ -886,6 +898,7 @@ def test_the_default_cpu_is_the_highest_no_other_jaxperf_ab_holds(tmp_path: Path
         assert alone.cpus == {5}  # that process ended: its lock went with it
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="confining needs Linux")
 def test_a_cpu_lock_of_another_user_is_used_and_one_that_cannot_be_is_said(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -959,6 +972,7 @@ def test_program_size_rows_where_a_function_grew() -> None:
     assert [r.metric for r in same] == ["traces", "compiles", "compile time"]
 
 
+@pytest.mark.e2e
 @needs_valgrind
 def test_the_instructions_clock_compares_one_exact_round(repo: tuple[Path, str]) -> None:
     root, base = repo
@@ -976,6 +990,7 @@ def test_the_instructions_clock_compares_one_exact_round(repo: tuple[Path, str])
     assert "1 round (2 runs" in done.stdout
 
 
+@pytest.mark.e2e
 def test_the_instructions_clock_without_valgrind_is_a_usage_error(
     repo: tuple[Path, str], tmp_path: Path
 ) -> None:

@@ -136,6 +136,7 @@ def test_the_readme_recipe_is_the_workflow() -> None:
     assert run_lines(section) == run_lines(job("instructions"))
 
 
+@pytest.mark.e2e
 def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
     root = new_repo(tmp_path / "checkout")
     base = commit_files(root, FILES, "base")
@@ -191,6 +192,7 @@ def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
     assert worktrees(root) == [str(root)]
 
 
+@pytest.mark.e2e
 @needs_valgrind
 @pytest.mark.skipif(shutil.which("apt-get") is None, reason="the job installs valgrind with apt")
 def test_every_command_of_the_instructions_job_runs(tmp_path: Path) -> None:

@@ -59,6 +59,7 @@ def worktrees(root: Path) -> list[str]:
     ]
 
 
+@pytest.mark.e2e
 def test_the_base_worktree_holds_the_commit_and_is_removed_after(
     repo: Path, tmp_path: Path
 ) -> None:
@@ -75,6 +76,7 @@ def test_the_base_worktree_holds_the_commit_and_is_removed_after(
     assert git(repo, "status", "--porcelain") == ""
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("error", [RuntimeError("boom"), KeyboardInterrupt()])
 def test_the_worktree_is_removed_when_the_block_raises(
     repo: Path, tmp_path: Path, error: BaseException
@@ -95,6 +97,7 @@ def test_the_worktree_is_removed_when_the_block_raises(
     assert worktrees(repo) == [str(repo)]
 
 
+@pytest.mark.e2e
 def test_a_locked_or_vanished_worktree_is_still_removed(repo: Path, tmp_path: Path) -> None:
     commit = worktree.resolve("HEAD~1", repo)
     with worktree.base_worktree(repo, commit, tmp_path / "a") as base:
@@ -105,6 +108,7 @@ def test_a_locked_or_vanished_worktree_is_still_removed(repo: Path, tmp_path: Pa
     assert worktrees(repo) == [str(repo)]
 
 
+@pytest.mark.e2e
 def test_an_unknown_ref_is_one_line(repo: Path) -> None:
     with pytest.raises(worktree.GitError) as info:
         worktree.resolve("origin/nope", repo)
@@ -116,6 +120,7 @@ def test_an_unknown_ref_is_one_line(repo: Path) -> None:
         worktree.resolve("--all", repo)
 
 
+@pytest.mark.e2e
 def test_a_shallow_clone_is_told_to_fetch_the_history(repo: Path, tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     subprocess.run(
@@ -130,6 +135,7 @@ def test_a_shallow_clone_is_told_to_fetch_the_history(repo: Path, tmp_path: Path
     )
 
 
+@pytest.mark.e2e
 def test_unmerged_paths_cannot_be_measured(repo: Path) -> None:
     git(repo, "checkout", "-q", "-b", "other", "HEAD~1")
     (repo / "a.txt").write_text("three\n")
@@ -144,6 +150,7 @@ def test_unmerged_paths_cannot_be_measured(repo: Path) -> None:
     )
 
 
+@pytest.mark.e2e
 def test_uncommitted_changes_are_counted_not_refused(repo: Path) -> None:
     (repo / "a.txt").write_text("changed\n")
     (repo / "new.txt").write_text("untracked\n")
@@ -151,6 +158,7 @@ def test_uncommitted_changes_are_counted_not_refused(repo: Path) -> None:
     assert head.changed == 1 and head.commit == git(repo, "rev-parse", "HEAD").strip()
 
 
+@pytest.mark.e2e
 def test_outside_a_repository(tmp_path: Path) -> None:
     with pytest.raises(worktree.GitError, match="is not inside a git working tree"):
         worktree.repository(tmp_path)
@@ -250,6 +258,7 @@ def test_find_packages(tmp_path: Path) -> None:
     assert imports.find_packages([tmp_path, tmp_path / "missing"]) == ["pkg", "tool"]
 
 
+@pytest.mark.e2e
 def test_the_base_worktree_does_not_touch_the_index_a_hook_exports(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -264,6 +273,7 @@ def test_the_base_worktree_does_not_touch_the_index_a_hook_exports(
     assert worktree.head(repo).changed == 0
 
 
+@pytest.mark.e2e
 def test_history_reads_the_repository_it_runs_in(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -275,6 +285,7 @@ def test_history_reads_the_repository_it_runs_in(
     assert history.git_state(repo) == {"commit": commit, "dirty": False}
 
 
+@pytest.mark.e2e
 def test_git_never_takes_an_optional_lock(repo: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     started: list[list[str]] = []
     run = subprocess.run

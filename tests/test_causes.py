@@ -11,6 +11,8 @@ import pytest
 
 from pytest_jaxperf.causes import cause, is_first_sight
 
+pytestmark = pytest.mark.jax_internals
+
 WEAK_TYPES_URL = "https://docs.jax.dev/en/latest/type_promotion.html#weak-types"
 STATIC = "<class 'jax._src.tree_util.Static'> with pytree metadata Static(val={})"
 

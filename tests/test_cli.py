@@ -329,6 +329,7 @@ def _module(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.e2e
 def test_python_dash_m_compare_exit_codes(files: tuple[Path, Path], tmp_path: Path) -> None:
     base_path, run_path = files
     same = _module("compare", str(base_path), str(base_path))
@@ -344,6 +345,7 @@ def test_python_dash_m_compare_exit_codes(files: tuple[Path, Path], tmp_path: Pa
 PURE = "jax", "jaxlib", "numpy", "matplotlib", "pytest", "_pytest"
 
 
+@pytest.mark.e2e
 def test_compare_without_an_ini_option_does_not_import_pytest(
     files: tuple[Path, Path], tmp_path: Path
 ) -> None:
@@ -563,6 +565,7 @@ def test_compare_does_not_gate_timings_measured_under_xdist(
     )
 
 
+@pytest.mark.e2e
 def test_odd_values_in_a_report_are_shown_and_exported_not_raised(tmp_path: Path) -> None:
     base, run = baseline_and_run()
     nodeid = next(iter(run.tests))

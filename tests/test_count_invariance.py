@@ -20,6 +20,8 @@ from conftest import read_json
 
 from pytest_jaxperf.measure import _jaxhooks
 
+pytestmark = pytest.mark.jax_internals
+
 REVERSE = "JAXPERF_INVARIANCE_REVERSE"
 
 # Two CPU devices for pmap, before any JAX op; the test order reversed when REVERSE is set.

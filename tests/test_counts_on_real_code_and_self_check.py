@@ -11,6 +11,8 @@ from conftest import lit, read_json
 
 from pytest_jaxperf.measure import _jaxhooks
 
+pytestmark = pytest.mark.jax_internals
+
 # jax 0.6 - 0.8 fire no event when an eager lax control-flow body is traced (see _jaxhooks).
 EAGER_TRACES = _jaxhooks.eager_traces_counted()
 

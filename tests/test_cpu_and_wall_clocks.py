@@ -19,6 +19,8 @@ from pytest_jaxperf.config import MarkerLimits
 from pytest_jaxperf.measure.timing import TimingConfig, measure, summarize
 from pytest_jaxperf.model import CPU_FIELDS, SCHEMA, BenchmarkEntry, RecordedTest, runtime_to_json
 
+pytestmark = pytest.mark.jax_internals
+
 WALL = dataclasses.replace(TOL, compile_clock="wall", runtime_clock="wall")
 
 

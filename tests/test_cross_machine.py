@@ -16,6 +16,8 @@ from pytest_jaxperf.config import MarkerLimits
 from pytest_jaxperf.environment import REFERENCE_KEY, MachineScale, machine_scale
 from pytest_jaxperf.measure import reference
 
+pytestmark = pytest.mark.jax_internals
+
 AMD = {"jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "x64": False, "cpu": "AMD EPYC",
        "cpu_count": 2, REFERENCE_KEY: 0.2}  # fmt: skip
 INTEL = {**AMD, "cpu": "Intel(R) Xeon(R) Processor", "cpu_count": 4, REFERENCE_KEY: 0.1}

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from conftest import EXAMPLE, REGRESSION_VARIABLE, lit, needs_valgrind, read_json
 
+pytestmark = pytest.mark.jax_internals
+
 TEST_FILES = sorted(p.name for p in (EXAMPLE / "tests").glob("test_*.py"))
 # The inner runs compete with this suite's own xdist workers: compile time and runtime are
 # gated with wide margins, counts and program metrics exactly.

@@ -15,6 +15,8 @@ from typing import NamedTuple
 import pytest
 from conftest import EXAMPLE, lit
 
+pytestmark = pytest.mark.jax_internals
+
 VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
 COUNTS_ONLY = ("--jaxperf-compile-rtol=1000", "--jaxperf-runtime-rtol=1000")
 

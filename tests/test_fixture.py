@@ -7,6 +7,8 @@ import re
 import pytest
 from conftest import lit, read_json
 
+pytestmark = pytest.mark.jax_internals
+
 FAST = ("--jaxperf-min-rounds=5", "--jaxperf-max-time=0.05")
 HEADER = """
 import jax

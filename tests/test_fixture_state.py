@@ -10,6 +10,8 @@ from conftest import lit, read_json
 
 from pytest_jaxperf.measure.timing import TimingConfig, measure_each
 
+pytestmark = pytest.mark.jax_internals
+
 FAST = ("--jaxperf-min-rounds=5", "--jaxperf-max-time=0.05")
 HEADER = """
 import functools

@@ -69,6 +69,7 @@ def _git(cwd: Path, *args: str) -> None:
     )
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_commit_and_dirty_flag_in_a_git_work_tree(tmp_path: Path) -> None:
     _git(tmp_path, "init", "-q")
@@ -86,6 +87,7 @@ def test_commit_and_dirty_flag_in_a_git_work_tree(tmp_path: Path) -> None:
     assert history.make_entry(RunRecord(), WHEN, cwd=tmp_path)["dirty"] is True
 
 
+@pytest.mark.e2e
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 def test_a_repository_without_commits_has_no_commit(tmp_path: Path) -> None:
     _git(tmp_path, "init", "-q")

@@ -21,6 +21,8 @@ from pytest_jaxperf.measure import instructions
 from pytest_jaxperf.model import BenchmarkEntry, entry_from_json, entry_to_json
 from pytest_jaxperf.report.wording import breach_lines
 
+pytestmark = pytest.mark.jax_internals
+
 # A dump as callgrind writes it with --compress-strings=no --compress-pos=no: the line after
 # `calls=` is the callee's inclusive cost, not the caller's own.
 DUMP = """# callgrind format

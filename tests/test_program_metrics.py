@@ -13,6 +13,8 @@ from jax import lax
 from pytest_jaxperf.measure._jaxhooks import module_ops
 from pytest_jaxperf.measure.program_metrics import count_eqns, device_peak_bytes, measure
 
+pytestmark = pytest.mark.jax_internals
+
 
 def builtin_sum(x: Any) -> Any:
     return sum(x)  # Python's sum: unrolls into slice + squeeze + add per element
@@ -60,8 +62,18 @@ def reference_count(jaxpr: Any) -> int:
     """Independent recursive count using jax's own sub-jaxpr walker."""
     closed_or_open = getattr(jaxpr, "jaxpr", jaxpr)
     return len(closed_or_open.eqns) + sum(
-        reference_count(sub) for sub in jax.extend.core.subjaxprs(closed_or_open)
+        reference_count(sub) for sub in _subjaxprs(closed_or_open)
     )
+
+
+# The oldest supported jax (0.6.2) has neither jax.extend.core.subjaxprs (jax.core.subjaxprs
+# instead) nor jax.monitoring's public unregister (a private one instead).
+_subjaxprs = getattr(jax.extend.core, "subjaxprs", None) or jax.core.subjaxprs
+_unregister_duration_listener = getattr(
+    jax.monitoring, "unregister_event_duration_listener", None
+) or getattr(jax._src.monitoring, "_unregister_event_duration_listener_by_callback")
+# The primitive of a nested jit: "pjit" in jax 0.6.2, "jit" in 0.10.2.
+JIT_PRIMITIVES = ("jit", "pjit")
 
 
 # -- count_eqns -------------------------------------------------------------------------------
@@ -94,7 +106,8 @@ def test_recursive_count_is_top_level_plus_inner() -> None:
     branches = next(e for e in scan_body.jaxpr.eqns if e.primitive.name == "cond").params[
         "branches"
     ]
-    inner_body = by_primitive["jit"].params["jaxpr"]
+    (jit_name,) = set(JIT_PRIMITIVES) & by_primitive.keys()
+    inner_body = by_primitive[jit_name].params["jaxpr"]
     jvp_body = by_primitive["custom_jvp_call"].params["call_jaxpr"]
     assert count_eqns(scan_body) == 3 + 1 + 2
     assert [count_eqns(b) for b in branches] == [1, 2]
@@ -219,7 +232,7 @@ def _compile_events(action: Any) -> list[str]:
     try:
         action()
     finally:
-        jax.monitoring.unregister_event_duration_listener(listener)
+        _unregister_duration_listener(listener)
     return [e for e in events if e.startswith("/jax/core/compile/")]
 
 

@@ -21,6 +21,8 @@ from pytest_jaxperf.measure.program_metrics import count_eqns, hlo_ops
 from pytest_jaxperf.model import SIZE_FIELDS
 from pytest_jaxperf.report.wording import breach_lines
 
+pytestmark = pytest.mark.jax_internals
+
 NODE = "test_mod.py::test_rollout"
 
 

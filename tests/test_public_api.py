@@ -48,6 +48,7 @@ def test_a_saved_run_loads_back_equal(tmp_path: Path) -> None:
     assert load_run(tmp_path / "copy.json") == run
 
 
+@pytest.mark.e2e
 def test_importing_the_api_loads_no_jax() -> None:
     code = (
         "import sys, pytest_jaxperf\n"

@@ -7,6 +7,8 @@ import json
 import pytest
 from conftest import lit, read_json
 
+pytestmark = pytest.mark.jax_internals
+
 HEADER = """
 import functools
 import jax

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from conftest import lit, read_json
 
+pytestmark = pytest.mark.jax_internals
+
 ON = ("--jaxperf", "--jaxperf-all")
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 import pytest
 from conftest import read_json
 
+pytestmark = pytest.mark.jax_internals
+
 TEST_FILE = """
 import jax
 import jax.numpy as jnp
