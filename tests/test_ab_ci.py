@@ -126,14 +126,10 @@ def test_the_workflow_checks_out_history_and_runs_both_gates() -> None:
     assert run_lines(text) == commands + run_lines(job("instructions"))
 
 
-def test_the_readme_recipe_is_the_workflow() -> None:
-    readme = (WORKFLOW.parent.parent.parent / "README.md").read_text()
-    section = readme[readme.index("\n## Runtime against the base commit: `jaxperf ab`\n") :]
-    section = section[: section.index("\n## ", 1)]
-    assert run_lines(section) == run_lines(job("jaxperf"))
-    section = readme[readme.index("\n## Runtime as instructions per call\n") :]
-    section = section[: section.index("\n## ", 1)]
-    assert run_lines(section) == run_lines(job("instructions"))
+def test_the_documented_recipes_are_the_workflow() -> None:
+    docs = WORKFLOW.parent.parent.parent / "docs"
+    assert run_lines((docs / "ab.md").read_text()) == run_lines(job("jaxperf"))
+    assert run_lines((docs / "instructions.md").read_text()) == run_lines(job("instructions"))
 
 
 @pytest.mark.e2e
