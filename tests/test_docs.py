@@ -100,8 +100,12 @@ def test_the_reference_is_generated_from_every_option_and_subcommand() -> None:
     assert spec is not None and spec.loader is not None
     reference = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reference)
-    table = reference.options_table()
-    assert all(f"`{opt.flag}`" in table and f"`{opt.dest}`" in table for opt in OPTIONS)
+    entries = reference.options_table().splitlines()
+    assert len(entries) == len(OPTIONS)
+    for opt, entry in zip(OPTIONS, entries):
+        assert entry.startswith(f"- **`{opt.flag}") and f"(ini `{opt.dest}" in entry, entry
+        assert opt.help.split(" (default")[0] in entry
+        assert entry.count("default") <= opt.help.count("default") + 1
     text = reference.on_page_markdown(f"a\n{reference.OPTIONS_MARK}\n{reference.CLI_MARK}\n")
     for name in ("show", "compare", "merge", "export", "ab"):
         assert f"### `jaxperf {name}`" in text and f"usage: jaxperf {name}" in text

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 from typing import Any
 
 from pytest_jaxperf import cli
@@ -19,25 +20,25 @@ CLI_MARK = "<!-- jaxperf:cli -->"
 _VALUE = {"path": "PATH", "float": "X", "int": "N", "export": "FORMAT:PATH"}
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def options_table() -> str:
-    """One row per option: flag, ini name, values, default, what it does."""
-    rows = ["| flag | ini option | value | default | what it does |", "|---|---|---|---|---|"]
+    """One entry per option: the flag with its values, the ini option, the default, what it
+    does (a list: a five-column table is too narrow to read)."""
+    entries = []
     for opt in OPTIONS:
         if opt.kind == "bool":
-            value = "flag (ini: true/false)"
-        elif opt.kind in CHOICES:
-            value = " \\| ".join(f"`{c}`" for c in CHOICES[opt.kind])
+            usage, ini = opt.flag, f"`{opt.dest} = true`"
         else:
-            value = f"`{_VALUE.get(opt.kind, opt.kind.upper())}`"
-        default = "-" if opt.default in (None, "", False) else f"`{opt.default}`"
-        rows.append(
-            f"| `{opt.flag}` | `{opt.dest}` | {value} | {default} | {_cell(opt.help)} |"
-        )
-    return "\n".join(rows)
+            value = (
+                "|".join(CHOICES[opt.kind])
+                if opt.kind in CHOICES
+                else _VALUE.get(opt.kind, opt.kind.upper())
+            )
+            usage, ini = f"{opt.flag}={value}", f"`{opt.dest}`"
+        default = "" if opt.default in (None, "", False) else f", default `{opt.default}`"
+        # The default is said once, in the parentheses.
+        text = re.sub(r" \(default [^()]*\)$", "", opt.help) if default else opt.help
+        entries.append(f"- **`{usage}`** (ini {ini}{default}): {text}.")
+    return "\n".join(entries)
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
