@@ -231,7 +231,7 @@ class Gating:
     ) -> Gating:
         """Gating of a record measured in `current` against a baseline entry measured in
         `baseline` (environment blocks); `timed_elsewhere` says why a caller that times on
-        its own (`jaxperf ab`) leaves timings verdict."""
+        its own (`jaxperf ab`) leaves timings out."""
         timing = timing_differences(baseline, current)
         if under_xdist(current):
             timing.append(UNDER_XDIST)
@@ -250,7 +250,7 @@ class Gating:
 
     @property
     def skipped(self) -> frozenset[str]:
-        """Metrics left verdict of the verdict: those not measured, and compile time and program
+        """Metrics left out of the verdict: those not measured, and compile time and program
         sizes with the compile counts (they are read from the same compiles)."""
         skipped = set(self.not_measured)
         if "compiles" in skipped:
