@@ -664,6 +664,17 @@ def ab_context(thresholds: table.Thresholds, **changes: Any) -> render.Context:
     return render.Context(**(fields | changes))
 
 
+def test_a_count_a_run_could_not_measure_is_no_ok_row() -> None:
+    rounds = [report_pair(1.0, 1.0, s) for s in range(2)]
+    for _, head in rounds:
+        head.environment["not_measured"] = {"traces": "hook missing"}
+    comparison = table.compare_rounds(rounds, table.Thresholds(runtime=1.1, compile=1.5))
+    by_metric = {r.metric: r.status for r in comparison.rows if r.benchmark is None}
+    assert (by_metric["traces"], by_metric["compiles"]) == ("not measured", "ok")
+    assert "t.py::test_a: traces not measured (hook missing): not gated" in comparison.notes
+    assert not any("timed by jaxperf ab" in n for n in comparison.notes)
+
+
 def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> None:
     rounds = [report_pair(1.0, 1.5, s) for s in range(3)]
     thresholds = table.Thresholds(runtime=1.1, compile=1.5)

@@ -22,6 +22,7 @@ from ..config import (
     DEFAULT_COMPILE_FLOOR,
     DEFAULT_INSTRUCTIONS_RTOL,
     DEFAULT_STATIC_RTOL,
+    RuntimeClock,
     parse_number,
 )
 from ..model import RunRecord
@@ -408,7 +409,9 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
                     "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
                     "-- --jaxperf-all"
                 )
-    clock: table.Clock = "instructions" if clock_args else table.runtime_clock(on_cpus, args.rounds)
+    clock: RuntimeClock = (
+        "instructions" if clock_args else table.runtime_clock(on_cpus, args.rounds)
+    )
     comparison = table.compare_rounds(rounds, thresholds, stats.CONFIDENCE, clock)
     context = render.Context(
         base_ref=args.base,

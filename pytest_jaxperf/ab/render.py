@@ -7,13 +7,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from ..config import RuntimeClock
 from ..model import TIME_DIGITS, significant
 from ..report.markdown import code_span, escape
 from ..report.terminal import markup, tally_markup
 from ..report.wording import plural
 from . import cpus
 from .stats import Ratio
-from .table import COMPILE_TIME, RUNTIME, Clock, Comparison, Row, Thresholds
+from .table import COMPILE_TIME, RUNTIME, Comparison, Row, Thresholds
 
 SCHEMA = "pytest-jaxperf-ab/1"
 COLUMNS = ("test", "metric", "base", "head", "ratio", "interval", "verdict")
@@ -42,7 +43,7 @@ class Context:
     cpus: frozenset[int] | None = None  # every run confined to these CPUs; None: not confined
     runs: tuple[RunTime, ...] = ()
     seconds: float = 0.0
-    runtime_clock: Clock = "wall"  # what runtime rows compare (table.runtime_clock)
+    runtime_clock: RuntimeClock = "wall"  # what runtime rows compare (table.runtime_clock)
 
     def head_label(self) -> str:
         changes = ""

@@ -47,10 +47,8 @@ _TIMED_HERE = "timed by jaxperf ab"
 # A compile-time change beyond the threshold but within the plugin's compile floor (seconds).
 UNDER_FLOOR = "ok (under floor)"
 
-Clock = RuntimeClock
 
-
-def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> Clock:
+def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> RuntimeClock:
     """What runtime rows compare: "cpu" (each run's median CPU seconds per call) when every run
     was confined to one CPU and there are two rounds or more, else "wall" (the wall seconds of
     every timed round).
@@ -78,7 +76,7 @@ class Row:
     ratio: stats.Ratio | None = None
     benchmark: str | None = None
     causes: tuple[str, ...] = ()
-    clock: Clock | None = None  # runtime rows: the clock the ratio was read on
+    clock: RuntimeClock | None = None  # runtime rows: the clock the ratio was read on
 
     @property
     def regressed(self) -> bool:
@@ -117,7 +115,7 @@ def compare_rounds(
     rounds: Sequence[tuple[RunRecord, RunRecord]],
     thresholds: Thresholds,
     confidence: float = stats.CONFIDENCE,
-    clock: Clock = "wall",
+    clock: RuntimeClock = "wall",
 ) -> Comparison:
     """The comparison of `rounds`, each (base report, head report) of one round; runtime rows
     on `clock` (see runtime_clock) where every run measured it."""
@@ -144,7 +142,9 @@ def compare_rounds(
             timing_mode="off",
             timed_elsewhere=_TIMED_HERE,
         )
-        out.rows += _exact(nodeid, base, head, gating, thresholds.static_rtol)
+        rows, notes = _exact(nodeid, base, head, gating, thresholds.static_rtol)
+        out.rows += rows
+        out.notes += notes
         out.notes += _varying_counts(nodeid, rounds)
         complete = [(b.tests[nodeid], h.tests[nodeid]) for b, h in rounds]
         timed = _compile_time(nodeid, complete, thresholds, confidence)
@@ -202,15 +202,20 @@ def _left_out_line(row: Row) -> str:
 
 def _exact(
     nodeid: str, base: RecordedTest, head: RecordedTest, gating: compare.Gating, rtol: float
-) -> list[Row]:
-    """Counts and program metrics, by the plugin's rules, the base run as the baseline."""
+) -> tuple[list[Row], list[str]]:
+    """Counts and program metrics, by the plugin's rules, the base run as the baseline; and
+    the plugin's notes on what it left out of them (a metric a run could not measure, program
+    metrics of two different JAX builds), the timings being ab's own."""
     judged = compare.evaluate(head, base, MarkerLimits(), gating)
     breaches = [b for b in judged.breaches if b.against == "baseline" and b.gated]
+    notes = [f"{nodeid}: {n}" for n in judged.notes if _TIMED_HERE not in n]
     rows = []
     for metric in COUNTS:
         mine = [b for b in breaches if b.metric == metric]
         before, now = getattr(base, metric), getattr(head, metric)
         status = "REGRESSED" if mine else "improved" if now < before else "ok"
+        if metric in gating.skipped:  # never an "ok" for what was not measured
+            status = "not measured"
         rows.append(Row(nodeid, metric, status, before, now, causes=_causes(mine)))
     gone = tuple(wording.gone_line(fn, baseline="base") for fn in judged.gone)
     if gone:  # shown under the test's counts; neither better nor worse
@@ -235,7 +240,7 @@ def _exact(
             regressed = any(b.metric == metric and b.benchmark == label for b in breaches)
             status = _static_status(regressed, now_v, before_v, rtol)
             rows.append(Row(nodeid, metric, status, before_v, now_v, benchmark=label))
-    return rows
+    return rows, notes
 
 
 def _static_status(regressed: bool, now: float, before: float, rtol: float) -> str:
@@ -300,7 +305,7 @@ def _runtimes(
     records: Sequence[tuple[RecordedTest, RecordedTest]],
     thresholds: Thresholds,
     confidence: float,
-    clock: Clock,
+    clock: RuntimeClock,
 ) -> list[Row]:
     rows = []
     labels = sorted({label for _, h in records for label, _ in h.benchmark_entries()} |
@@ -314,7 +319,7 @@ def _runtimes(
         cpu = [((b.cpu_median_s,), (h.cpu_median_s,)) for b, h in measured
                if b.cpu_median_s and h.cpu_median_s]  # fmt: skip
         # One value per run: an interval on the CPU clock needs two rounds of it.
-        used: Clock = "cpu" if clock == "cpu" and len(cpu) == len(measured) >= 2 else "wall"
+        used: RuntimeClock = "cpu" if clock == "cpu" and len(cpu) == len(measured) >= 2 else "wall"
         pairs = cpu if used == "cpu" else [(_samples(b), _samples(h)) for b, h in measured]
         if not pairs:
             in_base = any(_runtime(b, label) is not None for b, _ in records)
