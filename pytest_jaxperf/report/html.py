@@ -69,9 +69,10 @@ def render_html(
     against the baseline), runtime distributions against the baseline, trends over
     `history` (with two entries or more) and a table of all recorded tests."""
     require_matplotlib()
+    summary = RunSummary.of(verdicts)
     body: list[str] = ["<h1>pytest-jaxperf report</h1>"]
-    body += _summary(run, baseline, verdicts)
-    body += _verdicts(verdicts)
+    body += _summary(run, baseline, summary)
+    body += _verdicts(verdicts, summary)
     body += _compile_chart(run, baseline, verdicts)
     body += _runtime_chart(run, baseline)
     body += _trends(history or [])
@@ -79,7 +80,7 @@ def render_html(
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>pytest-jaxperf: {_e(RunSummary.of(verdicts).tally())}</title>\n"
+        f"<title>pytest-jaxperf: {_e(summary.tally())}</title>\n"
         f"<style>{CSS}</style>\n</head>\n<body>\n" + "\n".join(body) + "\n</body>\n</html>\n"
     )
 
@@ -91,13 +92,10 @@ def _e(text: object) -> str:
 # -- text sections ---------------------------------------------------------------------------
 
 
-def _summary(
-    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
-) -> list[str]:
-    failed = any(o.failed for o in verdicts.values())
-    tally = RunSummary.of(verdicts).tally()
+def _summary(run: RunRecord, baseline: RunRecord | None, summary: RunSummary) -> list[str]:
+    failed = bool(summary.regressed)
     out = [
-        f'<p class="tally {"bad" if failed else "good"}">{_e(tally)}</p>',
+        f'<p class="tally {"bad" if failed else "good"}">{_e(summary.tally())}</p>',
         f'<p class="muted">{len(run.tests)} recorded tests'
         + (f"; baseline with {len(baseline.tests)} tests" if baseline else "; no baseline")
         + "</p>",
@@ -117,9 +115,8 @@ def _summary(
     return out
 
 
-def _verdicts(verdicts: Mapping[str, Verdict]) -> list[str]:
+def _verdicts(verdicts: Mapping[str, Verdict], summary: RunSummary) -> list[str]:
     out: list[str] = []
-    summary = RunSummary.of(verdicts)
     failed = summary.regressed
     if failed:
         out.append(f'<h2 class="bad">Regressions ({len(failed)})</h2>')
