@@ -73,6 +73,14 @@ def startup_problem(
 ) -> str | None:
     """Why this process cannot count instructions, with the fix (naming `flag`, the option
     that asked for the clock); None when it can."""
+    # First: no install fixes a run asked for another backend (a GPU machine often lacks
+    # valgrind too, and its line would hide this one).
+    if jax_platforms and jax_platforms.split(",")[0].strip().lower() != "cpu":
+        return (
+            f"{flag} counts the CPU backend's instructions; JAX_PLATFORMS={jax_platforms} asks "
+            "for another backend: unset it (the clock sets JAX_PLATFORMS=cpu) or use the wall "
+            "clock for device time"
+        )
     system, machine = platform.system(), platform.machine()
     if system != "Linux" or machine not in ("x86_64", "AMD64"):
         return (
@@ -81,12 +89,6 @@ def startup_problem(
         )
     if shutil.which("valgrind") is None:
         return f"{flag} needs valgrind on PATH (e.g. apt-get install valgrind); it was not found"
-    if jax_platforms and jax_platforms.split(",")[0].strip().lower() != "cpu":
-        return (
-            f"{flag} counts the CPU backend's instructions; JAX_PLATFORMS={jax_platforms} asks "
-            "for another backend: unset it (the clock sets JAX_PLATFORMS=cpu) or use the wall "
-            "clock for device time"
-        )
     if workers not in (None, 0, "0", "no"):
         return (
             f"{flag} runs the tests serially in one valgrind process; drop pytest-xdist's "

@@ -130,6 +130,8 @@ def benchmark_line(label: str, entry: Entry) -> str:
             parts.append(f"cpu {value_text(RUNTIME, rt.cpu_median_s)} per call")
     if entry.instructions is not None:
         parts.append(f"{instructions(entry.instructions)} instructions per call")
+    if entry.device_peak_bytes is not None:
+        parts.append(f"device peak {byte_size(entry.device_peak_bytes)}")
     parts += [f"{k}={v:g}" for k in STATIC_METRICS if (v := entry.program_metric(k)) is not None]
     if entry.eager_median_s is not None:
         parts.append(f"eager median {value_text(RUNTIME, entry.eager_median_s)}")
@@ -137,6 +139,14 @@ def benchmark_line(label: str, entry: Entry) -> str:
         parts.append(f"break-even after {even:.0f} calls" if even is not None
                      else "jit never pays off")  # fmt: skip
     return " ".join(parts)
+
+
+def byte_size(value: int) -> str:
+    """A byte count in binary units, one decimal: '64.0 MiB'."""
+    for scale, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if value >= scale:
+            return f"{value / scale:.1f} {unit}"
+    return f"{value} B"
 
 
 def seconds(value: float) -> str:
