@@ -10,14 +10,18 @@ from ``example_project/``. Nothing in the checkout is written: reports and the c
 live in a temporary folder (``--keep`` keeps it).
 
 Runs (each a ``pytest --jaxperf --jaxperf-allow-partial -rP`` with ``--jaxperf-json``, a
-baseline that does not exist, so nothing is gated, and pytest's cache off), each once with
-``JAX_PLATFORMS=cpu`` and once with ``JAX_PLATFORMS=cuda``:
+baseline that does not exist, so nothing is gated, and pytest's cache off; full float32
+matmuls, ``JAX_DEFAULT_MATMUL_PRECISION=highest``, on both sides), first with
+``JAX_PLATFORMS=cuda``, then with ``JAX_PLATFORMS=cpu``:
 
-- the example project's tests;
 - ``benchmarks/gpu_tests/test_gpu.py``: the same matmul benchmarked once and twice in a row,
   retraces per shape and dtype, a scan under grad, a donated argument;
-- and once ``--jaxperf-runtime-clock=instructions`` with ``JAX_PLATFORMS=cuda`` (refused
-  before JAX starts, so it runs in the self-test too).
+- the example project's tests;
+- and before them, once ``--jaxperf-runtime-clock=instructions`` with ``JAX_PLATFORMS=cuda``
+  (refused before JAX starts, so it runs in the self-test too).
+
+A run gets at most ``--timeout`` seconds (150) and all of them ``--budget`` (270): a run that
+starts late gets what is left, and its checks FAIL rather than the script running on.
 
 Checks: the backend is the GPU; the start-up self-check passed there (whatever the jax
 version); traces, lowerings and compiles per test and per function identical on both
@@ -38,9 +42,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from _common import DROPPED, EXAMPLE, REGRESSION_VARIABLE, ROOT, clean_env
 
@@ -317,6 +322,16 @@ def check_backend(runs: Iterable[Run]) -> Check:
     return Check(name, "PASS" if ok else "FAIL", ", ".join(seen))
 
 
+def safe(check: Callable[..., Check], *args: Any) -> Check:
+    """`check(*args)`, or a FAIL naming the exception: one broken check never hides the
+    others' lines."""
+    try:
+        return check(*args)
+    except Exception as exc:  # a report shaped unlike this script expects, say
+        name = check.__name__.removeprefix("check_").replace("_", " ")
+        return Check(name, "FAIL", f"the check itself failed: {type(exc).__name__}: {exc}")
+
+
 # -- running ---------------------------------------------------------------------------------
 def pytest_command(json_path: Path | None, *extra: str) -> list[str]:
     """pytest with the plugin from this checkout, recording everything, gating nothing."""
@@ -336,6 +351,9 @@ def run_env(platform: str, n: int) -> dict[str, str]:
             "PYTHONDONTWRITEBYTECODE": "1",
             "PYTHONUNBUFFERED": "1",
             "JAXPERF_GPU_CHECK_N": str(n),
+            # Full float32 matmuls on both sides: the example's tests compare with NumPy at
+            # rtol 1e-4, which a GPU's default TF32 matmul would miss (no count changes).
+            "JAX_DEFAULT_MATMUL_PRECISION": "highest",
         },
         drop=(*DROPPED, REGRESSION_VARIABLE),
     )
@@ -393,6 +411,12 @@ def main(argv: list[str] | None = None) -> int:
         help=f"matrix size of the gpu tests (default {GPU_N}, self-test {SELF_TEST_N})",
     )
     parser.add_argument("--timeout", type=float, default=150.0, help="seconds per run")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=270.0,
+        help="seconds for all runs: a run starting late gets what is left (default 270)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
     device = "cpu" if args.cpu_self_test else "cuda"
@@ -406,41 +430,44 @@ def main(argv: list[str] | None = None) -> int:
     mode = "CPU self-test (no GPU: both sides on cpu)" if args.cpu_self_test else "GPU check"
     print(f"gpu_check: {mode}; python {sys.version.split()[0]}; work folder {work}", flush=True)
 
-    # The device side: the GPU, or in the self-test a second, separate run on the CPU.
-    sides = [("cpu", "cpu"), ("cpu-2" if args.cpu_self_test else device, device)]
+    # The device side: the GPU, or in the self-test a second, separate run on the CPU. It
+    # runs first, so that a run cut short by the budget is a CPU one.
+    dev_label = "cpu-2" if args.cpu_self_test else device
+    deadline = t0 + args.budget
+
+    def start(what: str) -> float:
+        print(f"[{time.perf_counter() - t0:5.0f} s] {what} ...", flush=True)
+        return max(10.0, min(args.timeout, deadline - time.perf_counter()))
+
+    timeout = start("instructions clock on JAX_PLATFORMS=cuda")
+    refusal = run_pytest(
+        "refusal", "cuda", "cuda", gpu_dir, work, n, min(timeout, 60.0),
+        "--jaxperf-runtime-clock=instructions",
+    )  # fmt: skip
+    print(f"[{time.perf_counter() - t0:5.0f} s]   {refusal.summary()}", flush=True)
     runs: dict[tuple[str, str], Run] = {}
-    for label, platform in sides:
-        for name, cwd in (("example", EXAMPLE), ("gpu_tests", gpu_dir)):
-            print(
-                f"[{time.perf_counter() - t0:5.0f} s] {name} on JAX_PLATFORMS={platform} ...",
-                flush=True,
-            )
-            run = run_pytest(name, label, platform, cwd, work, n, args.timeout)
+    for label, platform in ((dev_label, device), ("cpu", "cpu")):
+        for name, cwd in (("gpu_tests", gpu_dir), ("example", EXAMPLE)):
+            timeout = start(f"{name} on JAX_PLATFORMS={platform}")
+            run = run_pytest(name, label, platform, cwd, work, n, timeout)
             runs[(name, label)] = run
             print(f"[{time.perf_counter() - t0:5.0f} s]   {run.summary()}", flush=True)
-    print(
-        f"[{time.perf_counter() - t0:5.0f} s] instructions clock on JAX_PLATFORMS=cuda ...",
-        flush=True,
-    )
-    refusal = run_pytest(
-        "refusal", "cuda", "cuda", gpu_dir, work, n, 60.0, "--jaxperf-runtime-clock=instructions"
-    )
 
     cpu = [runs[("example", "cpu")], runs[("gpu_tests", "cpu")]]
-    dev = [runs[("example", sides[1][0])], runs[("gpu_tests", sides[1][0])]]
+    dev = [runs[("example", dev_label)], runs[("gpu_tests", dev_label)]]
     no_gpu = "no GPU in the CPU self-test"
     checks = [
-        Check("backend", "SKIP", no_gpu) if args.cpu_self_test else check_backend(dev),
-        check_self_check(dev),
-        *(check_counts(a, b) for a, b in zip(cpu, dev)),
-        *(check_counts(a, b, ("jaxpr_eqns",), "jaxpr equations") for a, b in zip(cpu, dev)),
-        check_compile_split(dev),
-        check_runtime_ratio(dev[1], n),
+        Check("backend", "SKIP", no_gpu) if args.cpu_self_test else safe(check_backend, dev),
+        safe(check_self_check, dev),
+        *(safe(check_counts, a, b) for a, b in zip(cpu, dev)),
+        *(safe(check_counts, a, b, ("jaxpr_eqns",), "jaxpr equations") for a, b in zip(cpu, dev)),
+        safe(check_compile_split, dev),
+        safe(check_runtime_ratio, dev[1], n),
         Check("device peak memory on cuda", "SKIP", no_gpu)
         if args.cpu_self_test
-        else check_peak_recorded(dev),
-        check_peak_absent(cpu),
-        check_refusal(refusal),
+        else safe(check_peak_recorded, dev),
+        safe(check_peak_absent, cpu),
+        safe(check_refusal, refusal),
     ]
     print("\nverdict:", flush=True)
     for check in checks:

@@ -228,6 +228,15 @@ def test_backend_must_be_the_gpu(gc: ModuleType) -> None:
     assert gc.check_backend([_run(gc, cpu)]).status == "FAIL"
 
 
+def test_a_check_that_breaks_is_a_fail_line_not_a_crash(gc: ModuleType) -> None:
+    def check_runtime_ratio(run: Any, n: int) -> Any:
+        raise KeyError("runtime")
+
+    assert gc.safe(check_runtime_ratio, None, 8).line() == (
+        "FAIL  runtime ratio: the check itself failed: KeyError: 'runtime'"
+    )
+
+
 @pytest.mark.e2e
 def test_the_instructions_clock_run_is_refused_from_the_checkout(
     gc: ModuleType, tmp_path: Path
