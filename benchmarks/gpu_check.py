@@ -20,7 +20,7 @@ matmuls, ``JAX_DEFAULT_MATMUL_PRECISION=highest``, on both sides), first with
 - and before them, once ``--jaxperf-runtime-clock=instructions`` with ``JAX_PLATFORMS=cuda``
   (refused before JAX starts, so it runs in the self-test too).
 
-A run gets at most ``--timeout`` seconds (150) and all of them ``--budget`` (270): a run that
+A run gets at most ``--timeout`` seconds (150) and all of them ``--budget`` (225): a run that
 starts late gets what is left, and its checks FAIL rather than the script running on.
 
 Checks: the backend is the GPU; the start-up self-check passed there (whatever the jax
@@ -58,8 +58,8 @@ from pytest_jaxperf.model import BenchmarkEntry  # noqa: E402
 GPU_TESTS = Path(__file__).resolve().parent / "gpu_tests" / "test_gpu.py"
 # The gpu tests' own settings: a few rounds, enough to tell 1x from 2x on any backend.
 GPU_INI = "[pytest]\naddopts = --strict-markers\njaxperf_min_rounds = 10\njaxperf_max_time = 0.3\n"
-# Matrix size of the gpu tests: ~0.4 ms per matmul on an H100, so dispatch is noise; small
-# enough for the CPU self-test on two loaded cores.
+# Matrix size of the gpu tests, the same on both sides: a few ms per full-float32 matmul on
+# an H100, so a dispatch (tens of us) is noise; 512 for the CPU self-test on two loaded cores.
 GPU_N, SELF_TEST_N = 4096, 512
 COUNTED = ("traces", "lowerings", "compiles")
 # The twice-the-work benchmark's runtime over the once one's: ~2 when every timed call
@@ -414,11 +414,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--budget",
         type=float,
-        default=270.0,
-        help="seconds for all runs: a run starting late gets what is left (default 270)",
+        default=225.0,
+        help="seconds for all runs: a run starting late gets what is left (default 225)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     args = parser.parse_args(argv)
+    if hasattr(sys.stdout, "reconfigure"):  # each line out at once, under a remote runner too
+        sys.stdout.reconfigure(line_buffering=True)
     device = "cpu" if args.cpu_self_test else "cuda"
     n = args.size or (SELF_TEST_N if args.cpu_self_test else GPU_N)
     t0 = time.perf_counter()
