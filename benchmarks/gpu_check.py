@@ -345,7 +345,9 @@ def pytest_command(json_path: Path | None, *extra: str) -> list[str]:
 def run_env(platform: str, n: int) -> dict[str, str]:
     return clean_env(
         {
-            "JAX_PLATFORMS": platform,
+            # The GPU first, the CPU beside it: jax.debug.callback (the example's
+            # side-effects tests) needs a local CPU device to place its inputs on.
+            "JAX_PLATFORMS": "cuda,cpu" if platform == "cuda" else platform,
             "PYTHONPATH": os.pathsep.join([str(ROOT), str(EXAMPLE)]),
             "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
             "PYTHONDONTWRITEBYTECODE": "1",

@@ -256,3 +256,28 @@ def test_device_peak_bytes_is_none_on_cpu() -> None:
     if jax.default_backend() != "cpu":
         pytest.skip("CPU-only expectation")
     assert device_peak_bytes() is None
+
+
+class _NoEstimate:
+    """A compiled program as XLA's GPU backend reports one it did not estimate (-1)."""
+
+    def cost_analysis(self) -> dict[str, float]:
+        return {"flops": -1.0, "transcendentals": 0.0, "bytes accessed": -1.0}
+
+    def memory_analysis(self) -> Any:
+        class Stats:
+            argument_size_in_bytes = 64
+            output_size_in_bytes = -1
+            temp_size_in_bytes = 0
+
+        return Stats()
+
+
+def test_a_negative_figure_from_xla_is_not_recorded() -> None:
+    from pytest_jaxperf.measure import program_metrics
+
+    assert program_metrics._cost(_NoEstimate()) == {"transcendentals": 0.0}
+    assert program_metrics._memory(_NoEstimate()) == {
+        "argument_size_in_bytes": 64,
+        "temp_size_in_bytes": 0,
+    }

@@ -93,7 +93,8 @@ def _cost(compiled: Any) -> dict[str, float]:
     if not isinstance(cost, dict):
         return {}
     keys = ("flops", "transcendentals", "bytes accessed")
-    return {k: float(cost[k]) for k in keys if k in cost}
+    # XLA's GPU backend answers -1 for a figure it did not estimate: not a measurement.
+    return {k: float(cost[k]) for k in keys if k in cost and float(cost[k]) >= 0}
 
 
 def _memory(compiled: Any) -> dict[str, int]:
@@ -103,7 +104,8 @@ def _memory(compiled: Any) -> dict[str, int]:
         return {}
     names = ("argument_size_in_bytes", "output_size_in_bytes", "temp_size_in_bytes",
              "peak_memory_in_bytes")  # fmt: skip
-    return {n: int(getattr(stats, n)) for n in names if getattr(stats, n, None) is not None}
+    values = {n: getattr(stats, n, None) for n in names}
+    return {n: int(v) for n, v in values.items() if v is not None and v >= 0}
 
 
 def device_peak_bytes() -> int | None:
