@@ -24,8 +24,8 @@ from .config import (
 from .model import RecordedTest, RunRecord
 from .report import export, terminal, wording
 from .report.summary import RunSummary, not_gated_lines
-from .storage.outputs import Output, OutputError, problem
-from .storage.shards import Shard, check_disjoint, load_shards, merge_into, merge_lines
+from .storage.outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
+from .storage.shards import Shard, check_disjoint, combine, load_shards, merge_into, merge_lines
 from .storage.store import BaselineError, collector_paused, load
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -116,6 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="read the jaxperf_* options of this ini file, as pytest -c FILE would "
         "(default: the ini file pytest finds from the current directory)",
+    )
+    cmp.add_argument(
+        "--markdown",
+        type=Path,
+        metavar="PATH",
+        help="also write the verdicts as markdown, as pytest --jaxperf-markdown does; appended "
+        "to when PATH is $GITHUB_STEP_SUMMARY",
     )
     cmp.set_defaults(run=_compare)
 
@@ -224,6 +231,8 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     base = _load(args.baseline)
     runs = [Shard(path, _load(path)) for path in args.reports]
     check_disjoint(runs)
+    if args.markdown is not None:
+        _check_markdown(args)
     settings, inifile = _settings(args)
     verdicts: dict[str, compare.Verdict] = {}
     tests: dict[str, RecordedTest] = {}
@@ -260,7 +269,37 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         where = "the report" if len(runs) == 1 else "any report"
         print(f"{missing} baseline tests are not in {where} (not compared)", file=out)
     print(summary.tally(), file=out)
+    if args.markdown is not None:
+        _write_markdown(args.markdown, combine(runs), verdicts, str(args.baseline))
     return EXIT_REGRESSED if summary.regressed else EXIT_OK
+
+
+def _check_markdown(args: argparse.Namespace) -> None:
+    """Refuse, before comparing, a --markdown that cannot be written or that is one of the
+    files read (writing it would destroy a report or the baseline)."""
+    mode: Mode = "append" if is_step_summary(args.markdown) else "write"
+    markdown = Output("--markdown", args.markdown, mode)
+    found = problem(markdown)
+    if found is not None:
+        raise _UsageError(found)
+    written = args.markdown.resolve()
+    for name, path in [("BASELINE", args.baseline)] + [("REPORT", p) for p in args.reports]:
+        if path.resolve() == written:
+            raise _UsageError(
+                f"--markdown {args.markdown}: is the {name} compared, which it would overwrite; "
+                "pass another path"
+            )
+
+
+def _write_markdown(
+    path: Path, run: RunRecord, verdicts: dict[str, compare.Verdict], baseline: str
+) -> None:
+    from .report.markdown import render_markdown
+
+    try:
+        write_text(path, render_markdown(run, verdicts, baseline), append=is_step_summary(path))
+    except OSError as exc:  # the disk filled up, say
+        raise _UsageError(f"--markdown {path} not written: {exc.strerror or exc}") from None
 
 
 def _settings_line(settings: Settings, inifile: Path | None) -> str:

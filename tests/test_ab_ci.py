@@ -1,6 +1,7 @@
-"""examples/ci/github-actions.yml, run here: every `run:` line of the workflow, in order, on a
+"""examples/ci/github-actions.yml, run here: every `run:` step of the workflow, in order, on a
 pull request made in a small repository (base commit with a committed baseline, head commit
-with a change), with the GitHub expressions filled in as GitHub fills them in.
+with a change), with the GitHub expressions filled in as GitHub fills them in, and `gh` (the
+pull-request comment) a shim that records its calls. docs/ci.md starts with this very file.
 
 GitHub itself cannot be reached, so two things stand in for it: the checkout is the test's
 repository (its whole history, as `fetch-depth: 0` gives), and the install step runs with
@@ -19,10 +20,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from _workflow import Step, gh_calls, gh_shim, run_step, steps
 from conftest import needs_valgrind
-from test_ab import CORE, TESTS, commit_files, environment, git, new_repo, worktrees
+from test_ab import CORE, TESTS, commit_files, environment, new_repo, worktrees
 
-WORKFLOW = Path(__file__).resolve().parent.parent / "examples" / "ci" / "github-actions.yml"
+ROOT = Path(__file__).resolve().parent.parent
+WORKFLOW = ROOT / "examples" / "ci" / "github-actions.yml"
 BIN = Path(sys.executable).parent
 
 # A build backend kept in the repository, so that pip can prepare the package's metadata
@@ -93,8 +96,9 @@ FILES = {
 
 
 def run_lines(text: str) -> list[str]:
-    """The workflow's `run:` commands, in order (each on one line, as this workflow has them)."""
-    return [m.group(1) for m in re.finditer(r"^\s*(?:-\s+)?run:\s*(\S.*)$", text, re.M)]
+    """The one-line `run:` commands of a workflow or a page's yaml, in order."""
+    found = re.finditer(r"^\s*(?:-\s+)?run:\s*(\S.*)$", text, re.M)
+    return [m.group(1) for m in found if m.group(1) not in ("|", ">-")]
 
 
 def job(name: str) -> str:
@@ -105,44 +109,72 @@ def job(name: str) -> str:
     return text[start : start + 1 + end.start()] if end else text[start:]
 
 
-def github(command: str, expressions: dict[str, str]) -> str:
-    """`${{ expr }}` replaced as GitHub does before the shell sees the line."""
-
-    def value(m: re.Match[str]) -> str:
-        expr = m.group(1).strip()
-        assert expr in expressions, f"unknown expression in a run line: {expr}"
-        return expressions[expr]
-
-    return re.sub(r"\$\{\{(.*?)\}\}", value, command)
-
-
-def test_the_workflow_checks_out_history_and_runs_both_gates() -> None:
+def test_the_workflow_runs_on_pull_requests_and_main_and_reports_everywhere() -> None:
     text = WORKFLOW.read_text()
-    assert re.search(r"^on:\n  pull_request:", text, re.M)
-    assert "fetch-depth: 0" in text  # jaxperf ab needs the base commit
-    commands = run_lines(job("jaxperf"))
-    assert [c.split()[0] for c in commands] == ["pip", "pytest", "jaxperf"]
-    assert "--base ${{ github.event.pull_request.base.sha }}" in commands[2]
-    assert run_lines(text) == commands + run_lines(job("instructions"))
+    assert re.search(r"^on:\n  pull_request:\n  push:\n    branches: \[main\]\n", text, re.M)
+    assert re.search(r"^permissions:\n  contents: read\n  pull-requests: write", text, re.M)
+    checkout, python, *rest = steps(job("jaxperf"))
+    assert checkout.uses == "actions/checkout@v4"
+    assert checkout.with_ == {"fetch-depth": "0"}  # jaxperf ab checks out the base commit
+    assert python.uses == "actions/setup-python@v5" and python.with_["cache"] == "pip"
+    commands = [step.run.split()[0] for step in rest if step.run]
+    assert commands == ["pip", "pytest", "jaxperf", "for", 'marker="<!--']
+    pytest_line = rest[1].run
+    for output in ("json=jaxperf-report.json", "html=jaxperf-report.html", "markdown="):
+        assert f"--jaxperf-{output}" in pytest_line
+    assert "--base ${{ github.event.pull_request.base.sha }}" in rest[2].run
+    upload = rest[-1]
+    assert upload.uses == "actions/upload-artifact@v4" and upload.condition == "${{ !cancelled() }}"
+    assert upload.with_["path"].split() == [
+        "jaxperf-report.json", "jaxperf-report.html", "jaxperf-ab.json"
+    ]  # fmt: skip
+    # Every apt-get install is preceded by an apt-get update (a runner's lists are stale).
+    for line in run_lines(text):
+        if "apt-get install" in line:
+            assert line.index("apt-get update") < line.index("apt-get install"), line
+
+
+def test_the_ci_page_starts_with_the_workflow_file() -> None:
+    page = (ROOT / "docs" / "ci.md").read_text()
+    first_block = re.search(r"^```yaml\n(.*?)^```$", page, re.S | re.M)
+    assert first_block is not None
+    assert first_block.group(1) == WORKFLOW.read_text(), "docs/ci.md starts with the workflow"
+    assert page.index(first_block.group(0)) < page.index("\n## ")
+    assert "](../examples/ci/github-actions.yml)" in page.split("```yaml")[0]
 
 
 def test_the_documented_recipes_are_the_workflow() -> None:
-    docs = WORKFLOW.parent.parent.parent / "docs"
-    assert run_lines((docs / "ab.md").read_text()) == run_lines(job("jaxperf"))
+    docs = ROOT / "docs"
+    ab_page = run_lines((docs / "ab.md").read_text())
+    assert ab_page and set(ab_page) <= set(run_lines(job("jaxperf")))
     assert run_lines((docs / "instructions.md").read_text()) == run_lines(job("instructions"))
 
 
-@pytest.mark.e2e
-def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
+REPOSITORY, PR_NUMBER = "owner/tinypkg", "7"
+MARKER = "<!-- pytest-jaxperf -->"
+
+
+def pull_request(
+    tmp_path: Path, comments: list[dict[str, object]]
+) -> tuple[Path, str, dict[str, str]]:
+    """A checkout of a pull request (base commit with a committed baseline, head commit with
+    a change that keeps the counts), its base commit, and a job's environment: pip offline as
+    a dry run, `gh` shimmed with `comments` as the pull request's comments."""
     root = new_repo(tmp_path / "checkout")
-    base = commit_files(root, FILES, "base")
+    commit_files(root, FILES, "base")
+    (tmp_path / "comments.json").write_text(json.dumps(comments))
     env = environment(
-        PATH=f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+        PATH=os.pathsep.join([str(gh_shim(tmp_path / "shims")), str(BIN), os.environ["PATH"]]),
         PYTHONPATH=f"{environment()['PYTHONPATH']}{os.pathsep}{root}",
         PIP_NO_INDEX="1",
         PIP_DRY_RUN="1",
         PIP_DISABLE_PIP_VERSION_CHECK="1",
         GITHUB_STEP_SUMMARY=str(tmp_path / "step_summary.md"),
+        GITHUB_REPOSITORY=REPOSITORY,
+        GITHUB_SERVER_URL="https://github.com",
+        GITHUB_RUN_ID="42",
+        GH_LOG=str(tmp_path / "gh.log"),
+        GH_COMMENTS=str(tmp_path / "comments.json"),
     )
     # The committed baseline, saved on the base commit.
     saved = subprocess.run(
@@ -151,41 +183,89 @@ def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
         cwd=root, env=env, capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert saved.returncode == 0, saved.stdout + saved.stderr
-    commit_files(root, {}, "baseline")
-    base = git(root, "rev-parse", "HEAD").strip()
-    # The pull request: a change that keeps the counts.
+    base = commit_files(root, {}, "baseline")
     commit_files(root, {"pkg/core.py": '"""Scaling and work."""\n' + CORE}, "a docstring")
+    return root, base, env
 
-    outputs = []
-    for command in run_lines(job("jaxperf")):
-        line = github(command, {"github.event.pull_request.base.sha": base})
-        done = subprocess.run(
-            ["bash", "-e", "-c", line],
-            cwd=root,
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        outputs.append((line, done))
-    (pip_line, pip), (pytest_line, counts), (ab_line, ab) = outputs
+
+def expressions(base: str) -> dict[str, str]:
+    """What GitHub fills in on a pull request of this repository."""
+    return {
+        "github.event.pull_request.base.sha": base,
+        "github.event.pull_request.number": PR_NUMBER,
+        "github.token": "a-token",
+    }
+
+
+def comment(login: str, body: str, id: int) -> dict[str, object]:
+    """A comment as GitHub's REST API lists it."""
+    return {"id": id, "user": {"login": login}, "body": body}
+
+
+def check_comment_calls(tmp_path: Path, root: Path, edited: int | None) -> str:
+    """The shimmed `gh` was asked for the comments, then created one (`edited` None) or
+    edited comment `edited`, with the reports as its body; that body."""
+    listed, sent = gh_calls(tmp_path / "gh.log")
+    assert listed["args"][:4] == ["api", f"repos/{REPOSITORY}/issues/{PR_NUMBER}/comments",
+                                  "--paginate", "--jq"]  # fmt: skip
+    if edited is None:
+        assert sent["args"][:2] == ["api", f"repos/{REPOSITORY}/issues/{PR_NUMBER}/comments"]
+    else:
+        assert sent["args"][:4] == [
+            "api", "--method", "PATCH", f"repos/{REPOSITORY}/issues/comments/{edited}"
+        ]  # fmt: skip
+    assert "body=@jaxperf-comment.md" in sent["args"]
+    body = str(sent["body"])
+    assert body == (root / "jaxperf-comment.md").read_text()
+    assert body.startswith(MARKER + "\n## pytest-jaxperf\n")
+    assert body.rstrip().endswith(
+        f"[The run](https://github.com/{REPOSITORY}/actions/runs/42): its summary, and the "
+        "JSON and HTML reports as artifacts."
+    )
+    return body
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("jq") is None, reason="the gh shim answers --jq with jq")
+def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
+    others = [comment("someone", "Looks good", 1), comment("someone", f"> {MARKER} quoted", 2)]
+    root, base, env = pull_request(tmp_path, others)
+    done: list[tuple[Step, subprocess.CompletedProcess[str]]] = []
+    for step in steps(job("jaxperf")):
+        if step.run:
+            done.append((step, run_step(step, root, env, expressions(base))))
+    (_, pip), (_, counts), (ab_step, ab), (_, summary_step), (comment_step, commented) = done
     assert pip.returncode == 0, pip.stdout + pip.stderr
     assert "Would install tinypkg-0.1" in pip.stdout
     assert counts.returncode == 0, counts.stdout + counts.stderr
     assert "jaxperf: 0 regressions" in counts.stdout
     # Runtime is measured, so the verdict is the machine's; the counts are not.
     assert ab.returncode in (0, 1), ab.stdout + ab.stderr
-    assert ab_line.startswith(f"jaxperf ab --base {base} --json jaxperf-ab.json")
+    assert ab_step.run.startswith("jaxperf ab --base ${{ github.event.pull_request.base.sha }}")
     report = json.loads((root / "jaxperf-ab.json").read_text())
     assert report["base"]["commit"] == base
     assert report["rounds"] >= 1
     counted = [r for r in report["rows"] if r["metric"] in ("traces", "compiles")]
     assert counted and all(r["verdict"] == "ok" for r in counted)
     assert json.loads((root / "jaxperf-report.json").read_text())["tests"]
-    # Both steps wrote to the one step summary of the job.
+    assert (root / "jaxperf-report.html").read_text().startswith("<!DOCTYPE html>")
+    # Both reports in the step summary, the plugin's first.
+    assert summary_step.returncode == 0, summary_step.stderr
     summary = (tmp_path / "step_summary.md").read_text()
-    assert summary.index("jaxperf") < summary.index("### jaxperf ab: head")
+    assert summary.index("## pytest-jaxperf") < summary.index("### jaxperf ab: head")
+    # The comment: no earlier one of the bot's, so a new one, holding both reports.
+    assert commented.returncode == 0, commented.stdout + commented.stderr
+    body = check_comment_calls(tmp_path, root, edited=None)
+    assert body.index("## pytest-jaxperf") < body.index("### jaxperf ab: head")
     assert worktrees(root) == [str(root)]
+
+    # The next push: the bot's comment of the last push is edited, not repeated.
+    (tmp_path / "gh.log").unlink()
+    ours = comment("github-actions[bot]", f"{MARKER}\nthe last push's", 99)
+    (tmp_path / "comments.json").write_text(json.dumps([*others, ours]))
+    again = run_step(comment_step, root, env, expressions(base))
+    assert again.returncode == 0, again.stdout + again.stderr
+    check_comment_calls(tmp_path, root, edited=99)
 
 
 @pytest.mark.e2e
@@ -199,7 +279,14 @@ def test_every_command_of_the_instructions_job_runs(tmp_path: Path) -> None:
     shims = tmp_path / "shims"
     shims.mkdir()
     (shims / "sudo").write_text('#!/bin/sh\nexec "$@"\n')
-    (shims / "sudo").chmod(0o755)
+    # `apt-get update` would fetch the lists for real (simulation does not cover it).
+    real_apt = shutil.which("apt-get")
+    (shims / "apt-get").write_text(
+        f'#!/bin/sh\nif [ "$1" = update ]; then echo "update: $*" >> {tmp_path / "apt.log"}; '
+        f'exit 0; fi\nexec {real_apt} "$@"\n'
+    )
+    for shim in ("sudo", "apt-get"):
+        (shims / shim).chmod(0o755)
     (tmp_path / "apt.conf").write_text('APT::Get::Simulate "true";\n')
     env = environment(
         PATH=os.pathsep.join([str(shims), str(BIN), os.environ.get("PATH", "")]),
@@ -224,6 +311,7 @@ def test_every_command_of_the_instructions_job_runs(tmp_path: Path) -> None:
                                    capture_output=True, text=True, timeout=300))  # fmt: skip
     apt, pip, counted = done
     assert apt.returncode == 0, apt.stdout + apt.stderr
+    assert (tmp_path / "apt.log").read_text() == "update: update\n"  # before the install
     assert "valgrind" in apt.stdout
     assert pip.returncode == 0, pip.stdout + pip.stderr
     assert counted.returncode == 0, counted.stdout + counted.stderr
