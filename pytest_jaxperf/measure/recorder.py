@@ -36,7 +36,7 @@ from ..model import (
     short_name,
 )
 from . import _jaxhooks as hooks
-from . import identity, program_metrics
+from . import gctime, identity, program_metrics
 from .identity import Identity
 
 _N = TypeVar("_N", int, float)
@@ -294,9 +294,14 @@ class Recorder:
         self.evicted = 0
         self.isolation = "per function"
         self._probes: list[Any] = []
-        # Per thread and phase, the CPU clock at each open phase's start, innermost last: a
-        # trace may start another inside it (a jitted helper traced for the first time).
-        self._cpu_start: dict[tuple[int, str], list[float]] = {}
+        # Per thread and phase, the CPU clock and the collector's seconds at each open
+        # phase's start, innermost last: a trace may start another inside it (a jitted
+        # helper traced for the first time).
+        self._cpu_start: dict[tuple[int, str], list[tuple[float, gctime.Totals]]] = {}
+        # Collector seconds, subtracted from each phase's (see `gctime`); the CPU clock is an
+        # attribute so that tests can drive both with fake clocks.
+        self.gc = gctime.GcClock()
+        self._cpu_clock: Callable[[], float] = time.process_time
         # What the last self-check found missing, by metric.
         self.problems: dict[str, str] = {}
 
@@ -314,6 +319,7 @@ class Recorder:
             jax.monitoring.register_event_duration_secs_listener(self._on_duration)
             jax.monitoring.register_event_listener(self._on_event)
             jax.monitoring.register_scalar_listener(self._on_phase_start)
+            self.gc.install()
             self._installed = True
         if self._traces is None and not hooks.missing():
             self._traces = hooks.TraceListener(self._on_trace)
@@ -402,10 +408,11 @@ class Recorder:
 
     def _on_phase_start(self, event: str, value: float, **kwargs: Any) -> None:
         # JAX announces the start of each trace / lowering / compile with a scalar event
-        # (its wall-clock start time); the process CPU clock is read here and at the end.
+        # (its wall-clock start time); the process CPU clock and the collector's seconds
+        # are read here and at the end.
         if self.active is not None and event in _PHASES:
             self._cpu_start.setdefault((threading.get_ident(), event), []).append(
-                time.process_time()
+                (self._cpu_clock(), self.gc.totals())
             )
 
     def _on_duration(self, event: str, duration_secs: float, **kwargs: Any) -> None:
@@ -417,7 +424,12 @@ class Recorder:
                 return
             starts = self._cpu_start.get((threading.get_ident(), event))
             start = starts.pop() if starts else None
-            cpu = None if start is None else max(0.0, time.process_time() - start)
+            cpu = None if start is None else max(0.0, self._cpu_clock() - start[0])
+            if start is not None:
+                # A collection that ran inside the phase is not the compile's cost.
+                duration_secs, cpu = gctime.without_gc(
+                    duration_secs, cpu, self.gc.totals().since(start[1])
+                )
             if not scope.owns_current_thread():
                 return
             if event == hooks.TRACE_EVENT:
