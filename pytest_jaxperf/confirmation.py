@@ -52,8 +52,23 @@ class Remeasured:
 
 
 def needed(verdict: Verdict) -> bool:
-    """Whether the verdict fails on compile time: only then is anything re-measured."""
-    return any(b.metric == COMPILE_TIME and b.gated for b in verdict.breaches)
+    """Whether the verdict fails on compile time alone: only then is anything re-measured
+    (a test that fails on its counts or sizes too fails whatever a recompile shows)."""
+    failing = [b for b in verdict.breaches if b.gated]
+    return bool(failing) and not verdict.errors and all(b.metric == COMPILE_TIME for b in failing)
+
+
+def mark_unconfirmed(verdict: Verdict) -> None:
+    """A verdict that fails on other metrics too: its compile-time breaches say they were
+    not re-measured (nothing is, for a test failing anyway)."""
+    if needed(verdict):
+        return
+    verdict.breaches = [
+        dataclasses.replace(b, detail=_join(b.detail, "not confirmed: the test fails on "
+                                            "other metrics"))
+        if b.metric == COMPILE_TIME and b.gated else b
+        for b in verdict.breaches
+    ]  # fmt: skip
 
 
 def fastest(samples: list[Phases]) -> Phases:

@@ -229,6 +229,8 @@ class JaxPerfSession:
         verdict = compare.evaluate(record, base, item.stash[LIMITS_KEY], gating)
         if confirmation.needed(verdict):
             verdict = self._confirm(item, record, base, gating, verdict)
+        else:
+            confirmation.mark_unconfirmed(verdict)
         self.verdicts[item.nodeid] = verdict
         section = terminal.detail_section(record, verdict)
         if item.nodeid in self.listener_errors:

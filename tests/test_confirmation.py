@@ -39,6 +39,17 @@ def test_a_clean_verdict_needs_no_confirmation() -> None:
     assert ungated.breaches and not needed(ungated)
 
 
+def test_a_test_failing_on_its_counts_too_is_not_recompiled() -> None:
+    more = rec(fn("f", "m.py:3", traces=2, trace_s=0.05, lower_s=0.85, compile_s=0.2))
+    first = _judge(more)(more)
+    assert {b.metric for b in first.breaches if b.gated} == {"traces", "compiles", COMPILE_TIME}
+    assert not needed(first)
+    confirmation.mark_unconfirmed(first)
+    (b,) = [b for b in first.breaches if b.metric == COMPILE_TIME]
+    assert b.detail.endswith("; not confirmed: the test fails on other metrics")
+    assert [b.detail for b in first.breaches if b.metric != COMPILE_TIME] == ["", ""]
+
+
 def test_a_breach_that_does_not_confirm_passes_with_one_note() -> None:
     first = _judge(SLOW)(SLOW)
     assert first.failed and needed(first)
