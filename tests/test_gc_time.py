@@ -193,3 +193,34 @@ def test_the_recorder_listens_to_the_collector_once_installed() -> None:
 
     RECORDER.install()
     assert RECORDER.gc.callback in gc.callbacks
+
+
+@pytest.mark.jax_internals
+def test_a_collection_inside_a_real_trace_is_taken_out(tmp_path: Path) -> None:
+    import jax
+    import jax.numpy as jnp
+
+    from pytest_jaxperf.measure.recorder import RECORDER
+
+    durations: list[float] = []
+
+    def on_duration(event: str, duration: float, **kwargs: object) -> None:
+        if event == hooks.TRACE_EVENT and kwargs.get("fun_name") == "collects":
+            durations.append(duration)
+
+    def collects(x: jax.Array) -> jax.Array:
+        gc.collect()  # what an allocation inside a trace may set off
+        return x * 2
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    try:
+        RECORDER.install()
+        before = RECORDER.gc.collections
+        with RECORDER.scope(tmp_path) as scope:
+            jax.jit(collects)(jnp.ones(3)).block_until_ready()
+    finally:
+        jax.monitoring.unregister_event_duration_listener(on_duration)
+    (fn,) = [f for f in scope.functions.values() if f.name.endswith("collects")]
+    assert RECORDER.gc.collections > before
+    # JAX's own duration includes the collection; the recorded one does not.
+    assert fn.traces == 1 and fn.trace_s < durations[0]
