@@ -60,6 +60,7 @@ class Rerun:
     index: int
     wall: float
     cpu: float
+    others: float | None  # CPU s other processes used meanwhile (the hogs included)
     tests: dict[str, Any]
     not_confirmed: int  # breaches the recompiles did not confirm (passed)
     confirmed: int  # breaches confirmed (failed)
@@ -103,20 +104,21 @@ def regressed(tests: dict[str, Any]) -> list[str]:
 
 def run_pytest(
     python: str, cwd: Path, args: list[str], log: Path, condition: str = "quiet"
-) -> tuple[float, float, str]:
-    """One pytest run (its output in `log`): wall seconds, the run's CPU seconds, output."""
+) -> tuple[float, float, float | None]:
+    """One pytest run (its output in `log`): wall seconds, the run's CPU seconds, and the
+    CPU seconds other processes used meanwhile (None off Linux)."""
     cmd = [python, *PYTEST[1:], *args]
     ctx = hogs(HOGS, HOG_LIMIT) if condition == "hogs" else contextlib.nullcontext([])
     with ctx, usage() as used, log.open("w") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
         proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), stdout=f, stderr=subprocess.STDOUT)
-    text = log.read_text(errors="replace")
     if proc.returncode not in (0, 1):
+        text = log.read_text(errors="replace")
         tail = "\n".join(text.splitlines()[-20:])
         raise SystemExit(f"pytest rc={proc.returncode} ({log}):\n{tail}")
     # The hogs are reaped after the block: `used.cpu` is the pytest process's alone.
-    return used.wall, used.cpu, text
+    return used.wall, used.cpu, used.others()
 
 
 def load_tests(path: Path) -> dict[str, Any]:
@@ -128,18 +130,20 @@ def measure(ns: argparse.Namespace, work: Path) -> None:
     common = ["--jaxperf", "--jaxperf-all", f"--jaxperf-baseline={baseline}"]
     if not baseline.exists():
         print(f"{ns.name}: saving the baseline ({work / 'save.log'})", flush=True)
-        wall, cpu, _ = run_pytest(
+        wall, cpu, others = run_pytest(
             ns.python, ns.cwd, [*common, "--jaxperf-save", *ns.pytest_args], work / "save.log"
         )
-        print(f"  save: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+        print(f"  save: {wall:.1f} s wall, {cpu:.1f} s CPU, others {fmt(others, '.1f', ' s')}",
+              flush=True)  # fmt: skip
     for condition in ns.conditions:
         for i in range(ns.reruns):
             out = work / f"{condition}-{i}.json"
             log = out.with_suffix(".log")
             args = [*common, f"--jaxperf-json={out}", *ns.pytest_args]
-            wall, cpu, _ = run_pytest(ns.python, ns.cwd, args, log, condition)
-            (work / f"{condition}-{i}.usage").write_text(json.dumps([wall, cpu]))
-            print(f"  {condition} rerun {i}: {wall:.1f} s wall, {cpu:.1f} s CPU", flush=True)
+            wall, cpu, others = run_pytest(ns.python, ns.cwd, args, log, condition)
+            (work / f"{condition}-{i}.usage").write_text(json.dumps([wall, cpu, others]))
+            print(f"  {condition} rerun {i}: {wall:.1f} s wall, {cpu:.1f} s CPU, others "
+                  f"{fmt(others, '.1f', ' s')}", flush=True)  # fmt: skip
 
 
 def read_reruns(work: Path, conditions: list[str]) -> list[Rerun]:
@@ -148,9 +152,11 @@ def read_reruns(work: Path, conditions: list[str]) -> list[Rerun]:
         for out in sorted(work.glob(f"{condition}-*.json")):
             log = out.with_suffix(".log").read_text(errors="replace")
             used = out.with_suffix(".usage")
-            wall, cpu = json.loads(used.read_text()) if used.exists() else (0.0, 0.0)
+            values = json.loads(used.read_text()) if used.exists() else []
+            # Files from before `others` was kept hold [wall, cpu].
+            wall, cpu, others = (values + [0.0, 0.0, None][len(values) :])[:3]
             reruns.append(Rerun(
-                condition, int(out.stem.rsplit("-", 1)[1]), wall, cpu, load_tests(out),
+                condition, int(out.stem.rsplit("-", 1)[1]), wall, cpu, others, load_tests(out),
                 sum(NOT_CONFIRMED in line for line in log.splitlines()),
                 sum(CONFIRMED in line and NOT_CONFIRMED not in line
                     for line in log.splitlines()),
@@ -185,7 +191,8 @@ def report(name: str, baseline: dict[str, Any], reruns: list[Rerun], floor: floa
         names = regressed(r.tests)
         shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
         print(
-            f"  {r.condition} rerun {r.index}: {r.wall:.1f} s wall, {r.cpu:.1f} s CPU; "
+            f"  {r.condition} rerun {r.index}: {r.wall:.1f} s wall, {r.cpu:.1f} s CPU, others "
+            f"{fmt(r.others, '.1f', ' s')}; "
             f"{len(names)} regressed{': ' + shown if names else ''}; "
             f"{r.not_confirmed} not confirmed, {r.confirmed} confirmed"
         )
