@@ -256,3 +256,16 @@ def test_a_breach_that_confirms_fails_end_to_end(jp: pytest.Pytester, fake_secon
          "confirming took 0.50 s]"]
     )  # fmt: skip
     assert "not confirmed" not in result.stdout.str()
+
+
+def test_remeasure_turns_any_error_into_a_function_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def once(*args: Any) -> Phases:
+        raise RuntimeError("boom\nmore")
+
+    monkeypatch.setattr(recompile, "_once", once)
+    fake = type("R", (), {"last_programs": ({F: ["jaxpr"]}, {})})()
+    got = recompile.remeasure(Path("."), 3, recorder=fake)
+    assert dict(got.functions) == {}
+    assert got.left_out == {F: "re-measuring failed: RuntimeError: boom"}

@@ -49,6 +49,8 @@ def remeasure(
                 samples.setdefault(key, []).append(_once(rootdir, jaxprs, recorder))
             except _NotMeasured as exc:
                 left[key] = str(exc)
+            except Exception as exc:  # never an internal error in the user's run
+                left[key] = f"re-measuring failed: {type(exc).__name__}: {exc}".splitlines()[0]
         done += 1
         so_far = Remeasured(
             {k: fastest(v) for k, v in samples.items() if k not in left},
