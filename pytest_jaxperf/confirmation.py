@@ -64,8 +64,8 @@ def mark_unconfirmed(verdict: Verdict) -> None:
     if needed(verdict):
         return
     verdict.breaches = [
-        dataclasses.replace(b, detail=_join(b.detail, "not confirmed: the test fails on "
-                                            "other metrics"))
+        dataclasses.replace(b, detail=_join(b.detail, "not re-measured: the test fails on "
+                                            "other metrics too"))
         if b.metric == COMPILE_TIME and b.gated else b
         for b in verdict.breaches
     ]  # fmt: skip

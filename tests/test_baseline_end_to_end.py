@@ -115,8 +115,8 @@ def test_integrate():
     result.stdout.fnmatch_lines(
         lit(
             "*compile time of all functions: baseline * s -> now * s (+*%) "
-            "[cpu seconds, rtol 1, floor 0.1 s; not confirmed: the test fails on other "
-            "metrics]"
+            "[cpu seconds, rtol 1, floor 0.1 s; not re-measured: the test fails on other "
+            "metrics too]"
         )
     )
     # Same counts: only the compile time betrays the unrolled loop.

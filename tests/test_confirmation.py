@@ -46,7 +46,7 @@ def test_a_test_failing_on_its_counts_too_is_not_recompiled() -> None:
     assert not needed(first)
     confirmation.mark_unconfirmed(first)
     (b,) = [b for b in first.breaches if b.metric == COMPILE_TIME]
-    assert b.detail.endswith("; not confirmed: the test fails on other metrics")
+    assert b.detail.endswith("; not re-measured: the test fails on other metrics too")
     assert [b.detail for b in first.breaches if b.metric != COMPILE_TIME] == ["", ""]
 
 
