@@ -57,6 +57,7 @@ def _collect(gcc: GcClock, clocks: FakeClocks, seconds: float, thread: int = 1) 
 
 def test_collections_are_summed_per_thread_and_for_the_process(clocks: FakeClocks) -> None:
     gcc = _gc_clock(clocks)
+    gcc.watching = 1  # a phase is open somewhere
     _collect(gcc, clocks, 0.25, thread=1)
     _collect(gcc, clocks, 0.5, thread=2)
     _collect(gcc, clocks, 0.125, thread=1)
@@ -64,6 +65,14 @@ def test_collections_are_summed_per_thread_and_for_the_process(clocks: FakeClock
     clocks.thread = 2
     assert gcc.totals() == Totals(wall=0.5, cpu=0.5, all_cpu=0.875)
     assert gcc.collections == 3
+
+
+def test_collections_while_no_phase_is_open_are_not_timed(clocks: FakeClocks) -> None:
+    gcc = _gc_clock(clocks)
+    reads = []
+    gcc._wall = lambda: reads.append("wall") or clocks.wall  # type: ignore[func-returns-value]
+    _collect(gcc, clocks, 0.5)
+    assert (gcc.totals(), gcc.collections, reads) == (Totals(), 0, [])
 
 
 def test_a_stop_without_its_start_adds_nothing(clocks: FakeClocks) -> None:
@@ -83,6 +92,7 @@ def test_without_gc_subtracts_this_threads_wall_and_every_threads_cpu() -> None:
 
 def test_install_registers_one_callback_and_uninstall_removes_it() -> None:
     gcc = GcClock()
+    gcc.watching = 1
     gcc.install()
     gcc.install()
     try:
@@ -177,6 +187,8 @@ def test_nested_phases_each_lose_only_their_own_collections(
     # Inner 0.1; outer 0.5 + 0.1 + 0.25 + 0.2 less both collections = 0.3.
     assert scope.eager.trace_s == pytest.approx(0.1 + 0.3)
     assert scope.eager.trace_cpu_s == pytest.approx(0.1 + 0.3)
+    # Both phases ended: collections are no longer timed.
+    assert recorder.gc.watching == 0
 
 
 def test_without_collections_the_phase_keeps_its_seconds(

@@ -11,7 +11,8 @@ Accounting rather than `gc.disable()` around the phases: the collector still run
 CPython decides, so a 10 GB trace's garbage is still freed as it goes (a collector kept
 out of a long trace lets its cycles pile up until the trace ends), the user's finalizers
 run as they would without the plugin, and a phase that raises leaves nothing switched
-off. The cost is one callback at each collection's start and stop (two clock reads).
+off. The cost is one callback at each collection's start and stop: an attribute read while
+no phase is open (`watching`), four clock reads while one is.
 
 Per thread: a collection blocks the thread it runs on, whose phase's wall seconds lose it;
 the process CPU clock counts every thread's collections, so a phase's CPU seconds lose
@@ -63,14 +64,20 @@ class GcClock:
         self._cpu_s: dict[int, float] = {}
         self._all_cpu_s = 0.0
         self.collections = 0
+        # Phases open now, on any thread: collections are timed only while there is one
+        # (a phase that never ends, its trace having raised, only keeps them timed).
+        self.watching = 0
 
     def callback(self, phase: str, info: dict[str, Any]) -> None:
         """The `gc.callbacks` entry: never raises (it runs inside CPython's collector)."""
         try:
-            tid = self._thread()
             if phase == "start":
-                self._open[tid] = (self._wall(), self._cpu())
+                if self.watching > 0:
+                    self._open[self._thread()] = (self._wall(), self._cpu())
                 return
+            if not self._open:
+                return
+            tid = self._thread()
             started = self._open.pop(tid, None)
             if phase != "stop" or started is None:
                 return

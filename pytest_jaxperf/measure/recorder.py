@@ -447,6 +447,7 @@ class Recorder:
         # (its wall-clock start time); the process CPU clock and the collector's seconds
         # are read here and at the end.
         if self.active is not None and event in _PHASES:
+            self.gc.watching += 1
             self._cpu_start.setdefault((threading.get_ident(), event), []).append(
                 (self._cpu_clock(), self.gc.totals())
             )
@@ -462,6 +463,7 @@ class Recorder:
             start = starts.pop() if starts else None
             cpu = None if start is None else max(0.0, self._cpu_clock() - start[0])
             if start is not None:
+                self.gc.watching = max(0, self.gc.watching - 1)
                 # A collection that ran inside the phase is not the compile's cost.
                 duration_secs, cpu = gctime.without_gc(
                     duration_secs, cpu, self.gc.totals().since(start[1])
