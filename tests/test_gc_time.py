@@ -207,6 +207,18 @@ def test_the_recorder_listens_to_the_collector_once_installed() -> None:
     assert RECORDER.gc.callback in gc.callbacks
 
 
+# JAX's own trace durations of `collects`, while a test listens (registered once per process
+# and dormant otherwise: jax 0.6 has no public way to unregister a listener).
+_TRACE_DURATIONS: list[float] | None = None
+_LISTENING = False
+
+
+def _on_duration(event: str, duration: float, **kwargs: object) -> None:
+    wanted = event == hooks.TRACE_EVENT and kwargs.get("fun_name") == "collects"
+    if _TRACE_DURATIONS is not None and wanted:
+        _TRACE_DURATIONS.append(duration)
+
+
 @pytest.mark.jax_internals
 def test_a_collection_inside_a_real_trace_is_taken_out(tmp_path: Path) -> None:
     import jax
@@ -214,24 +226,23 @@ def test_a_collection_inside_a_real_trace_is_taken_out(tmp_path: Path) -> None:
 
     from pytest_jaxperf.measure.recorder import RECORDER
 
-    durations: list[float] = []
-
-    def on_duration(event: str, duration: float, **kwargs: object) -> None:
-        if event == hooks.TRACE_EVENT and kwargs.get("fun_name") == "collects":
-            durations.append(duration)
+    global _TRACE_DURATIONS, _LISTENING
+    if not _LISTENING:
+        jax.monitoring.register_event_duration_secs_listener(_on_duration)
+        _LISTENING = True
 
     def collects(x: jax.Array) -> jax.Array:
         gc.collect()  # what an allocation inside a trace may set off
         return x * 2
 
-    jax.monitoring.register_event_duration_secs_listener(on_duration)
+    _TRACE_DURATIONS = durations = []
     try:
         RECORDER.install()
         before = RECORDER.gc.collections
         with RECORDER.scope(tmp_path) as scope:
             jax.jit(collects)(jnp.ones(3)).block_until_ready()
     finally:
-        jax.monitoring.unregister_event_duration_listener(on_duration)
+        _TRACE_DURATIONS = None
     (fn,) = [f for f in scope.functions.values() if f.name.endswith("collects")]
     assert RECORDER.gc.collections > before
     # JAX's own duration includes the collection; the recorded one does not.
