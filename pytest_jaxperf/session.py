@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from . import _xdist, compare
+from . import _xdist, compare, confirmation
 from .config import ConfigError, MarkerLimits, Settings
 from .model import RecordedTest, RunRecord, recorded_test_from_json, recorded_test_to_json
 from .report import junit, terminal, wording
@@ -227,6 +227,10 @@ class JaxPerfSession:
             gate_baseline=not self.settings.save,
         )
         verdict = compare.evaluate(record, base, item.stash[LIMITS_KEY], gating)
+        if confirmation.needed(verdict):
+            verdict = self._confirm(item, record, base, gating, verdict)
+        else:
+            confirmation.mark_unconfirmed(verdict)
         self.verdicts[item.nodeid] = verdict
         section = terminal.detail_section(record, verdict)
         if item.nodeid in self.listener_errors:
@@ -251,6 +255,33 @@ class JaxPerfSession:
         # JUnit XML reads properties off the teardown report, which copies the item's.
         item.user_properties += junit.properties(record, verdict)
         return rep
+
+    def _confirm(
+        self,
+        item: pytest.Item,
+        record: RecordedTest,
+        base: RecordedTest | None,
+        gating: compare.Gating,
+        verdict: compare.Verdict,
+    ) -> compare.Verdict:
+        """Confirm a compile-time breach before it fails the test: the test's programs are
+        lowered and compiled again (see `confirmation`); a breach that does not hold is a
+        line in the summary instead."""
+        from .measure import recompile
+
+        limits = item.stash[LIMITS_KEY]
+        clock = limits.tolerances(self.settings.tolerances).compile_clock
+
+        def again(r: RecordedTest) -> compare.Verdict:
+            return compare.evaluate(r, base, limits, gating)
+
+        def holds(m: confirmation.Remeasured) -> bool:
+            return confirmation.needed(confirmation.judge(verdict, record, m, again, clock))
+
+        measured = recompile.remeasure(self.config.rootpath, confirmation.REPEATS, holds)
+        confirmed = confirmation.judge(verdict, record, measured, again, clock)
+        self.notes += [f"{item.nodeid}: {line}" for line in confirmation.unconfirmed(confirmed)]
+        return confirmed
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.records:

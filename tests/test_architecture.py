@@ -18,7 +18,7 @@ PYTEST_ALLOWED = {
     "plugin", "session", "_xdist", "inifile", "measure.fixture", "ab.worker", "ab.command",
 }  # fmt: skip
 # The pure core: gating rules and the records they read.
-CORE = {"model", "compare", "matching", "causes", "environment", "config"}
+CORE = {"model", "compare", "matching", "causes", "environment", "config", "confirmation"}
 # What each part may import from the package (itself always).
 MAY_IMPORT = {
     "core": CORE,

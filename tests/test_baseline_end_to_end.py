@@ -115,7 +115,8 @@ def test_integrate():
     result.stdout.fnmatch_lines(
         lit(
             "*compile time of all functions: baseline * s -> now * s (+*%) "
-            "[cpu seconds, rtol 1, floor 0.1 s]"
+            "[cpu seconds, rtol 1, floor 0.1 s; not re-measured: the test fails on other "
+            "metrics too]"
         )
     )
     # Same counts: only the compile time betrays the unrolled loop.
@@ -234,7 +235,7 @@ def test_compile_time():
         lit(
             "*traces of g (defined at test_marker_limits_without_baseline.py:6): 2 > limit 1",
             "*cause: static argument n: 2 -> 3",
-            "*compile time of all functions: * s > limit 0.000 s",
+            "*compile time of all functions: * s > limit 0.000 s*",
         )
     )
 

@@ -152,6 +152,53 @@ def own_settings() -> Iterator[None]:
         yield
 
 
+# Pinned while a kept program is lowered and compiled again to confirm a compile-time
+# breach: it must not write the user's persistent cache (nor log, nor explain).
+_RECOMPILE_SETTINGS: tuple[tuple[str, Any], ...] = (
+    ("jax_disable_jit", False),
+    ("jax_explain_cache_misses", False),
+    ("jax_log_compiles", False),
+    ("jax_persistent_cache_min_compile_time_secs", 1e9),
+)
+
+
+def lower_and_compile(closed_jaxpr: Any) -> None:
+    """Lower and compile a kept program (the ClosedJaxpr a lowering had in hand, see
+    `lowering()`) again, as a new function, so that no cache of JAX's holds it:
+    `jax.jit(jaxpr_as_fun(closed_jaxpr)).lower(<its input types>).compile()`. Its trace
+    evaluates the jaxpr's equations (not the user's Python); its lowering and backend
+    compile are the program's. `jaxpr_as_fun` is `jax.extend.core`'s (jax 0.6 - 0.10),
+    else `jax._src.core`'s."""
+    import jax
+
+    try:
+        from jax.extend.core import jaxpr_as_fun
+    except ImportError:  # pragma: no cover - a JAX without it in jax.extend
+        from jax._src.core import jaxpr_as_fun
+    avals = [
+        jax.ShapeDtypeStruct(a.shape, a.dtype, weak_type=getattr(a, "weak_type", False))
+        for a in closed_jaxpr.in_avals
+    ]
+    with _pinned(_RECOMPILE_SETTINGS):
+        jax.jit(jaxpr_as_fun(closed_jaxpr)).lower(*avals).compile()
+
+
+@contextlib.contextmanager
+def _pinned(settings: tuple[tuple[str, Any], ...]) -> Iterator[None]:
+    """`settings` on this thread (an option this JAX lacks, or whose values differ, is left
+    as it is)."""
+    with contextlib.ExitStack() as stack:
+        for name, value in settings:
+            state = _config_state(name)
+            if state is None:
+                continue
+            try:
+                stack.enter_context(state(value))
+            except Exception:
+                continue
+        yield
+
+
 def jit_disabled() -> bool:
     """Whether jax_disable_jit is on (globally or in this thread): nothing is traced then."""
     state = _config_state("jax_disable_jit")

@@ -36,7 +36,7 @@ from ..model import (
     short_name,
 )
 from . import _jaxhooks as hooks
-from . import identity, program_metrics
+from . import gctime, identity, program_metrics
 from .identity import Identity
 
 _N = TypeVar("_N", int, float)
@@ -46,6 +46,8 @@ _PROBE_EQNS, _PROBE_MIN_OPS = 2, 4
 _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
 _MAX_SEEN = 2000
+# Bounds the programs a test keeps for confirming a compile-time breach (`Scope.programs`).
+MAX_KEPT = 64
 CLEARED = (
     "traced again after its cache was cleared (jax.clear_caches(), clear_cache(), or "
     "the function was evicted by another tool)"
@@ -105,6 +107,12 @@ class Scope:
         self._objects: dict[int, list[weakref.ref[Any] | int]] = {}
         # Open `block()`s: each also gets what happens while it is open.
         self._blocks: list[Block] = []
+        # Per function record (by id): the record and the ClosedJaxpr of each of its
+        # lowerings, to lower and compile again should its compile time breach (see
+        # `confirmation`); and why a function's programs could not all be kept.
+        self._programs: dict[int, tuple[FunctionRecord, list[Any]]] = {}
+        self._unkept: dict[int, str] = {}
+        self._kept = 0
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -191,6 +199,31 @@ class Scope:
             target.jaxpr_eqns = _plus(target.jaxpr_eqns, size[0])
             target.hlo_ops = _plus(target.hlo_ops, size[1])
             self._pending[threading.get_ident()] = ident
+
+    def keep_program(self, ident: Identity | None, jaxpr: Any) -> None:
+        """Keep what a user function's lowering lowered (JAX's caches hold it until the next
+        isolation anyway): the program a compile-time breach is confirmed on."""
+        if ident is None:
+            return  # JAX's helpers: not in the gated compile time
+        with self._lock:
+            fn = self.function(ident)
+            if jaxpr is None:
+                self._unkept.setdefault(id(fn), "a lowering's program was not found")
+            elif self._kept >= MAX_KEPT:
+                self._unkept.setdefault(id(fn), f"the test lowered more than {MAX_KEPT} programs")
+            else:
+                self._programs.setdefault(id(fn), (fn, []))[1].append(jaxpr)
+                self._kept += 1
+
+    def programs(self) -> tuple[dict[str, list[Any]], dict[str, str]]:
+        """The kept programs by function key, and the functions whose programs were not all
+        kept, with why."""
+        with self._lock:
+            kept = {fn.key: jaxprs for i, (fn, jaxprs) in self._programs.items()
+                    if i not in self._unkept}  # fmt: skip
+            records = {id(fn): fn for fn in self.functions.values()}
+            left = {records[i].key: why for i, why in self._unkept.items() if i in records}
+        return kept, left
 
     def on_compile(self, seconds: float, cpu: float | None, ops: int | None = None) -> None:
         """One backend compile (or persistent-cache load): its seconds and the HLO
@@ -294,9 +327,17 @@ class Recorder:
         self.evicted = 0
         self.isolation = "per function"
         self._probes: list[Any] = []
-        # Per thread and phase, the CPU clock at each open phase's start, innermost last: a
-        # trace may start another inside it (a jitted helper traced for the first time).
-        self._cpu_start: dict[tuple[int, str], list[float]] = {}
+        # The kept programs of the last scope closed (`Scope.programs`), until the next
+        # scope or isolation: what `recompile` confirms a breach of that test with.
+        self.last_programs: tuple[dict[str, list[Any]], dict[str, str]] = ({}, {})
+        # Per thread and phase, the CPU clock and the collector's seconds at each open
+        # phase's start, innermost last: a trace may start another inside it (a jitted
+        # helper traced for the first time).
+        self._cpu_start: dict[tuple[int, str], list[tuple[float, gctime.Totals]]] = {}
+        # Collector seconds, subtracted from each phase's (see `gctime`); the CPU clock is an
+        # attribute so that tests can drive both with fake clocks.
+        self.gc = gctime.GcClock()
+        self._cpu_clock: Callable[[], float] = time.process_time
         # What the last self-check found missing, by metric.
         self.problems: dict[str, str] = {}
 
@@ -314,6 +355,7 @@ class Recorder:
             jax.monitoring.register_event_duration_secs_listener(self._on_duration)
             jax.monitoring.register_event_listener(self._on_event)
             jax.monitoring.register_scalar_listener(self._on_phase_start)
+            self.gc.install()
             self._installed = True
         if self._traces is None and not hooks.missing():
             self._traces = hooks.TraceListener(self._on_trace)
@@ -402,10 +444,12 @@ class Recorder:
 
     def _on_phase_start(self, event: str, value: float, **kwargs: Any) -> None:
         # JAX announces the start of each trace / lowering / compile with a scalar event
-        # (its wall-clock start time); the process CPU clock is read here and at the end.
+        # (its wall-clock start time); the process CPU clock and the collector's seconds
+        # are read here and at the end.
         if self.active is not None and event in _PHASES:
+            self.gc.watching += 1
             self._cpu_start.setdefault((threading.get_ident(), event), []).append(
-                time.process_time()
+                (self._cpu_clock(), self.gc.totals())
             )
 
     def _on_duration(self, event: str, duration_secs: float, **kwargs: Any) -> None:
@@ -417,7 +461,13 @@ class Recorder:
                 return
             starts = self._cpu_start.get((threading.get_ident(), event))
             start = starts.pop() if starts else None
-            cpu = None if start is None else max(0.0, time.process_time() - start)
+            cpu = None if start is None else max(0.0, self._cpu_clock() - start[0])
+            if start is not None:
+                self.gc.watching = max(0, self.gc.watching - 1)
+                # A collection that ran inside the phase is not the compile's cost.
+                duration_secs, cpu = gctime.without_gc(
+                    duration_secs, cpu, self.gc.totals().since(start[1])
+                )
             if not scope.owns_current_thread():
                 return
             if event == hooks.TRACE_EVENT:
@@ -426,12 +476,9 @@ class Recorder:
                 scope.on_trace_time(ident, duration_secs, cpu)
             elif event == hooks.LOWER_EVENT:
                 lowering = hooks.lowering()
-                scope.on_lowering(
-                    self._lowered(lowering.jaxpr),
-                    duration_secs,
-                    cpu,
-                    program_metrics.size(lowering),
-                )
+                lowered = self._lowered(lowering.jaxpr)
+                scope.on_lowering(lowered, duration_secs, cpu, program_metrics.size(lowering))
+                scope.keep_program(lowered, lowering.jaxpr)
             else:
                 ops = program_metrics.xla_ops(hooks.compiled_executable())
                 scope.on_compile(duration_secs, cpu, ops)
@@ -498,6 +545,7 @@ class Recorder:
         import jax
 
         self.install()
+        self.last_programs = ({}, {})
         if not self._dirty and self._traces is not None:
             return  # nothing was traced since the last isolation
         kept = {_key(r) for funs in self._fixture_funs.values() for r, _ in funs}
@@ -563,10 +611,12 @@ class Recorder:
         # ran before: a generic wrapper's source (equinox's fun_wrapped) is shared by all.
         self._aliases.clear()
         outer, self.active = self.active, scope
+        self.last_programs = ({}, {})
         try:
             yield scope
         finally:
             self.active = outer
+            self.last_programs = scope.programs()
 
     # -- self-check -----------------------------------------------------------------------
     def sources(self) -> str:

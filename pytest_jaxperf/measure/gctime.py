@@ -1,0 +1,115 @@
+"""Time spent in Python's garbage collector, per thread, so that a compile phase is not
+charged for a collection that happened to run inside it.
+
+A trace or a lowering allocates heavily; CPython then runs a collection on whatever thread
+allocated, of the whole heap when it is a full one, and on a large heap (a test suite that
+keeps arrays, fixtures and compiled programs alive) that takes up to a second. The phase's
+wall and CPU seconds included it, and a compile-time gate failed unchanged code (issue 31:
+`lower 0.766 s` for a program that lowers in a few ms).
+
+Accounting rather than `gc.disable()` around the phases: the collector still runs when
+CPython decides, so a 10 GB trace's garbage is still freed as it goes (a collector kept
+out of a long trace lets its cycles pile up until the trace ends), the user's finalizers
+run as they would without the plugin, and a phase that raises leaves nothing switched
+off. The cost is one callback at each collection's start and stop: an attribute read while
+no phase is open (`watching`), four clock reads while one is.
+
+Per thread: a collection blocks the thread it runs on, whose phase's wall seconds lose it;
+the process CPU clock counts every thread's collections, so a phase's CPU seconds lose
+those of all threads (`Totals.all_cpu`).
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+Clock = Callable[[], float]
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Collector seconds so far: this thread's wall and CPU seconds, and the CPU seconds of
+    every thread's collections."""
+
+    wall: float = 0.0
+    cpu: float = 0.0
+    all_cpu: float = 0.0
+
+    def since(self, start: Totals) -> Totals:
+        return Totals(self.wall - start.wall, self.cpu - start.cpu, self.all_cpu - start.all_cpu)
+
+
+class GcClock:
+    """Accumulates each thread's collector seconds from `gc.callbacks` ("start"/"stop").
+
+    The clocks are injectable: `wall` is the clock JAX's durations are read on
+    (perf_counter), `cpu` a per-thread CPU clock (a collection runs on one thread)."""
+
+    def __init__(
+        self,
+        wall: Clock = time.perf_counter,
+        cpu: Clock = time.thread_time,
+        thread: Callable[[], int] = threading.get_ident,
+    ) -> None:
+        self._wall, self._cpu, self._thread = wall, cpu, thread
+        self._lock = threading.Lock()
+        # Per thread: (wall, cpu) at the start of the collection now running on it.
+        self._open: dict[int, tuple[float, float]] = {}
+        self._wall_s: dict[int, float] = {}
+        self._cpu_s: dict[int, float] = {}
+        self._all_cpu_s = 0.0
+        self.collections = 0
+        # Phases open now, on any thread: collections are timed only while there is one
+        # (a phase that never ends, its trace having raised, only keeps them timed).
+        self.watching = 0
+
+    def callback(self, phase: str, info: dict[str, Any]) -> None:
+        """The `gc.callbacks` entry: never raises (it runs inside CPython's collector)."""
+        try:
+            if phase == "start":
+                if self.watching > 0:
+                    self._open[self._thread()] = (self._wall(), self._cpu())
+                return
+            if not self._open:
+                return
+            tid = self._thread()
+            started = self._open.pop(tid, None)
+            if phase != "stop" or started is None:
+                return
+            wall = max(0.0, self._wall() - started[0])
+            cpu = max(0.0, self._cpu() - started[1])
+            with self._lock:
+                self._wall_s[tid] = self._wall_s.get(tid, 0.0) + wall
+                self._cpu_s[tid] = self._cpu_s.get(tid, 0.0) + cpu
+                self._all_cpu_s += cpu
+                self.collections += 1
+        except Exception:  # pragma: no cover - a clock that fails: nothing is subtracted
+            pass
+
+    def totals(self) -> Totals:
+        """The calling thread's totals so far (read at a phase's start and end)."""
+        tid = self._thread()
+        with self._lock:
+            return Totals(self._wall_s.get(tid, 0.0), self._cpu_s.get(tid, 0.0), self._all_cpu_s)
+
+    def install(self) -> None:
+        if self.callback not in gc.callbacks:
+            gc.callbacks.append(self.callback)
+
+    def uninstall(self) -> None:
+        if self.callback in gc.callbacks:
+            gc.callbacks.remove(self.callback)
+
+
+def without_gc(wall: float, cpu: float | None, spent: Totals) -> tuple[float, float | None]:
+    """A phase's (wall, CPU) seconds less the collector's seconds inside it: this thread's
+    collections from the wall seconds, every thread's from the process CPU seconds."""
+    return (
+        max(0.0, wall - spent.wall),
+        None if cpu is None else max(0.0, cpu - spent.all_cpu),
+    )
