@@ -95,20 +95,6 @@ def test_without_a_scale_or_on_the_wall_clock_the_line_says_not_gated() -> None:
     assert not out.breaches and out.notes[0].startswith("compile time not gated")
 
 
-@pytest.fixture
-def steady_reference(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A reference compile of 0.2 s spread 5% on this machine (injected: on a loaded machine
-    the real one may be too noisy to scale by, and then compile time is rightly left out)."""
-    from pytest_jaxperf.measure import machine, reference
-
-    env = machine.capture()
-    here = tuple((k, str(env.get(k))) for k in reference._CACHE_KEYS)
-    monkeypatch.setattr(reference, "_MEASURED", [])
-    monkeypatch.setattr(
-        reference, "MEASURE", lambda samples: reference.Reference(0.2, 0.05, samples, here)
-    )
-
-
 @pytest.mark.usefixtures("steady_reference")
 def test_a_baseline_from_another_cpu_model_gates_compile_time(jp: pytest.Pytester) -> None:
     jp.makepyfile(test_mod=ROLLOUT_TEST.format(unroll=1, marker="static_rtol=1000"))
