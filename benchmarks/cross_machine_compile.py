@@ -107,6 +107,8 @@ def collect(work: Path, runs: int) -> dict[str, Any]:
                 "condition": condition,
                 "cpus": len(cpus) if cpus else len(os.sched_getaffinity(0)),
                 "reference_s": env.get(KEY),
+                # The spread of its samples (stored since the reference has several).
+                "reference_spread": env.get(environment.SPREAD_KEY),
                 "compile_cpu_s": compile_cpu(report),
             })  # fmt: skip
             print(f"  run {number + 1}/{runs} {condition:5} cpus={data['runs'][-1]['cpus']}: "
