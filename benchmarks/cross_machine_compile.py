@@ -25,6 +25,8 @@ Run: ``.venv/bin/python benchmarks/cross_machine_compile.py [--runs N] [--gate-r
    and by the scaled compile time?). Verdicts are the plugin's (``compare.evaluate`` on each
    report, with the example's own ``compile_rtol`` of 2).
 
+``--analyse-only`` runs step 2 alone, over the files already in the data folder (seconds).
+
 Only one CPU model is measured per sitting: the relabelled baseline checks the mechanism
 and the noise on this machine, the data folder the model-to-model spread. Nothing is
 asserted: the figures are printed.
@@ -105,6 +107,8 @@ def collect(work: Path, runs: int) -> dict[str, Any]:
                 "condition": condition,
                 "cpus": len(cpus) if cpus else len(os.sched_getaffinity(0)),
                 "reference_s": env.get(KEY),
+                # The spread of its samples (stored since the reference has several).
+                "reference_spread": env.get(environment.SPREAD_KEY),
                 "compile_cpu_s": compile_cpu(report),
             })  # fmt: skip
             print(f"  run {number + 1}/{runs} {condition:5} cpus={data['runs'][-1]['cpus']}: "
@@ -143,6 +147,48 @@ def analyse(files: list[Path]) -> None:
         middle = statistics.median(spreads)
         print(f"worst normalised spread {max(spreads):.2f}x, median {middle:.2f}x (what a "
               "cross-machine compile_rtol must absorb: rtol = spread - 1)")  # fmt: skip
+    if len(machines) > 1:
+        between_models(machines)
+
+
+def between_models(machines: list[dict[str, Any]]) -> None:
+    """Per test, each CPU model's median normalised compile seconds (all its conditions) and
+    their ratio: the systematic part of the spread, which no choice of run removes."""
+    models = sorted({m["cpu"] for m in machines})
+    per: dict[str, dict[str, list[float]]] = {}
+    refs: dict[str, list[float]] = {}
+    for m in machines:
+        for run in m["runs"]:
+            if not run["reference_s"]:
+                continue
+            refs.setdefault(m["cpu"], []).append(run["reference_s"])
+            for test, seconds in run["compile_cpu_s"].items():
+                per.setdefault(test, {}).setdefault(m["cpu"], []).append(
+                    seconds / run["reference_s"]
+                )
+    print("\n== between CPU models: median normalised compile s per model (all conditions)")
+    print("reference compile, median (min-max): " + "; ".join(
+        f"{model}: {statistics.median(refs[model]):.3f} s "
+        f"({min(refs[model]):.3f}-{max(refs[model]):.3f})" for model in models
+    ))  # fmt: skip
+    head = "".join(f"{model[:16]:>17}" for model in models)
+    print(f"{'test':56}{head}{'ratio':>7}{'within':>8}")
+    ratios, within = [], []
+    for test in sorted(per):
+        if len(per[test]) < 2:
+            continue
+        medians = [statistics.median(per[test][m]) for m in models]
+        ratio = max(medians) / min(medians)
+        # The worst spread of one model's own runs (its noise, the reference's included).
+        inside = max(max(v) / min(v) for v in per[test].values())
+        ratios.append(ratio)
+        within.append(inside)
+        cells = "".join(f"{median:>17.2f}" for median in medians)
+        print(f"{test[-55:]:56}{cells}{ratio:>7.2f}{inside:>8.2f}")
+    if ratios:
+        print(f"between models: ratio of the medians {min(ratios):.2f}-{max(ratios):.2f}x "
+              f"(median {statistics.median(ratios):.2f}x); within one model's runs "
+              f"{min(within):.2f}-{max(within):.2f}x (median {statistics.median(within):.2f}x)")
 
 
 def gate(work: Path, runs: int, trap_runs: int) -> None:
@@ -198,9 +244,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="1 run per condition, 2 gate runs")
     ap.add_argument("--data-dir", type=Path, default=DATA)
     ap.add_argument("--no-data", action="store_true", help="skip step 1 (analyse and gate only)")
+    ap.add_argument("--analyse-only", action="store_true",
+                    help="step 2 only: analyse the data folder, run nothing")  # fmt: skip
     ns = ap.parse_args(argv)
     runs, gate_runs, trap_runs = (1, 2, 1) if ns.quick else (ns.runs, ns.gate_runs, ns.trap_runs)
     t0 = time.monotonic()
+    if ns.analyse_only:
+        analyse(sorted(ns.data_dir.glob("compile-*.json")))
+        return 0
     with tempfile.TemporaryDirectory(prefix="jaxperf-xmachine-") as tmp:
         work = Path(tmp)
         if not ns.no_data:

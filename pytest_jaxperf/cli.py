@@ -62,6 +62,7 @@ GATING_OPTIONS = (
     "jaxperf_compile_clock",
     "jaxperf_runtime_clock",
     "jaxperf_instructions_rtol",
+    "jaxperf_cross_machine_compile_rtol",
 )
 
 

@@ -17,6 +17,7 @@ from .environment import (
     machine_scale,
     static_differences,
     timing_differences,
+    too_noisy,
     under_xdist,
     unmeasured,
 )
@@ -217,6 +218,8 @@ class Gating:
     machine: MachineScale | None = None
     # How the environment differs in what instructions per call depend on.
     instruction_differences: Sequence[str] = ()
+    # Why compile seconds are not scaled although the machine is the only difference.
+    machine_left_out: str | None = None
 
     @classmethod
     def between(
@@ -246,6 +249,7 @@ class Gating:
             not_measured={**unmeasured(current), **unmeasured(baseline)},
             machine=machine_scale(baseline, current),
             instruction_differences=tuple(instruction_differences(baseline, current)),
+            machine_left_out=too_noisy(baseline, current),
         )
 
     @property
@@ -473,6 +477,8 @@ def _compile_time_vs_baseline(
     machine = gating.machine
     if machine is not None and set(machine.differences) != set(gating.timing_differences):
         machine = None  # something besides the machine differs (xdist, a version)
+    if gating.machine_left_out:
+        differs += f"; {gating.machine_left_out}"
     if gating.timing_differences and machine is None:
         verdict.notes.append(differs)
         return
@@ -490,6 +496,10 @@ def _compile_time_vs_baseline(
         )
     scale = 1.0 if machine is None else machine.factor
     now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock) * scale
+    if machine is not None:  # another CPU model: its own, wider margin (config.py)
+        tol = dataclasses.replace(
+            tol, compile_rtol=max(tol.compile_rtol, tol.cross_machine_compile_rtol)
+        )
     detail = f"{clock} seconds, rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s"
     if machine is not None:
         detail += (

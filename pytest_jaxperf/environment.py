@@ -5,17 +5,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 # Timings are compared only when all of these match the baseline's.
 TIMING_KEYS = (
-    "jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "cpu", "cpu_count",
-    "cpu_dispatch", "xdist_workers", "valgrind",
+    "jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "program_flags", "cpu",
+    "cpu_count", "cpu_dispatch", "xdist_workers", "valgrind",
 )  # fmt: skip
 # Compared only when both sides have them (older reports lack them).
-_OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers"})
-# Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only.
-STATIC_KEYS = ("jax", "jaxlib", "backend", "x64")
+_OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers", "program_flags"})
+# Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only: what the
+# same code lowers to (the versions, the backend and its device kind, x64, the XLA flags and
+# JAX options in `program_flags`) and how many devices a sharded program is split over (a
+# batch sharded over jax.devices() gave 10 optimized HLO ops on 1 CPU device, 22 on 4).
+STATIC_KEYS = ("jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "program_flags")
 # Instructions per call (the instructions clock) depend on these only: the same code on the
 # same simulated CPU, whatever the host's CPU model and load.
 INSTRUCTION_KEYS = (*STATIC_KEYS, "python", "valgrind", "instructions_isa")
@@ -23,6 +26,13 @@ INSTRUCTION_KEYS = (*STATIC_KEYS, "python", "valgrind", "instructions_isa")
 # reference compile (`reference.py`), stored under REFERENCE_KEY.
 MACHINE_KEYS = ("cpu", "cpu_count")
 REFERENCE_KEY = "reference_compile_cpu_s"
+# Beside it: the relative spread of its samples ((max - min) / median) and their number.
+SPREAD_KEY = "reference_compile_spread"
+SAMPLES_KEY = "reference_compile_samples"
+# A reference whose samples spread more than this is not scaled by: the factor between two
+# machines would be off by about as much (the cross-model data's references, one per run,
+# ranged 0.364-0.558 s on one machine; its compile seconds stayed within 2.40x).
+NOISY_SPREAD = 0.5
 # Why a run on pytest-xdist workers gates no timings (by the plugin, nor by `jaxperf compare`
 # reading its report): they were measured beside other workers.
 UNDER_XDIST = "measured under pytest-xdist, beside other workers"
@@ -35,12 +45,27 @@ UNDER_VALGRIND = "measured under valgrind, whose seconds follow which tests ran 
 def _differences(
     keys: tuple[str, ...], baseline: Mapping[str, Any], current: Mapping[str, Any]
 ) -> list[str]:
-    return [
-        f"{key} {baseline.get(key)} -> {current.get(key)}"
-        for key in keys
-        if baseline.get(key) != current.get(key)
-        and not (key in _OPTIONAL_KEYS and (key not in baseline or key not in current))
-    ]
+    found = []
+    for key in keys:
+        before, now = baseline.get(key), current.get(key)
+        if before == now or (key in _OPTIONAL_KEYS and (key not in baseline or key not in current)):
+            continue
+        if isinstance(before, Mapping) and isinstance(now, Mapping):
+            found += _flag_differences(before, now)
+        else:
+            found.append(f"{key} {before} -> {now}")
+    return found
+
+
+def _flag_differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """'jax_default_prng_impl threefry2x32 -> rbg', 'XLA_FLAGS --xla_x unset -> true': one
+    per flag that differs, not the whole mapping."""
+    found = []
+    for name in sorted({*before, *now}):
+        old, new = before.get(name, "unset"), now.get(name, "unset")
+        if old != new:
+            found.append(f"{'XLA_FLAGS ' if name.startswith('--') else ''}{name} {old} -> {new}")
+    return found
 
 
 def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -80,13 +105,35 @@ def machine_scale(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> Ma
     only timing difference and both measured the reference compile; else None."""
     every = timing_differences(baseline, current)
     machine = _differences(MACHINE_KEYS, baseline, current)
-    if not machine or len(every) != len(machine):
+    if not machine or len(every) != len(machine) or too_noisy(baseline, current):
         return None
     before, now = baseline.get(REFERENCE_KEY), current.get(REFERENCE_KEY)
-    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-               for v in (before, now)):  # fmt: skip
+    if not all(_positive(v) for v in (before, now)):
         return None
     return MachineScale(float(before), float(now), tuple(machine))  # type: ignore[arg-type]
+
+
+def _positive(value: Any) -> TypeGuard[float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+
+
+def too_noisy(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """Why compile seconds are not scaled between the two machines although the machine is
+    the only difference: a reference whose samples spread more than NOISY_SPREAD (a
+    reference saved before its spread was stored is taken as it is). None otherwise."""
+    if not _differences(MACHINE_KEYS, baseline, current):
+        return None
+    noisy = []
+    for where, env in (("there", baseline), ("here", current)):
+        spread = env.get(SPREAD_KEY)
+        if _positive(spread) and spread > NOISY_SPREAD:
+            noisy.append(f"{where} {spread:.0%}")
+    if not noisy:
+        return None
+    return (
+        f"the reference compile is too noisy to scale by (its samples spread {', '.join(noisy)}"
+        f"; at most {NOISY_SPREAD:.0%} is used)"
+    )
 
 
 def under_xdist(env: Mapping[str, Any]) -> bool:

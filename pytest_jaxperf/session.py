@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
@@ -21,6 +21,8 @@ LIMITS_KEY = pytest.StashKey[MarkerLimits]()
 # no reference compile is measured for them (it is there to compare across machines).
 NO_REFERENCE_KEY = pytest.StashKey[bool]()
 T = TypeVar("T")
+if TYPE_CHECKING:
+    from .measure.reference import Reference
 
 
 class JaxPerfSession:
@@ -46,6 +48,8 @@ class JaxPerfSession:
         # read (history lines skipped): shown in the summary.
         self.write_errors: list[str] = []
         self.notes: list[str] = []
+        # The machine's reference compile, measured before the first test (None: not).
+        self.reference: Reference | None = None
 
     @property
     def baseline(self) -> RunRecord | None:
@@ -67,20 +71,38 @@ class JaxPerfSession:
 
     def _env(self) -> dict[str, Any]:
         if self.environment is None:
-            from . import environment
-            from .measure import machine, reference
+            from .measure import machine
 
             self.environment = env = machine.capture()
             env["xdist_workers"] = _xdist.worker_count(self.config)
-            # Not under valgrind (the instructions clock): a compile there takes ~20x as long
-            # and its seconds are compared on the baseline's own CPU model only.
-            if not self.config.stash.get(NO_REFERENCE_KEY, False) and "valgrind" not in env:
-                measured = reference.cached(env, getattr(self.config, "cache", None))
-                if measured is not None:
-                    env[environment.REFERENCE_KEY] = measured
+            # Measured before the first test (pytest_runtestloop); kept only where the child
+            # compiled on this run's machine, backend and versions.
+            if self.reference is not None and self.reference.matches(env):
+                env.update(self.reference.fields())
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
         return self.environment
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """Before the first test: the reference compile, in a child process of its own, so
+        that no test's code, fixture or thread runs beside it. Not where nothing is recorded,
+        nor on pytest-xdist workers (their timings are never gated: ten workers measuring at
+        once would only skew it), nor under valgrind (the instructions clock: a compile takes
+        ~20x as long there, and its seconds are compared on the baseline's CPU model only),
+        nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs compare on one machine)."""
+        if (
+            session.config.option.collectonly
+            or self.config.stash.get(NO_REFERENCE_KEY, False)
+            or _xdist.is_worker(self.config)
+            or not any(self._recorded(item) for item in session.items)
+        ):
+            return
+        from .measure import instructions, reference
+
+        if instructions.under_valgrind():
+            return
+        self.reference = reference.for_session(getattr(self.config, "cache", None))
 
     def _self_check(self) -> None:
         """Once, before the first recorded test body: refuse (exit 4) rather than report

@@ -50,6 +50,20 @@ def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
     return pytester
 
 
+@pytest.fixture
+def steady_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reference compile of 0.2 s spread 5% on this machine (injected: on a loaded machine
+    the real one may be too noisy to scale by, and then compile time is rightly left out)."""
+    from pytest_jaxperf.measure import machine, reference
+
+    env = machine.capture()
+    here = tuple((k, str(env.get(k))) for k in reference._CACHE_KEYS)
+    monkeypatch.setattr(reference, "_MEASURED", [])
+    monkeypatch.setattr(
+        reference, "MEASURE", lambda samples: reference.Reference(0.2, 0.05, samples, here)
+    )
+
+
 # One recorded test of one jitted function: the smallest suite an end-to-end test runs.
 ONE_JITTED_TEST = """
 import jax

@@ -14,7 +14,6 @@ from conftest import ROLLOUT_TEST, read_json
 from pytest_jaxperf.compare import COMPILE_TIME, Gating, evaluate
 from pytest_jaxperf.config import MarkerLimits
 from pytest_jaxperf.environment import REFERENCE_KEY, MachineScale, machine_scale
-from pytest_jaxperf.measure import reference
 
 pytestmark = pytest.mark.jax_internals
 
@@ -58,17 +57,17 @@ def test_compile_seconds_on_another_cpu_are_scaled_by_the_reference_compiles() -
         "compile time gated across machines: the baseline's CPU seconds x 0.50, the ratio of "
         "the two machines' reference compiles"
     ]
-    slow = _judge(1.2, 1.0, AMD, INTEL)  # 2.4x
+    slow = _judge(1.3, 1.0, AMD, INTEL)  # 2.6x: above the cross-machine margin (2.5x)
     (breach,) = slow.breaches
-    assert (breach.metric, breach.reference, breach.current) == (COMPILE_TIME, 0.5, 1.2)
+    assert (breach.metric, breach.reference, breach.current) == (COMPILE_TIME, 0.5, 1.3)
     assert breach.detail == (
-        "cpu seconds, rtol 1, floor 0.1 s; baseline x 0.50: the reference compile takes "
+        "cpu seconds, rtol 1.5, floor 0.1 s; baseline x 0.50: the reference compile takes "
         "0.200 s there, 0.100 s here (cpu AMD EPYC -> Intel(R) Xeon(R) Processor, "
         "cpu_count 2 -> 4)"
     )
-    assert breach.reasons[0].startswith("f at m.py:1: 0.500 s -> 1.200 s")
-    # Unscaled, 1.2 s against 1.0 s would have passed: the scale is what decides.
-    assert not _judge(1.2, 1.0, AMD, AMD).breaches
+    assert breach.reasons[0].startswith("f at m.py:1: 0.500 s -> 1.300 s")
+    # Unscaled, 1.3 s against 1.0 s would have passed: the scale is what decides.
+    assert not _judge(1.3, 1.0, AMD, AMD).breaches
 
 
 def test_without_a_scale_or_on_the_wall_clock_the_line_says_not_gated() -> None:
@@ -96,30 +95,7 @@ def test_without_a_scale_or_on_the_wall_clock_the_line_says_not_gated() -> None:
     assert not out.breaches and out.notes[0].startswith("compile time not gated")
 
 
-def test_the_reference_is_measured_once_and_cached_per_machine() -> None:
-    class Cache(dict):  # pytest's config.cache: get(key, default), set(key, value)
-        def set(self, key: str, value: Any) -> None:
-            self[key] = value
-
-    env = {"backend": "cpu", "cpu": "A test CPU nobody has", "jax": "0.0.0"}
-    cache = Cache()
-    first = reference.cached(env, cache)
-    assert first is not None and 0 < first < 60
-    assert list(cache.values()) == [first]
-    # Served from the cache in a new process (the memo forgotten), not measured again.
-    reference._MEASURED.clear()
-    (name,) = cache
-    cache[name] = 12.5
-    assert reference.cached(env, cache) == 12.5
-    # A bad cached value is measured again.
-    reference._MEASURED.clear()
-    cache[name] = "fast"
-    assert reference.cached(env, cache) not in (None, "fast")
-
-
-
-
-
+@pytest.mark.usefixtures("steady_reference")
 def test_a_baseline_from_another_cpu_model_gates_compile_time(jp: pytest.Pytester) -> None:
     jp.makepyfile(test_mod=ROLLOUT_TEST.format(unroll=1, marker="static_rtol=1000"))
     assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0

@@ -109,6 +109,7 @@ def _edit_environment(path: Path, **changes: object) -> None:
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
+@pytest.mark.usefixtures("steady_reference")
 def test_another_cpu_model_still_gates_the_sizes(jp: pytest.Pytester) -> None:
     _module(jp, 1)
     assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0

@@ -212,6 +212,30 @@ def _config_state(name: str) -> Any:
     return getattr(config, "config_states", {}).get(name)
 
 
+# -- what the same code lowers to --------------------------------------------------------
+# JAX options (besides x64, kept on its own) under which the same function lowers to another
+# program: the PRNG's implementation and partitioning, the matmul precision attribute, the
+# sharding dialect. An option this JAX lacks is left out.
+_LOWERING_OPTIONS = (
+    "jax_default_prng_impl",
+    "jax_threefry_partitionable",
+    "jax_default_matmul_precision",
+    "jax_use_shardy_partitioner",
+    "jax_softmax_custom_jvp",
+)
+
+
+def lowering_options() -> dict[str, str]:
+    """{option: value} of the JAX options that change what a function lowers to, as set
+    now (globally: the value outside any thread's context manager)."""
+    out = {}
+    for name in _LOWERING_OPTIONS:
+        state = _config_state(name)
+        if state is not None:
+            out[name] = str(getattr(state, "value", None))
+    return out
+
+
 # -- CPU dispatch ------------------------------------------------------------------------
 _ASYNC_FLAG = "jax_cpu_enable_async_dispatch"
 

@@ -31,6 +31,9 @@ def capture() -> dict[str, Any]:
         # it); their timings are slower than a serial run's, and never gated against one.
         "xdist_workers": 0,
     }
+    # What else makes the same code lower to another program: XLA flags and JAX options.
+    env["program_flags"] = {**xla_flags(os.environ.get("XLA_FLAGS", "")),
+                            **_jaxhooks.lowering_options()}  # fmt: skip
     if instructions.under_valgrind():
         env.update(instructions.environment())
     if env["backend"] == "cpu":
@@ -48,3 +51,22 @@ def _cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+# XLA flags that change no program: where XLA writes dumps, and the host platform's device
+# count (the environment's device_count says it).
+_NOT_CODEGEN = ("--xla_dump", "--xla_force_host_platform_device_count", "--xla_gpu_cuda_data_dir")
+
+
+def xla_flags(value: str) -> dict[str, str]:
+    """{'--xla_flag': value} of the flags in an XLA_FLAGS string that can change what XLA
+    makes of a program: all of them but those known not to (dumps, the host device count).
+    A flag without a value reads 'true'."""
+    out = {}
+    for token in value.split():
+        if not token.startswith("--"):
+            continue
+        name, _, flag_value = token.partition("=")
+        if not name.startswith(_NOT_CODEGEN):
+            out[name] = flag_value or "true"
+    return out

@@ -1,0 +1,248 @@
+"""The reference compile: measured in a child process before the first test, its spread
+stored with it, a cached value checked against a fresh sample, a noisy one not scaled by, and
+the wider tolerance across CPU models (injected measurements and numbers, then end to end)."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from _records import fn, rec
+from conftest import read_json
+
+from pytest_jaxperf.compare import COMPILE_TIME, Gating, evaluate
+from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.environment import (
+    REFERENCE_KEY,
+    SAMPLES_KEY,
+    SPREAD_KEY,
+    machine_scale,
+    too_noisy,
+)
+from pytest_jaxperf.measure import reference
+from pytest_jaxperf.measure.reference import Reference
+
+AMD = {"jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "x64": False, "cpu": "AMD EPYC",
+       "cpu_count": 2, REFERENCE_KEY: 0.2, SPREAD_KEY: 0.1, SAMPLES_KEY: 5}  # fmt: skip
+INTEL = {**AMD, "cpu": "Intel(R) Xeon(R) Processor", REFERENCE_KEY: 0.1}
+MACHINE = (("backend", "cpu"), ("device_kind", "cpu"), ("cpu", "A test CPU nobody has"),
+           ("cpu_count", "2"), ("jax", "0.0.0"), ("jaxlib", "0.0.0"))  # fmt: skip
+
+
+class Cache(dict):  # pytest's config.cache: get(key, default), set(key, value)
+    def set(self, key: str, value: Any) -> None:
+        self[key] = value
+
+
+@pytest.fixture
+def measured(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The reference's measurement replaced by `fake` numbers; the samples asked for, in
+    order. This process's memo starts empty."""
+    monkeypatch.setattr(reference, "_MEASURED", [])
+    return []
+
+
+def _fake(monkeypatch: pytest.MonkeyPatch, asked: list[int], seconds: float,
+          machine: tuple[tuple[str, str], ...] = MACHINE) -> None:  # fmt: skip
+    def measure(samples: int) -> Reference:
+        asked.append(samples)
+        return Reference(seconds, 0.05, samples, machine)
+
+    monkeypatch.setattr(reference, "MEASURE", measure)
+    reference._MEASURED.clear()
+
+
+def test_a_cached_reference_is_checked_by_a_fresh_sample_and_replaced_when_they_disagree(
+    monkeypatch: pytest.MonkeyPatch, measured: list[int]
+) -> None:
+    cache = Cache()
+    _fake(monkeypatch, measured, 0.2)
+    first = reference.for_session(cache)
+    assert first is not None and (first.seconds, first.samples) == (0.2, reference.SAMPLES)
+    (name,) = cache
+    assert cache[name]["seconds"] == 0.2 and cache[name]["machine"] == dict(MACHINE)
+    # Within this process: the same value, not measured again.
+    assert reference.for_session(cache) is first and measured == [reference.SAMPLES]
+    # A later session: a shorter fresh sample; within 10% it agrees, the cached value stays
+    # (so that a re-saved baseline keeps the same number).
+    _fake(monkeypatch, measured, 0.21)
+    kept = reference.for_session(cache)
+    assert kept is not None and kept.seconds == 0.2 and measured[-1] == reference.CHECK_SAMPLES
+    # Disagreeing (a value cached while something skewed it): replaced, in the cache too.
+    _fake(monkeypatch, measured, 0.3)
+    replaced = reference.for_session(cache)
+    assert replaced is not None and replaced.seconds == 0.3 and cache[name]["seconds"] == 0.3
+    # Cached for another machine or JAX (a shared cache directory), or by an older version
+    # (a bare float): never reused.
+    other = (*MACHINE[:-1], ("jaxlib", "9.9.9"))
+    _fake(monkeypatch, measured, 0.31, other)
+    moved = reference.for_session(cache)
+    assert moved is not None and moved.machine == other and cache[name]["seconds"] == 0.31
+    cache[name] = 0.25
+    _fake(monkeypatch, measured, 0.5)
+    again = reference.for_session(cache)
+    assert again is not None and again.seconds == 0.5 and measured[-1] == reference.SAMPLES
+
+
+def test_without_a_cache_every_session_measures_the_full_sample(
+    monkeypatch: pytest.MonkeyPatch, measured: list[int]
+) -> None:
+    _fake(monkeypatch, measured, 0.2)
+    assert reference.for_session(None) == Reference(0.2, 0.05, reference.SAMPLES, MACHINE)
+    reference._MEASURED.clear()
+    monkeypatch.setattr(reference, "MEASURE", lambda samples: None)
+    assert reference.for_session(Cache()) is None  # could not be measured: no number
+
+
+def test_the_median_and_spread_of_the_samples_are_what_is_stored() -> None:
+    ref = Reference.of([0.30, 0.20, 0.22, 0.21, 0.25], dict(MACHINE))
+    assert (ref.seconds, ref.spread, ref.samples) == (0.22, pytest.approx(0.455, abs=1e-3), 5)
+    assert ref.fields() == {REFERENCE_KEY: 0.22, SPREAD_KEY: ref.spread, SAMPLES_KEY: 5}
+    assert ref.matches({"backend": "cpu", "device_kind": "cpu", "cpu": "A test CPU nobody has",
+                        "cpu_count": 2, "jax": "0.0.0", "jaxlib": "0.0.0"})  # fmt: skip
+    assert not ref.matches({"backend": "gpu"})
+
+
+def test_the_child_inherits_none_of_the_suites_jax_or_xla_settings(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("XLA_FLAGS", "--xla_force_host_platform_device_count=4")
+    monkeypatch.setenv("JAX_ENABLE_X64", "1")
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    env = reference._child_env()
+    assert "XLA_FLAGS" not in env and "JAX_ENABLE_X64" not in env
+    assert env["JAX_PLATFORMS"] == "cpu"
+
+
+@pytest.mark.e2e
+def test_the_reference_is_measured_in_a_child_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAX_PLATFORMS", "cpu")
+    ref = reference.in_child(2)
+    assert ref is not None and ref.samples == 2 and ref.seconds > 0 and ref.spread >= 0
+    assert dict(ref.machine)["backend"] == "cpu"
+
+
+def test_a_noisy_reference_is_not_scaled_by_and_the_line_says_why() -> None:
+    noisy = {**AMD, SPREAD_KEY: 0.62}
+    assert machine_scale(noisy, INTEL) is None
+    assert too_noisy(noisy, INTEL) == (
+        "the reference compile is too noisy to scale by (its samples spread there 62%; at "
+        "most 50% is used)"
+    )
+    assert too_noisy(noisy, noisy) is None  # same machine: nothing is scaled anyway
+    assert machine_scale({**AMD, SPREAD_KEY: 0.5}, INTEL) is not None
+    # A baseline saved before the spread was stored: its reference is taken as it is.
+    older = {k: v for k, v in AMD.items() if k not in (SPREAD_KEY, SAMPLES_KEY)}
+    assert machine_scale(older, INTEL) is not None
+    out = evaluate(_compiled(5.0), _compiled(1.0), MarkerLimits(), Gating.between(
+        noisy, INTEL, Tolerances()))  # fmt: skip
+    assert not out.breaches
+    assert out.notes == [
+        "compile time not gated: environment differs (cpu AMD EPYC -> Intel(R) Xeon(R) "
+        "Processor); the reference compile is too noisy to scale by (its samples spread "
+        "there 62%; at most 50% is used)"
+    ]
+
+
+def _compiled(cpu_s: float) -> Any:
+    return rec(fn("f", "m.py:1", compile_s=cpu_s, cpu=1.0))
+
+
+def test_across_cpu_models_compile_time_has_the_wider_cross_machine_margin() -> None:
+    # The baseline's 1.0 s is 0.5 s here; 1.2 s is 2.4x: within the cross-model 2.5x.
+    across = Gating.between(AMD, INTEL, Tolerances())
+    assert not evaluate(_compiled(1.2), _compiled(1.0), MarkerLimits(), across).breaches
+    # The same growth on the baseline's own machine fails (compile_rtol 1: 2x).
+    same = Gating.between(AMD, AMD, Tolerances())
+    (breach,) = evaluate(_compiled(2.4), _compiled(1.0), MarkerLimits(), same).breaches
+    assert breach.metric == COMPILE_TIME and breach.detail.startswith("cpu seconds, rtol 1,")
+    # Set narrower, it gates at 2x again; the wider of the two always applies.
+    narrow = Gating.between(AMD, INTEL, Tolerances(cross_machine_compile_rtol=1.0))
+    (breach,) = evaluate(_compiled(1.2), _compiled(1.0), MarkerLimits(), narrow).breaches
+    assert breach.detail.startswith("cpu seconds, rtol 1,")
+    wide = Gating.between(AMD, INTEL, Tolerances(compile_rtol=3.0))
+    assert not evaluate(_compiled(1.9), _compiled(1.0), MarkerLimits(), wide).breaches
+
+
+# A recorded test whose fixture leaves two threads busy until its teardown (as an
+# asynchronous checkpoint writer does): NumPy matrix products and a Python loop.
+BUSY_FIXTURE_TEST = """
+import threading
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+@pytest.fixture
+def busy_writer():
+    stop = threading.Event()
+
+    def numpy_work():
+        a = np.random.default_rng(0).random((128, 128))
+        while not stop.is_set():
+            a = np.tanh(a @ a)
+
+    def python_work():
+        n = 0
+        while not stop.is_set():
+            n = (n * 31 + 7) % 1000003
+
+    threads = [threading.Thread(target=numpy_work, name="busy-numpy"),
+               threading.Thread(target=python_work, name="busy-python")]
+    for t in threads:
+        t.start()
+    yield
+    stop.set()
+    for t in threads:
+        t.join()
+
+@jax.jit
+def f(x):
+    return x + 1
+
+@pytest.mark.jaxperf
+def test_with_busy_threads(busy_writer):
+    f(jnp.ones(3))
+    assert {t.name for t in threading.enumerate()} >= {"busy-numpy", "busy-python"}
+"""
+
+
+def test_busy_threads_of_a_tests_fixture_cannot_skew_the_stored_reference(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The real measurement (a child process), watched: which threads of this process ran
+    # and whether any test had started when it was taken.
+    monkeypatch.setattr(reference, "_MEASURED", [])
+    monkeypatch.setattr(reference, "SAMPLES", 2)
+    seen: list[dict[str, Any]] = []
+    real = reference.in_child
+
+    def watched(samples: int) -> Reference | None:
+        result = real(samples)
+        threads = {t.name for t in threading.enumerate()}
+        seen.append({"threads": threads, "result": result})
+        return result
+
+    monkeypatch.setattr(reference, "MEASURE", watched)
+    jp.makepyfile(test_busy=BUSY_FIXTURE_TEST)
+    result = jp.runpytest("--jaxperf", "--jaxperf-save")
+    assert result.ret == 0, result.stdout.str()
+    (measurement,) = seen  # once, before the test: not again in its report or at the save
+    assert not measurement["threads"] & {"busy-numpy", "busy-python"}
+    ref = measurement["result"]
+    assert ref is not None and ref.samples == 2
+    env = read_json(jp.path / ".jaxperf" / "baseline.json")["environment"]
+    assert (env[REFERENCE_KEY], env[SPREAD_KEY], env[SAMPLES_KEY]) == (ref.seconds, ref.spread, 2)
+
+
+def test_a_run_that_records_nothing_measures_no_reference(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(reference, "_MEASURED", [])
+    calls: list[int] = []
+    monkeypatch.setattr(reference, "MEASURE", lambda samples: calls.append(samples))
+    jp.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    assert jp.runpytest("--jaxperf").ret == 0
+    assert calls == []
