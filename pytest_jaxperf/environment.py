@@ -30,6 +30,9 @@ UNDER_XDIST = "measured under pytest-xdist, beside other workers"
 # translating each piece of code on its first use, so they follow which tests ran before (the
 # example's dense_relu compiled in 0.11 s in a full run, 3.6 s when its test ran alone).
 UNDER_VALGRIND = "measured under valgrind, whose seconds follow which tests ran before"
+# How the session says jit was switched off (JAX_DISABLE_JIT): nothing was compiled, so the
+# run's counts and timings are no measure of the jitted code (see storage/resave.py).
+JIT_DISABLED = "jax_disable_jit is on"
 
 
 def _differences(
