@@ -6,6 +6,7 @@ for). Every other entry, and each entry's environment, is kept."""
 from __future__ import annotations
 
 import json
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,36 +34,41 @@ class Resolved:
         if not self.conflicting:
             return f"jaxperf: {path}: the two sides hold the same entries; resolved"
         return (
-            f"jaxperf: {path}: {len(self.conflicting)} test(s) in conflict took {self.side}'s "
-            f"entry ({self.why}); `git add {path}` to conclude"
+            f"jaxperf: {path}: {len(self.conflicting)} test(s) changed on both sides, resolved "
+            f"to {self.side} ({self.why}); `git add {path}` to conclude"
         )
 
 
-def sides(text: str) -> tuple[str, str] | None:
-    """The file as each side of the conflict wrote it (ours, theirs), or None when the text
-    has no conflict markers. The common ancestor's part (diff3 style) is dropped."""
-    ours: list[str] = []
-    theirs: list[str] = []
-    state, found = "both", False
+def sides(text: str) -> tuple[str, str, str | None] | None:
+    """The file as each side of the conflict wrote it (ours, theirs) and as their common
+    ancestor had it where every conflict shows it (diff3 style), or None when the text has no
+    conflict markers."""
+    parts: dict[str, list[str]] = {OURS: [], THEIRS: [], _BASE: []}
+    state, found, every_base = "both", False, True
     for line in text.splitlines(keepends=True):
         marker = line[:7]
         if marker == "<<<<<<<" and state == "both":
-            state, found = OURS, True
+            state, found, with_base = OURS, True, False
         elif marker == "|||||||" and state == OURS:
-            state = "base"
-        elif marker == "=======" and state in (OURS, "base"):
+            state, with_base = _BASE, True
+        elif marker == "=======" and state in (OURS, _BASE):
             state = THEIRS
         elif marker == ">>>>>>>" and state == THEIRS:
-            state = "both"
-        elif state in ("both", OURS):
-            ours.append(line)
-            if state == "both":
-                theirs.append(line)
-        elif state == THEIRS:
-            theirs.append(line)
+            state, every_base = "both", every_base and with_base
+        elif state == "both":
+            for part in parts.values():
+                part.append(line)
+        else:
+            parts[state].append(line)
     if state != "both":
-        raise BaselineError("a conflict is not closed (no >>>>>>> line)")
-    return ("".join(ours), "".join(theirs)) if found else None
+        raise BaselineError("has a conflict that is not closed (no >>>>>>> line)")
+    if not found:
+        return None
+    base = "".join(parts[_BASE]) if every_base else None
+    return "".join(parts[OURS]), "".join(parts[THEIRS]), base
+
+
+_BASE = "base"
 
 
 def _read(text: str, what: str) -> RunRecord:
@@ -77,13 +83,10 @@ def newer_side(where: Path) -> tuple[str, str]:
     """(side, why): the side whose commit is newer, by committer date, of the git operation
     stopped in the repository holding `where`; BaselineError when there is none."""
     for head in _OTHER_HEADS:
-        found = gitenv.run(["log", "-1", "--format=%ct", head, "--"], cwd=where, timeout=30)
-        if found.returncode != 0:
+        theirs, ours = _commit_time(head, where), _commit_time("HEAD", where)
+        if theirs is None or ours is None:
             continue
-        mine = gitenv.run(["log", "-1", "--format=%ct", "HEAD", "--"], cwd=where, timeout=30)
-        if mine.returncode != 0:
-            break
-        if int(found.stdout.strip() or 0) >= int(mine.stdout.strip() or 0):
+        if theirs >= ours:
             return THEIRS, f"{head} is the newer commit"
         return OURS, f"HEAD is newer than {head}"
     raise BaselineError(
@@ -92,28 +95,44 @@ def newer_side(where: Path) -> tuple[str, str]:
     )
 
 
-def resolve(text: str, side: str, why: str) -> Resolved:
-    """The baseline `text` (with conflict markers) resolved: every test of either side, a
-    test whose entries differ taking `side`'s."""
+def _commit_time(ref: str, where: Path) -> int | None:
+    try:
+        found = gitenv.run(["log", "-1", "--format=%ct", ref, "--"], cwd=where, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):  # no git
+        return None
+    text = found.stdout.strip()
+    return int(text) if found.returncode == 0 and text.isdigit() else None
+
+
+def resolve(text: str, side: str, why: str, base: str | None = None) -> Resolved:
+    """The baseline `text` (with conflict markers) resolved: every test of either side; a test
+    changed on one side only (against the common ancestor's file, from diff3 markers or
+    `base`) takes that side's entry, a test whose entries differ otherwise takes `side`'s."""
     found = sides(text)
     if found is None:
         raise BaselineError("has no merge-conflict markers: nothing to resolve")
-    ours, theirs = (_read(t, f"the {s} side") for t, s in zip(found, (OURS, THEIRS)))
-    first, second = (ours, theirs) if side == OURS else (theirs, ours)
+    ours, theirs = _read(found[0], "our side"), _read(found[1], "their side")
+    base_text = found[2] if found[2] is not None else base
+    ancestor = _read(base_text, "the common ancestor") if base_text is not None else None
+    sided = {OURS: ours, THEIRS: theirs}
+    chosen, other = sided[side], sided[THEIRS if side == OURS else OURS]
     entries: dict[str, tuple[RecordedTest, dict[str, Any]]] = {}
-    for run in (second, first):  # the chosen side last: its entries win
-        for nodeid, rec in run.tests.items():
-            entries[nodeid] = (rec, run.environment_of(nodeid))
-    conflicting = tuple(
-        nodeid
-        for nodeid in sorted(set(ours.tests) & set(theirs.tests))
-        if _written(ours, nodeid) != _written(theirs, nodeid)
-    )
+    conflicting = []
+    for nodeid in sorted({*ours.tests, *theirs.tests}):
+        take = chosen if nodeid in chosen.tests else other
+        if nodeid in chosen.tests and nodeid in other.tests:
+            mine, yours = _written(chosen, nodeid), _written(other, nodeid)
+            was = _written(ancestor, nodeid) if ancestor and nodeid in ancestor.tests else None
+            if mine != yours and was is not None and mine == was:
+                take = other  # changed on the other side only
+            elif mine != yours and not (was is not None and yours == was):
+                conflicting.append(nodeid)
+        entries[nodeid] = (take.tests[nodeid], take.environment_of(nodeid))
     environment = _file_environment(
-        [env for _, env in entries.values()], second.environment, first.environment
+        [env for _, env in entries.values()], other.environment, chosen.environment
     )
-    tests = {k: placed(r, env, environment) for k, (r, env) in sorted(entries.items())}
-    return Resolved(RunRecord(environment, tests), conflicting, side, why)
+    tests = {k: placed(r, env, environment) for k, (r, env) in entries.items()}
+    return Resolved(RunRecord(environment, tests), tuple(conflicting), side, why)
 
 
 def _written(run: RunRecord, nodeid: str) -> dict[str, Any]:
@@ -132,8 +151,20 @@ def resolve_file(path: Path, keep: str) -> Resolved:
     else:
         side, why = keep, f"--keep {keep}"
     try:
-        resolved = resolve(text, side, why)
+        resolved = resolve(text, side, why, _ancestor(path))
     except BaselineError as exc:
         raise BaselineError(f"{path} {exc}") from None
     save(path, resolved.run)
     return resolved
+
+
+def _ancestor(path: Path) -> str | None:
+    """The common ancestor's version of the conflicted file, as git keeps it in the index
+    (stage 1) while the conflict lasts; None where there is none (a file added on both
+    sides, no git, no conflict in the index)."""
+    where = path.resolve()
+    try:
+        found = gitenv.run(["show", f":1:./{where.name}"], cwd=where.parent, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found.stdout if found.returncode == 0 else None
