@@ -15,6 +15,7 @@ from .environment import (
     MachineScale,
     instruction_differences,
     machine_scale,
+    reference_missing,
     static_differences,
     timing_differences,
     under_xdist,
@@ -34,6 +35,11 @@ from .model import (
 )
 
 COMPILE_TIME = "compile time"
+# Said after the machines' differences when the baseline has no reference compile.
+RESCALE_HINT = (
+    "; the baseline has no reference compile: re-saving it (--jaxperf-save) gates compile "
+    "time across machines"
+)
 # The program sizes of the recorded functions (model.SIZE_FIELDS), as breaches name them;
 # a benchmark's breach keeps the field's name (`jaxpr_eqns of benchmark 'b'`), as its marker
 # limit and its program metrics do.
@@ -217,6 +223,9 @@ class Gating:
     machine: MachineScale | None = None
     # How the environment differs in what instructions per call depend on.
     instruction_differences: Sequence[str] = ()
+    # Where compile time is not compared across machines only for want of the baseline's
+    # reference compile: what to do about it.
+    rescale_hint: str = ""
 
     @classmethod
     def between(
@@ -246,6 +255,7 @@ class Gating:
             not_measured={**unmeasured(current), **unmeasured(baseline)},
             machine=machine_scale(baseline, current),
             instruction_differences=tuple(instruction_differences(baseline, current)),
+            rescale_hint=RESCALE_HINT if reference_missing(baseline, current) else "",
         )
 
     @property
@@ -469,6 +479,7 @@ def _compile_time_vs_baseline(
         return
     differs = (
         f"compile time not gated: environment differs ({', '.join(gating.timing_differences)})"
+        + gating.rescale_hint
     )
     machine = gating.machine
     if machine is not None and set(machine.differences) != set(gating.timing_differences):

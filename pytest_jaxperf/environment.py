@@ -92,6 +92,19 @@ def machine_scale(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> Ma
     return MachineScale(float(before), float(now), tuple(machine))  # type: ignore[arg-type]
 
 
+def reference_missing(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """Whether compile seconds would be compared across the two machines but for the
+    baseline's reference compile (saved before it existed): re-saving it gates them."""
+    every = timing_differences(baseline, current)
+    machine = _differences(MACHINE_KEYS, baseline, current)
+    return (
+        bool(machine)
+        and len(every) == len(machine)
+        and REFERENCE_KEY not in baseline
+        and REFERENCE_KEY in current
+    )
+
+
 def under_xdist(env: Mapping[str, Any]) -> bool:
     """Whether the report's tests ran on pytest-xdist workers."""
     return bool(env.get("xdist_workers"))

@@ -5,6 +5,7 @@ that moved, and two branches that re-saved merge with plain git."""
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import shutil
 import subprocess
@@ -262,3 +263,59 @@ def test_a_conflict_on_one_test_is_resolved_by_jaxperf_resolve(
     result = repo.runpytest_subprocess("--jaxperf", *WIDE, "-k", "test_a")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(lit("  traces of fa (defined at *): baseline 3 -> now 4 (+1*"))
+
+
+@pytest.mark.jax_internals
+def test_an_unchanged_resave_of_the_example_project_is_byte_identical(
+    pytester: pytest.Pytester, example: Path
+) -> None:
+    path = example / ".jaxperf" / "baseline.json"
+    first = b""
+    for _ in range(2):
+        result = pytester.runpytest_subprocess(*SAVE, "-p", "no:cacheprovider")
+        assert result.ret == 0, result.stdout.str()
+        first = first or path.read_bytes()
+    result.stdout.fnmatch_lines(
+        ["jaxperf: baseline .jaxperf/baseline.json: 0 entries updated, 13 kept, 0 added"]
+    )
+    assert path.read_bytes() == first
+
+
+# -- messages ------------------------------------------------------------------------------
+
+
+def test_a_baseline_from_another_cpu_without_a_reference_says_a_resave_gates_it(
+    suite: pytest.Pytester,
+) -> None:
+    _save(suite, "-k", "test_steps")
+    path = _baseline(suite)
+    data = read_json(path)
+    # As saved on another CPU by a pytest-jaxperf that measured no reference compile.
+    data["environment"]["cpu"] = "Another CPU"
+    del data["environment"]["reference_compile_cpu_s"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    result = suite.runpytest("--jaxperf", "-k", "test_steps")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "jaxperf: compile time of 1 test not gated: environment differs (cpu Another CPU -> "
+            "*); the baseline has no reference compile: re-saving it (--jaxperf-save) gates "
+            "compile time across machines"
+        ]
+    )
+
+
+@pytest.mark.e2e
+def test_jaxperf_ab_in_a_repository_without_commits_says_so(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    assert _git(tmp_path, "init", "-q").returncode == 0
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "ab", "--base", "HEAD~1"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"jaxperf ab: {tmp_path.resolve()} has no commits yet: commit your code first; "
+        "jaxperf ab compares your checkout with a base commit"
+    ]

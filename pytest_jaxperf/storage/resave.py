@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -45,6 +45,8 @@ COUNTS, SIZES, COMPILE, RUNTIME, INSTRUCTIONS = (
     "counts", PROGRAM_SIZE, "compile seconds", "runtime", "instructions"
 )  # fmt: skip
 _STATIC = (COUNTS, SIZES)
+# The order a refusal looks for the value it names.
+_ORDER = (RUNTIME, INSTRUCTIONS, COMPILE, COUNTS, SIZES)
 _TIMED = (COMPILE, RUNTIME)
 # What the self-check's not-measured metrics are a part of.
 _KIND_OF_UNMEASURED = {"traces": COUNTS, "compiles": COUNTS, PROGRAM_SIZE: SIZES}
@@ -166,19 +168,13 @@ class Resave:
                 # Nothing moved: the entry stays as it was, whatever else of the run differs.
                 return out, _with_unmeasured(where, where, here, new)
             return out, _with_unmeasured(here, where, here, new)
-        # Neither environment holds all the values: keep the stored timings where the program
-        # is the same, as if this run had measured counts and sizes only.
-        if not any(_differ(kind, here, where) for kind in _STATIC):
-            static = new & set(_STATIC)
-            return self._build(stored, where, rec, here, static), _with_unmeasured(
-                where, where, here, static
-            )
-        kind = next(k for k in sorted(kinds_old) if _differ(k, where, here))
-        why = self.measured.missing.get(kind, "the benchmark was not run")
+        # Neither environment holds all the values: keeping both would mislabel some.
+        kind = next(k for k in _ORDER if k in kinds_old and _differ(k, where, here))
+        why = self.measured.missing.get(kind, "its benchmark was not run")
         raise SaveRefused(
-            f"refused: {nodeid} holds {kind} measured where "
-            f"{', '.join(_differences(kind, where, here))}, which this run did not measure "
-            f"({why}); re-save it without that, or delete its entry first"
+            f"{nodeid}: its {kind} in the baseline was measured elsewhere "
+            f"({', '.join(_differences(kind, where, here))}) and this run did not measure it "
+            f"({why}); save into another file (--jaxperf-baseline) or delete the entry first"
         )
 
     def _build(
@@ -389,14 +385,19 @@ def _file_environment(
     entries: list[dict[str, Any]], stored: dict[str, Any] | None, run: Mapping[str, Any]
 ) -> dict[str, Any]:
     """The environment most entries were measured in (the fewest entries then carry one of
-    their own); on a tie this run's, then the stored file's."""
+    their own); on a tie one where every metric was measured, this run's, the stored file's."""
     if not entries:
         return dict(stored if stored is not None else run)
-    key: Callable[[Mapping[str, Any]], str] = lambda env: json.dumps(env, sort_keys=True)  # noqa: E731
-    counts = Counter(map(key, entries))
-    top = max(counts.values())
-    for candidate in (run, stored):
-        if candidate is not None and counts.get(key(candidate)) == top:
-            return dict(candidate)
-    best = next(k for k, n in counts.items() if n == top)
-    return dict(json.loads(best))
+    counts = Counter(map(_key, entries))
+    preferred = [_key(run)] + ([_key(stored)] if stored is not None else [])
+
+    def rank(key: str) -> tuple[int, bool, int]:
+        order = preferred.index(key) if key in preferred else len(preferred)
+        return (-counts[key], '"not_measured"' in key, order)
+
+    best: dict[str, Any] = json.loads(min(counts, key=rank))
+    return best
+
+
+def _key(env: Mapping[str, Any]) -> str:
+    return json.dumps(env, sort_keys=True)
