@@ -5,6 +5,7 @@ keeps the stored value (so an unchanged re-save rewrites nothing)."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from collections import Counter
@@ -34,9 +35,8 @@ from ..model import (
     RecordedTest,
     RunRecord,
     ScalingEntry,
-    recorded_test_to_json,
 )
-from .store import BaselineError, placed
+from .store import BaselineError, _test_text, placed
 
 # The kinds of value an entry holds, each compared between environments on its own keys:
 # counts and program sizes where the program is the same (static keys), seconds where the
@@ -119,9 +119,12 @@ class Resave:
     measured: Measured
     tolerances: Tolerances
     tally: Tally = field(default_factory=Tally)
+    _memo: dict[int, tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = field(
+        default_factory=dict, repr=False
+    )
 
     def __call__(self, old: RunRecord | None, run: RunRecord) -> RunRecord:
-        self.tally = Tally()
+        self.tally, self._memo = Tally(), {}
         entries: dict[str, tuple[RecordedTest, dict[str, Any]]] = {}
         if old is not None:
             for nodeid, stored in old.tests.items():
@@ -130,12 +133,12 @@ class Resave:
             if rec.outcome != "passed":
                 continue
             if nodeid not in entries:
-                entries[nodeid] = (rec, dict(run.environment))
+                entries[nodeid] = (rec, run.environment)
                 self.tally.added += 1
                 continue
             stored, where = entries[nodeid]
             merged = self.entry(nodeid, stored, where, rec, run.environment)
-            if not _same(merged, (stored, where)):
+            if merged is not None:
                 entries[nodeid] = merged
                 self.tally.updated += 1
         self.tally.kept = len(old.tests) - self.tally.updated if old else 0
@@ -154,22 +157,26 @@ class Resave:
         where: dict[str, Any],
         rec: RecordedTest,
         env: Mapping[str, Any],
-    ) -> tuple[RecordedTest, dict[str, Any]]:
-        """The entry of `nodeid` after this run, and the environment it was measured in."""
-        here = _as_stored(env, where, self.tolerances)
+    ) -> tuple[RecordedTest, dict[str, Any]] | None:
+        """The entry of `nodeid` after this run and the environment it was measured in; None
+        when that is the stored entry as it was."""
+        here, differ = self._between(where, env)
         new = {k for k in (*_STATIC, *_TIMED, INSTRUCTIONS) if self.measured.has(k)}
         kinds_new = new & _kinds(rec)
         kinds_old = _kinds(stored) - new | _unrun_kinds(stored, rec)
-        as_run = not any(_differ(kind, where, here) for kind in kinds_old)
-        as_stored = not any(_differ(kind, here, where) for kind in kinds_new)
+        as_run, as_stored = not kinds_old & differ, not kinds_new & differ
         if as_run or as_stored:
-            out = self._build(stored, where, rec, here, new)
-            if as_stored and (not as_run or _same((out, where), (stored, where))):
-                # Nothing moved: the entry stays as it was, whatever else of the run differs.
-                return out, _with_unmeasured(where, where, here, new)
+            out = self._build(stored, rec, new, differ)
+            if as_stored:
+                # Whatever else of the run differs, the values are the stored environment's.
+                placed = (out, _with_unmeasured(where, where, here, new))
+                if _same(placed, (stored, where)):
+                    return None
+                if not as_run:
+                    return placed
             return out, _with_unmeasured(here, where, here, new)
         # Neither environment holds all the values: keeping both would mislabel some.
-        kind = next(k for k in _ORDER if k in kinds_old and _differ(k, where, here))
+        kind = next(k for k in _ORDER if k in kinds_old and k in differ)
         why = self.measured.missing.get(kind, "its benchmark was not run")
         raise SaveRefused(
             f"{nodeid}: its {kind} in the baseline was measured elsewhere "
@@ -177,22 +184,30 @@ class Resave:
             f"({why}); save into another file (--jaxperf-baseline) or delete the entry first"
         )
 
+    def _between(
+        self, where: dict[str, Any], env: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], frozenset[str]]:
+        """The run's environment as an entry measured in `where` takes it (`_as_stored`),
+        and the kinds of value the two differ in: computed once per stored environment (most
+        entries share their file's)."""
+        found = self._memo.get(id(where))
+        if found is None or found[0] is not where:
+            here = _as_stored(env, where, self.tolerances)
+            differ = frozenset(k for k in _ORDER if _differences(k, where, here))
+            found = self._memo[id(where)] = (where, here, differ)
+        return found[1], found[2]
+
     def _build(
-        self,
-        stored: RecordedTest,
-        where: Mapping[str, Any],
-        rec: RecordedTest,
-        here: Mapping[str, Any],
-        new: set[str],
+        self, stored: RecordedTest, rec: RecordedTest, new: set[str], differ: frozenset[str]
     ) -> RecordedTest:
         """`rec` with the values of the kinds not in `new` taken from `stored`, and timings
         within tolerance of the stored ones kept as stored."""
         tol = self.tolerances
-        close = {k for k in (*_TIMED, INSTRUCTIONS) if k in new and not _differ(k, where, here)}
+        close = {k for k in (*_TIMED, INSTRUCTIONS) if k in new and k not in differ}
         if COUNTS not in new:
             out = dataclasses.replace(stored, marker=rec.marker)
         else:
-            out = _counts(rec, stored, new, close, tol)
+            out = copy.copy(_counts(rec, stored, new, close, tol))
             out.functions = {
                 key: _counts(fn, stored.functions.get(key), new, close, tol)
                 for key, fn in rec.functions.items()
@@ -207,17 +222,23 @@ class Resave:
 
 
 def _counts(new: C, old: Counts | None, kinds: set[str], close: set[str], tol: Tolerances) -> C:
-    """`new` with the sizes and seconds it should keep from `old`."""
+    """`new`, or a copy of it with the sizes and seconds it should keep from `old`."""
     if old is None:
-        return dataclasses.replace(new)
+        return new
     changes = {}
     if SIZES not in kinds:
         changes.update({name: getattr(old, name) for name in SIZE_FIELDS})
+    keep_all, keep_close = COMPILE not in kinds, COMPILE in close
     for name in SECONDS_FIELDS:
         before, now = getattr(old, name), getattr(new, name)
-        if COMPILE not in kinds or (COMPILE in close and _seconds_close(before, now, tol)):
+        if before != now and (keep_all or (keep_close and _seconds_close(before, now, tol))):
             changes[name] = before
-    return dataclasses.replace(new, **changes)
+    if not changes:
+        return new
+    out = copy.copy(new)
+    for name, value in changes.items():
+        setattr(out, name, value)
+    return out
 
 
 def _seconds_close(before: float | None, now: float | None, tol: Tolerances) -> bool:
@@ -336,10 +357,6 @@ def _differences(kind: str, before: Mapping[str, Any], now: Mapping[str, Any]) -
     return [d for d in found if d != UNDER_VALGRIND]
 
 
-def _differ(kind: str, before: Mapping[str, Any], now: Mapping[str, Any]) -> bool:
-    return bool(_differences(kind, before, now))
-
-
 def _as_stored(
     env: Mapping[str, Any], stored: Mapping[str, Any], tol: Tolerances
 ) -> dict[str, Any]:
@@ -377,8 +394,17 @@ Placed = tuple[RecordedTest, Mapping[str, Any]]  # an entry and where it was mea
 
 
 def _same(a: Placed, b: Placed) -> bool:
-    """Whether two entries would be written alike (times as rounded in the file)."""
-    return a[1] == b[1] and recorded_test_to_json(a[0]) == recorded_test_to_json(b[0])
+    """Whether two entries would be written alike (times as rounded in the file): equal
+    records are (the usual case of an unchanged re-save, found without writing either)."""
+    if a[1] != b[1]:
+        return False
+    first, second = (_bare(rec) for rec in (a[0], b[0]))
+    return first == second or _test_text(first) == _test_text(second)
+
+
+def _bare(rec: RecordedTest) -> RecordedTest:
+    """`rec` without its own environment (compared apart)."""
+    return rec if rec.environment is None else dataclasses.replace(rec, environment=None)
 
 
 def _file_environment(
@@ -388,7 +414,9 @@ def _file_environment(
     their own); on a tie one where every metric was measured, this run's, the stored file's."""
     if not entries:
         return dict(stored if stored is not None else run)
-    counts = Counter(map(_key, entries))
+    # Most entries share their file's environment object: each object is encoded once.
+    memo: dict[int, str] = {}
+    counts = Counter(memo.get(id(env)) or memo.setdefault(id(env), _key(env)) for env in entries)
     preferred = [_key(run)] + ([_key(stored)] if stored is not None else [])
 
     def rank(key: str) -> tuple[int, bool, int]:
