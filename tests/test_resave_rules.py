@@ -101,7 +101,7 @@ def test_runtime_under_the_instructions_clock_into_a_native_entry_is_refused() -
     assert "\n" not in message
     assert message == (
         "t::a: its runtime in the baseline was measured elsewhere (valgrind None -> 3.22) and "
-        "this run did not measure it (--jaxperf-runtime-clock=instructions (under valgrind)); "
+        "this run did not measure it (under valgrind: --jaxperf-runtime-clock=instructions); "
         "save into another file (--jaxperf-baseline) or delete the entry first"
     )
     # The reverse: instructions stored, a native run saving seconds.
@@ -167,3 +167,21 @@ def test_a_save_leaves_the_runs_records_as_they_were() -> None:
     before = copy.deepcopy(new)
     _save(base, new, HERE)
     assert new == before
+
+
+def test_sizes_the_self_check_left_out_keep_their_stored_values() -> None:
+    stored = _test()
+    stored.functions["f at m.py:1"].jaxpr_eqns = 7
+    stored.recompute_totals()
+    base, _ = _save(None, stored, HERE)
+    partial = {**HERE, "not_measured": {"program size": "missing a hook"}}
+    new = _test(traces=2)
+    new.functions["f at m.py:1"].jaxpr_eqns = None
+    saved, _ = _save(base, new, partial)
+    entry = saved.tests["t::a"]
+    assert (entry.functions["f at m.py:1"].traces, entry.functions["f at m.py:1"].jaxpr_eqns) == (
+        2,
+        7,
+    )
+    # The sizes kept were measured: the entry carries no "not measured" of its own.
+    assert saved.environment_of("t::a") == HERE

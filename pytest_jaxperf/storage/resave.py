@@ -87,7 +87,7 @@ class Measured:
                 missing.setdefault(kind, untimed)
         if env.get("valgrind"):
             for kind in _TIMED:
-                missing.setdefault(kind, "--jaxperf-runtime-clock=instructions (under valgrind)")
+                missing.setdefault(kind, "under valgrind: --jaxperf-runtime-clock=instructions")
         if runtime_clock != "instructions":
             missing.setdefault(INSTRUCTIONS, f"--jaxperf-runtime-clock={runtime_clock}")
         return cls(missing)
@@ -169,11 +169,11 @@ class Resave:
             out = self._build(stored, rec, new, differ)
             if as_stored:
                 # Whatever else of the run differs, the values are the stored environment's.
-                placed = (out, _with_unmeasured(where, where, here, new))
-                if _same(placed, (stored, where)):
+                as_was = (out, _with_unmeasured(where, where, here, new))
+                if _same(as_was, (stored, where)):
                     return None
                 if not as_run:
-                    return placed
+                    return as_was
             return out, _with_unmeasured(here, where, here, new)
         # Neither environment holds all the values: keeping both would mislabel some.
         kind = next(k for k in _ORDER if k in kinds_old and k in differ)
