@@ -15,9 +15,11 @@ from pathlib import Path
 import pytest
 from conftest import lit, read_json
 
-# The user's tolerances, wide: the inner runs compete with this suite for the CPUs, and a
-# timing outside its tolerance is (rightly) rewritten. Counts are exact whatever the load.
-WIDE = ("--jaxperf-compile-rtol=10", "--jaxperf-runtime-rtol=10")
+# The user's tolerances, wide: the inner runs compete with this suite (and whatever else
+# runs) for the CPUs, and a timing outside its tolerance is (rightly) rewritten: a 64-element
+# loop's runtime was seen 11x slower in one run than the next on a loaded 2-core machine.
+# Counts are exact whatever the load.
+WIDE = ("--jaxperf-compile-rtol=100", "--jaxperf-runtime-rtol=100")
 SAVE = ("--jaxperf", "--jaxperf-save", *WIDE)
 
 # A benchmark of a jitted loop whose trip count is an argument (the same program, more work),
