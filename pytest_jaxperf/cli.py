@@ -147,6 +147,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mrg.set_defaults(run=_merge)
 
+    res = commands.add_parser(
+        "resolve",
+        help="resolve a baseline's git merge conflict, per test (exit 2 on bad input)",
+        description="Read BASELINE as git left it after a conflicted merge, rebase or "
+        "cherry-pick (with <<<<<<< ======= >>>>>>> markers), read each side as a whole "
+        "baseline, and write it back resolved: every test of either side is kept, and a test "
+        "whose entry differs between the sides takes the entry of the side whose commit is "
+        "newer (committer date), or the side --keep names. Each entry keeps the environment "
+        "it was measured in. Then `git add BASELINE` and conclude the merge.",
+    )
+    res.add_argument("baseline", type=Path, metavar="BASELINE")
+    res.add_argument(
+        "--keep",
+        choices=("newer", "ours", "theirs"),
+        default="newer",
+        help="which side's entry a test in conflict takes (default: the newer commit's)",
+    )
+    res.set_defaults(run=_resolve)
+
     exp = commands.add_parser("export", help="write a report's metrics for a benchmark service")
     exp.add_argument("--format", required=True, choices=sorted(export.FORMATS), dest="format")
     exp.add_argument("report", type=Path, metavar="REPORT")
@@ -352,6 +371,20 @@ def _merge(args: argparse.Namespace, out: TextIO) -> int:
         raise _UsageError(f"{args.output} not written: {exc.strerror or exc}") from None
     for line in merge_lines(merged):
         print(line, file=out)
+    return EXIT_OK
+
+
+# -- resolve ---------------------------------------------------------------------------------
+
+
+def _resolve(args: argparse.Namespace, out: TextIO) -> int:
+    from .storage.resolve import resolve_file
+
+    try:
+        resolved = resolve_file(args.baseline, args.keep)
+    except OSError as exc:  # the disk filled up, say; the file is as it was (atomic write)
+        raise _UsageError(f"{args.baseline} not written: {exc.strerror or exc}") from None
+    print(resolved.line(args.baseline), file=out)
     return EXIT_OK
 
 

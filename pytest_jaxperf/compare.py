@@ -15,6 +15,7 @@ from .environment import (
     MachineScale,
     instruction_differences,
     machine_scale,
+    reference_missing,
     static_differences,
     timing_differences,
     too_noisy,
@@ -35,6 +36,11 @@ from .model import (
 )
 
 COMPILE_TIME = "compile time"
+# Said after the machines' differences when the baseline has no reference compile.
+RESCALE_HINT = (
+    "; the baseline has no reference compile: re-saving it (--jaxperf-save) gates compile "
+    "time across machines"
+)
 # The program sizes of the recorded functions (model.SIZE_FIELDS), as breaches name them;
 # a benchmark's breach keeps the field's name (`jaxpr_eqns of benchmark 'b'`), as its marker
 # limit and its program metrics do.
@@ -220,6 +226,9 @@ class Gating:
     instruction_differences: Sequence[str] = ()
     # Why compile seconds are not scaled although the machine is the only difference.
     machine_left_out: str | None = None
+    # Where compile time is not compared across machines only for want of the baseline's
+    # reference compile: what to do about it.
+    rescale_hint: str = ""
 
     @classmethod
     def between(
@@ -250,6 +259,7 @@ class Gating:
             machine=machine_scale(baseline, current),
             instruction_differences=tuple(instruction_differences(baseline, current)),
             machine_left_out=too_noisy(baseline, current),
+            rescale_hint=RESCALE_HINT if reference_missing(baseline, current) else "",
         )
 
     @property
@@ -473,6 +483,7 @@ def _compile_time_vs_baseline(
         return
     differs = (
         f"compile time not gated: environment differs ({', '.join(gating.timing_differences)})"
+        + gating.rescale_hint
     )
     machine = gating.machine
     if machine is not None and set(machine.differences) != set(gating.timing_differences):

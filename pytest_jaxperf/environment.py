@@ -40,6 +40,9 @@ UNDER_XDIST = "measured under pytest-xdist, beside other workers"
 # translating each piece of code on its first use, so they follow which tests ran before (the
 # example's dense_relu compiled in 0.11 s in a full run, 3.6 s when its test ran alone).
 UNDER_VALGRIND = "measured under valgrind, whose seconds follow which tests ran before"
+# How the session says jit was switched off (JAX_DISABLE_JIT): nothing was compiled, so the
+# run's counts and timings are no measure of the jitted code (see storage/resave.py).
+JIT_DISABLED = "jax_disable_jit is on"
 
 
 def _differences(
@@ -133,6 +136,19 @@ def too_noisy(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | 
     return (
         f"the reference compile is too noisy to scale by (its samples spread {', '.join(noisy)}"
         f"; at most {NOISY_SPREAD:.0%} is used)"
+    )
+
+
+def reference_missing(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
+    """Whether compile seconds would be compared across the two machines but for the
+    baseline's reference compile (saved before it existed): re-saving it gates them."""
+    every = timing_differences(baseline, current)
+    machine = _differences(MACHINE_KEYS, baseline, current)
+    return (
+        bool(machine)
+        and len(every) == len(machine)
+        and REFERENCE_KEY not in baseline
+        and REFERENCE_KEY in current
     )
 
 

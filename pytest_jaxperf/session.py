@@ -3,6 +3,7 @@ it regressed, prints the summary and writes the files at the end."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -50,6 +51,8 @@ class JaxPerfSession:
         self.notes: list[str] = []
         # The machine's reference compile, measured before the first test (None: not).
         self.reference: Reference | None = None
+        # What --jaxperf-save did to the baseline, one line for the summary.
+        self.saved: str | None = None
 
     @property
     def baseline(self) -> RunRecord | None:
@@ -132,7 +135,9 @@ class JaxPerfSession:
                 + ", ".join(sorted(problems))
             )
         if _jaxhooks.jit_disabled():
-            why = "jax_disable_jit is on: jitted functions run op by op"
+            from . import environment
+
+            why = f"{environment.JIT_DISABLED}: jitted functions run op by op"
             for metric in ("traces", "compiles"):
                 self.not_measured.setdefault(metric, why)
             self._warn(f"pytest-jaxperf: {why}; traces and compiles are not measured or gated")
@@ -325,6 +330,8 @@ class JaxPerfSession:
         for line in not_gated_lines(summary.notes):
             tr.write_line(line, yellow=True)
         tr.write_line(summary.tally(), **terminal.tally_markup(bool(summary.regressed)))
+        if self.saved is not None:
+            tr.write_line(self.saved)
         for note in self.notes:
             tr.write_line(f"pytest-jaxperf: {note}", yellow=True)
         for line in self.write_errors:
@@ -357,8 +364,7 @@ class JaxPerfSession:
         # The baseline first; each file on its own, so that one that cannot be written is
         # reported and the others are still written.
         if s.save:
-            base, known = s.baseline, self.baseline_read
-            self._write_file("jaxperf_baseline", base, lambda: store.save_merged(base, run, known))
+            self._save(run)
         if (json_path := s.json) is not None:
             self._write_file("jaxperf_json", json_path, lambda: store.save(json_path, run))
         if (markdown := s.markdown) is not None:
@@ -377,6 +383,25 @@ class JaxPerfSession:
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             # Exit 4, as for a path found wrong at start-up: what was asked for is missing.
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+    def _save(self, run: RunRecord) -> None:
+        """--jaxperf-save: this run's passed tests into the baseline, keeping what the run did
+        not measure (see storage/resave.py); the summary says what changed."""
+        from .storage import resave
+
+        s, known = self.settings, self.baseline_read
+        how = resave.Resave(
+            resave.Measured.of(run.environment, s.timing_mode, s.tolerances.runtime_clock),
+            s.tolerances,
+        )
+        saved = self._write_file(
+            "jaxperf_baseline", s.baseline, lambda: store.save_merged(s.baseline, run, known, how)
+        )
+        if saved is not None:
+            path = s.baseline
+            with contextlib.suppress(ValueError):  # outside the rootdir: shown whole
+                path = path.relative_to(self.config.rootpath)
+            self.saved = how.tally.line(str(path))
 
     def _write_file(self, dest: str, path: Path, write: Callable[[], T]) -> T | None:
         """write(), or None with one line about the failure kept for the summary."""

@@ -68,6 +68,10 @@ def resolve(ref: str, root: Path) -> str:
         return git(["rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], root).strip()
     except GitError:
         try:
+            git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], root)
+        except GitError:
+            raise GitError(no_commits(root)) from None
+        try:
             shallow = git(["rev-parse", "--is-shallow-repository"], root).strip() == "true"
         except GitError:
             shallow = False
@@ -79,10 +83,21 @@ def resolve(ref: str, root: Path) -> str:
         raise GitError(f"--base {ref}: no such commit in {root}; {hint}") from None
 
 
+def no_commits(root: Path) -> str:
+    """What to say of a repository whose HEAD names no commit (git init, nothing committed)."""
+    return (
+        f"{root} has no commits yet: commit your code first; jaxperf ab compares your "
+        "checkout with a base commit"
+    )
+
+
 def head(root: Path) -> Head:
     """The checkout to measure as head: refused while a merge or rebase left unmerged paths,
     whose conflict markers would be measured as code."""
-    commit = git(["rev-parse", "HEAD"], root).strip()
+    try:
+        commit = git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], root).strip()
+    except GitError:
+        raise GitError(no_commits(root)) from None
     unmerged = git(["diff", "--name-only", "--diff-filter=U"], root).split()
     if unmerged:
         raise GitError(

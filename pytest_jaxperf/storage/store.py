@@ -237,18 +237,24 @@ def placed(
     return rec if rec.environment == own else dataclasses.replace(rec, environment=own)
 
 
-def save_merged(path: Path, run: RunRecord, known: Loaded | None = None) -> RunRecord:
+def save_merged(
+    path: Path,
+    run: RunRecord,
+    known: Loaded | None = None,
+    how: Callable[[RunRecord | None, RunRecord], RunRecord] = merge,
+) -> RunRecord:
     """Merge the passed tests of `run` into the baseline at `path` as it is now, not as it was
     when the run started, and save the result; returns it. The read, merge and write happen
     under the lock beside the file, so two runs saving at once (different -k subsets, say)
     keep each other's entries; `known`, the file as the run read it at its start, stands in
-    for reading it again when its stamp says it is still that version. A file that became
-    unreadable meanwhile raises BaselineError and is left as it is."""
+    for reading it again when its stamp says it is still that version. `how` merges (the
+    save's is `resave.Resave`). A file that became unreadable meanwhile raises BaselineError
+    and is left as it is; so does a merge that raises it."""
     from .outputs import locked
 
     with locked(path):
         old = known.run if known is not None and known.stamp == stamp_of(path) else load(path)
-        merged = merge(old, run)
+        merged = how(old, run)
         save(path, merged)
     return merged
 

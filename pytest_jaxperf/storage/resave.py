@@ -1,0 +1,431 @@
+"""How `--jaxperf-save` folds a run into the baseline: per test and per kind of value, what
+this run measured replaces the stored value, what it did not measure keeps the stored value
+and the environment it was measured in, and a timing within its tolerance of the stored value
+keeps the stored value (so an unchanged re-save rewrites nothing)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ..compare import Gating, Verdict, _runtime
+from ..config import Tolerances
+from ..environment import (
+    JIT_DISABLED,
+    REFERENCE_KEY,
+    UNDER_VALGRIND,
+    instruction_differences,
+    static_differences,
+    timing_differences,
+    under_xdist,
+    unmeasured,
+)
+from ..model import (
+    PROGRAM_SIZE,
+    SECONDS_FIELDS,
+    SIZE_FIELDS,
+    BenchmarkEntry,
+    Counts,
+    Entry,
+    RecordedTest,
+    RunRecord,
+    ScalingEntry,
+)
+from .store import BaselineError, _test_text, placed
+
+# The kinds of value an entry holds, each compared between environments on its own keys:
+# counts and program sizes where the program is the same (static keys), seconds where the
+# machine and run are the same (timing keys), instructions on the same simulated CPU.
+COUNTS, SIZES, COMPILE, RUNTIME, INSTRUCTIONS = (
+    "counts", PROGRAM_SIZE, "compile seconds", "runtime", "instructions"
+)  # fmt: skip
+_STATIC = (COUNTS, SIZES)
+# The order a refusal looks for the value it names.
+_ORDER = (RUNTIME, INSTRUCTIONS, COMPILE, COUNTS, SIZES)
+_TIMED = (COMPILE, RUNTIME)
+# What the self-check's not-measured metrics are a part of.
+_KIND_OF_UNMEASURED = {"traces": COUNTS, "compiles": COUNTS, PROGRAM_SIZE: SIZES}
+
+C = TypeVar("C", bound=Counts)
+
+
+class SaveRefused(BaselineError):
+    """A save would lose a stored value this run did not measure; nothing is written."""
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one run measured, by kind of value: {kind: why not} for each kind it did not
+    (the option or setting to name when that makes a save impossible)."""
+
+    missing: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, env: Mapping[str, Any], timing_mode: str, runtime_clock: str) -> Measured:
+        missing: dict[str, str] = {}
+        skipped = unmeasured(env)
+        for metric, why in skipped.items():
+            kind = _KIND_OF_UNMEASURED.get(metric, COUNTS)
+            missing.setdefault(kind, f"{metric} not measured: {why}")
+        if COUNTS in missing:  # sizes and compile seconds are read from the same compiles
+            missing.setdefault(SIZES, missing[COUNTS])
+            missing.setdefault(COMPILE, missing[COUNTS])
+        untimed = None
+        if timing_mode == "off":
+            untimed = "--jaxperf-timing=off"
+        elif any(JIT_DISABLED in why for why in skipped.values()):
+            untimed = "JAX_DISABLE_JIT (jitted functions ran op by op)"
+        elif under_xdist(env):
+            untimed = "pytest-xdist workers (-n), timed beside each other"
+        if untimed is not None:
+            for kind in (*_TIMED, INSTRUCTIONS):
+                missing.setdefault(kind, untimed)
+        if env.get("valgrind"):
+            for kind in _TIMED:
+                missing.setdefault(kind, "under valgrind: --jaxperf-runtime-clock=instructions")
+        if runtime_clock != "instructions":
+            missing.setdefault(INSTRUCTIONS, f"--jaxperf-runtime-clock={runtime_clock}")
+        return cls(missing)
+
+    def has(self, kind: str) -> bool:
+        return kind not in self.missing
+
+
+@dataclass
+class Tally:
+    """What a save did to the baseline's entries."""
+
+    updated: int = 0
+    kept: int = 0
+    added: int = 0
+
+    def line(self, path: str) -> str:
+        return (
+            f"jaxperf: baseline {path}: {self.updated} entries updated, {self.kept} kept, "
+            f"{self.added} added"
+        )
+
+
+@dataclass
+class Resave:
+    """The merge of one run into a baseline for `--jaxperf-save` (called by the store under
+    the baseline's lock with the file as it is then); `tally` says what it did."""
+
+    measured: Measured
+    tolerances: Tolerances
+    tally: Tally = field(default_factory=Tally)
+    _memo: dict[int, tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def __call__(self, old: RunRecord | None, run: RunRecord) -> RunRecord:
+        self.tally, self._memo = Tally(), {}
+        entries: dict[str, tuple[RecordedTest, dict[str, Any]]] = {}
+        if old is not None:
+            for nodeid, stored in old.tests.items():
+                entries[nodeid] = (stored, old.environment_of(nodeid))
+        for nodeid, rec in sorted(run.tests.items()):
+            if rec.outcome != "passed":
+                continue
+            if nodeid not in entries:
+                entries[nodeid] = (rec, run.environment)
+                self.tally.added += 1
+                continue
+            stored, where = entries[nodeid]
+            merged = self.entry(nodeid, stored, where, rec, run.environment)
+            if merged is not None:
+                entries[nodeid] = merged
+                self.tally.updated += 1
+        self.tally.kept = len(old.tests) - self.tally.updated if old else 0
+        environment = _file_environment(
+            [env for _, env in entries.values()],
+            old.environment if old else None,
+            run.environment,
+        )
+        tests = {k: placed(r, env, environment) for k, (r, env) in entries.items()}
+        return RunRecord(environment=environment, tests=tests)
+
+    def entry(
+        self,
+        nodeid: str,
+        stored: RecordedTest,
+        where: dict[str, Any],
+        rec: RecordedTest,
+        env: Mapping[str, Any],
+    ) -> tuple[RecordedTest, dict[str, Any]] | None:
+        """The entry of `nodeid` after this run and the environment it was measured in; None
+        when that is the stored entry as it was."""
+        here, differ = self._between(where, env)
+        new = {k for k in (*_STATIC, *_TIMED, INSTRUCTIONS) if self.measured.has(k)}
+        kinds_new = new & _kinds(rec)
+        kinds_old = _kinds(stored) - new | _unrun_kinds(stored, rec)
+        as_run, as_stored = not kinds_old & differ, not kinds_new & differ
+        if as_run or as_stored:
+            out = self._build(stored, rec, new, differ)
+            if as_stored:
+                # Whatever else of the run differs, the values are the stored environment's.
+                as_was = (out, _with_unmeasured(where, where, here, new))
+                if _same(as_was, (stored, where)):
+                    return None
+                if not as_run:
+                    return as_was
+            return out, _with_unmeasured(here, where, here, new)
+        # Neither environment holds all the values: keeping both would mislabel some.
+        kind = next(k for k in _ORDER if k in kinds_old and k in differ)
+        why = self.measured.missing.get(kind, "its benchmark was not run")
+        raise SaveRefused(
+            f"{nodeid}: its {kind} in the baseline was measured elsewhere "
+            f"({', '.join(_differences(kind, where, here))}) and this run did not measure it "
+            f"({why}); save into another file (--jaxperf-baseline) or delete the entry first"
+        )
+
+    def _between(
+        self, where: dict[str, Any], env: Mapping[str, Any]
+    ) -> tuple[dict[str, Any], frozenset[str]]:
+        """The run's environment as an entry measured in `where` takes it (`_as_stored`),
+        and the kinds of value the two differ in: computed once per stored environment (most
+        entries share their file's)."""
+        found = self._memo.get(id(where))
+        if found is None or found[0] is not where:
+            here = _as_stored(env, where, self.tolerances)
+            differ = frozenset(k for k in _ORDER if _differences(k, where, here))
+            found = self._memo[id(where)] = (where, here, differ)
+        return found[1], found[2]
+
+    def _build(
+        self, stored: RecordedTest, rec: RecordedTest, new: set[str], differ: frozenset[str]
+    ) -> RecordedTest:
+        """`rec` with the values of the kinds not in `new` taken from `stored`, and timings
+        within tolerance of the stored ones kept as stored."""
+        tol = self.tolerances
+        close = {k for k in (*_TIMED, INSTRUCTIONS) if k in new and k not in differ}
+        if COUNTS not in new:
+            out = dataclasses.replace(stored, marker=rec.marker)
+        else:
+            out = copy.copy(_counts(rec, stored, new, close, tol))
+            out.functions = {
+                key: _counts(fn, stored.functions.get(key), new, close, tol)
+                for key, fn in rec.functions.items()
+            }
+            out.eager = _counts(rec.eager, stored.eager, new, close, tol)
+        benchmarks = dict(stored.benchmarks)
+        for label, entry in rec.benchmarks.items():
+            benchmarks[label] = _benchmark(entry, stored.benchmarks.get(label), new, close, tol)
+        out.benchmarks = benchmarks
+        out.outcome, out.environment = "passed", None
+        return out
+
+
+def _counts(new: C, old: Counts | None, kinds: set[str], close: set[str], tol: Tolerances) -> C:
+    """`new`, or a copy of it with the sizes and seconds it should keep from `old`."""
+    if old is None:
+        return new
+    changes = {}
+    if SIZES not in kinds:
+        changes.update({name: getattr(old, name) for name in SIZE_FIELDS})
+    keep_all, keep_close = COMPILE not in kinds, COMPILE in close
+    for name in SECONDS_FIELDS:
+        before, now = getattr(old, name), getattr(new, name)
+        if before != now and (keep_all or (keep_close and _seconds_close(before, now, tol))):
+            changes[name] = before
+    if not changes:
+        return new
+    out = copy.copy(new)
+    for name, value in changes.items():
+        setattr(out, name, value)
+    return out
+
+
+def _seconds_close(before: float | None, now: float | None, tol: Tolerances) -> bool:
+    """Whether compile-time gating would call `now` the same as `before`."""
+    if before is None or now is None:
+        return before is now
+    if abs(now - before) <= tol.compile_floor:
+        return True
+    return min(now, before) > 0 and max(now, before) / min(now, before) <= 1 + tol.compile_rtol
+
+
+def _benchmark(
+    new: Entry, old: Entry | None, kinds: set[str], close: set[str], tol: Tolerances
+) -> Entry:
+    """One benchmark entry after the run: each group of values from `new` or kept."""
+    if isinstance(new, ScalingEntry):
+        timed = _SCALING_KIND.get(new.metric, COUNTS)
+        if isinstance(old, ScalingEntry) and (
+            timed not in kinds or (timed in close and _scaling_close(new, old, timed, tol))
+        ):
+            return old
+        return new
+    if not isinstance(old, BenchmarkEntry):
+        return new
+    if COUNTS not in kinds:  # nothing compiled (jit off): not even its flags were measured
+        return old
+    changes: dict[str, Any] = {}
+    if SIZES not in kinds or new.metrics is None:
+        changes["metrics"] = old.metrics
+    compile_fields = ("first_call_s", "trace_s", "lower_s", "compile_s")
+    for name in compile_fields:
+        before, now = getattr(old, name), getattr(new, name)
+        if COMPILE not in kinds or (COMPILE in close and _seconds_close(before, now, tol)):
+            changes[name] = before
+    runtime_fields = ("runtime", "eager_median_s", "break_even_calls")
+    if (
+        RUNTIME not in kinds
+        or new.runtime is None
+        or (RUNTIME in close and _runtime_close(new, old, tol))
+    ):
+        changes.update({name: getattr(old, name) for name in runtime_fields})
+    if (
+        INSTRUCTIONS not in kinds
+        or new.instructions is None
+        or (
+            INSTRUCTIONS in close
+            and old.instructions is not None
+            and abs(new.instructions - old.instructions) <= tol.instructions_rtol * old.instructions
+        )
+    ):
+        changes["instructions"] = old.instructions
+    if new.device_peak_bytes is None:
+        changes["device_peak_bytes"] = old.device_peak_bytes
+    return dataclasses.replace(new, **changes)
+
+
+def _runtime_close(new: BenchmarkEntry, old: BenchmarkEntry, tol: Tolerances) -> bool:
+    """Whether the runtime gate finds neither a regression nor an improvement (machine load
+    that its fastest round or CPU time shows for what it is counts as the same)."""
+    if old.runtime is None:
+        return False
+    verdict = Verdict()
+    _runtime(verdict, "", new, old, Gating(tol=tol))
+    if verdict.breaches or verdict.improvements:
+        return False
+    if (new.eager_median_s is None) != (old.eager_median_s is None):
+        return False
+    if new.eager_median_s and old.eager_median_s:
+        ratio = new.eager_median_s / old.eager_median_s
+        return 1 / (1 + tol.runtime_rtol) <= ratio <= 1 + tol.runtime_rtol
+    return True
+
+
+_SCALING_KIND = {"compile_s": COMPILE, "runtime_s": RUNTIME}
+
+
+def _scaling_close(new: ScalingEntry, old: ScalingEntry, kind: str, tol: Tolerances) -> bool:
+    if (new.metric, new.sizes, new.max_exponent) != (old.metric, old.sizes, old.max_exponent):
+        return False
+    if kind == COMPILE:
+        return all(_seconds_close(b, n, tol) for b, n in zip(old.values, new.values))
+    bound = 1 + tol.runtime_rtol
+    return all(b > 0 and n > 0 and 1 / bound <= n / b <= bound
+               for b, n in zip(old.values, new.values))  # fmt: skip
+
+
+def _kinds(rec: RecordedTest) -> set[str]:
+    """The kinds of value the entry holds."""
+    kinds = {*_STATIC, COMPILE}
+    for entry in rec.benchmarks.values():
+        if isinstance(entry, ScalingEntry):
+            kinds.add(_SCALING_KIND.get(entry.metric, COUNTS))
+        else:
+            if entry.runtime is not None:
+                kinds.add(RUNTIME)
+            if entry.instructions is not None:
+                kinds.add(INSTRUCTIONS)
+    return kinds
+
+
+def _unrun_kinds(stored: RecordedTest, rec: RecordedTest) -> set[str]:
+    """The kinds held by benchmarks of `stored` that the run did not run: they are kept."""
+    unrun = RecordedTest(benchmarks={
+        k: e for k, e in stored.benchmarks.items() if k not in rec.benchmarks
+    })  # fmt: skip
+    return _kinds(unrun) - {*_STATIC, COMPILE} if unrun.benchmarks else set()
+
+
+def _differences(kind: str, before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """How two environments differ in what values of `kind` depend on."""
+    if kind in _STATIC:
+        return static_differences(before, now)
+    if kind == INSTRUCTIONS:
+        return instruction_differences(before, now)
+    found = timing_differences(before, now)
+    return [d for d in found if d != UNDER_VALGRIND]
+
+
+def _as_stored(
+    env: Mapping[str, Any], stored: Mapping[str, Any], tol: Tolerances
+) -> dict[str, Any]:
+    """The run's environment; the stored one where they differ only in this machine's
+    reference compile by less than the compile tolerance (one more sample of the same
+    machine: rewriting it would change the file and move nothing)."""
+    measured = {k for k in {*env, *stored} if k.startswith("reference_")} | {"not_measured"}
+    if any(env.get(k) != stored.get(k) for k in {*env, *stored} - measured):
+        return dict(env)
+    if not _seconds_close(stored.get(REFERENCE_KEY), env.get(REFERENCE_KEY), tol):
+        return dict(env)
+    out = {k: v for k, v in stored.items() if k != "not_measured"}
+    if "not_measured" in env:
+        out["not_measured"] = env["not_measured"]
+    return out
+
+
+def _with_unmeasured(
+    base: Mapping[str, Any], where: Mapping[str, Any], here: Mapping[str, Any], new: set[str]
+) -> dict[str, Any]:
+    """`base` with the not-measured metrics of the values the entry holds: the stored ones
+    for what it kept, this run's for what it measured."""
+    out = {k: v for k, v in base.items() if k != "not_measured"}
+    skipped = {}
+    for env, from_run in ((where, False), (here, True)):
+        for metric, why in unmeasured(env).items():
+            if (_KIND_OF_UNMEASURED.get(metric, COUNTS) in new) == from_run:
+                skipped[metric] = why
+    if skipped:
+        out["not_measured"] = skipped
+    return out
+
+
+Placed = tuple[RecordedTest, Mapping[str, Any]]  # an entry and where it was measured
+
+
+def _same(a: Placed, b: Placed) -> bool:
+    """Whether two entries would be written alike (times as rounded in the file): equal
+    records are (the usual case of an unchanged re-save, found without writing either)."""
+    if a[1] != b[1]:
+        return False
+    first, second = (_bare(rec) for rec in (a[0], b[0]))
+    return first == second or _test_text(first) == _test_text(second)
+
+
+def _bare(rec: RecordedTest) -> RecordedTest:
+    """`rec` without its own environment (compared apart)."""
+    return rec if rec.environment is None else dataclasses.replace(rec, environment=None)
+
+
+def _file_environment(
+    entries: list[dict[str, Any]], stored: dict[str, Any] | None, run: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The environment most entries were measured in (the fewest entries then carry one of
+    their own); on a tie one where every metric was measured, this run's, the stored file's."""
+    if not entries:
+        return dict(stored if stored is not None else run)
+    # Most entries share their file's environment object: each object is encoded once.
+    memo: dict[int, str] = {}
+    counts = Counter(memo.get(id(env)) or memo.setdefault(id(env), _key(env)) for env in entries)
+    preferred = [_key(run)] + ([_key(stored)] if stored is not None else [])
+
+    def rank(key: str) -> tuple[int, bool, int]:
+        order = preferred.index(key) if key in preferred else len(preferred)
+        return (-counts[key], '"not_measured"' in key, order)
+
+    best: dict[str, Any] = json.loads(min(counts, key=rank))
+    return best
+
+
+def _key(env: Mapping[str, Any]) -> str:
+    return json.dumps(env, sort_keys=True)

@@ -1,0 +1,187 @@
+"""What `--jaxperf-save` keeps of each entry, on hand-built records (storage/resave.py): values
+a run did not measure keep their stored value and environment, timings within tolerance keep
+theirs, and a save that could not keep a value honestly is refused in one line."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _records import fn, rec
+
+from pytest_jaxperf.config import Tolerances
+from pytest_jaxperf.environment import REFERENCE_KEY
+from pytest_jaxperf.model import BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
+from pytest_jaxperf.storage import resolve as resolving
+from pytest_jaxperf.storage.resave import Measured, Resave, SaveRefused
+from pytest_jaxperf.storage.store import dumps
+
+HERE: dict[str, Any] = {
+    "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "device_kind": "cpu",
+    "device_count": 1, "x64": False, "cpu": "AMD EPYC", "cpu_count": 2,
+    "cpu_dispatch": "sync", "xdist_workers": 0, REFERENCE_KEY: 0.3,
+}  # fmt: skip
+
+
+def _runtime(median: float) -> RuntimeStats:
+    samples = (median,) * 5
+    return RuntimeStats(median, median, median, median, 0.0, median, median, 0.0, 5, 1, 0,
+                        samples, cpu_median_s=median)  # fmt: skip
+
+
+def _bench(median: float | None = 1e-3, instructions: int | None = None) -> BenchmarkEntry:
+    return BenchmarkEntry(
+        first_call_s=0.05, trace_s=0.01, lower_s=0.01, compile_s=0.03,
+        compiled_on_first_call=True,
+        runtime=None if median is None else _runtime(median), instructions=instructions,
+    )  # fmt: skip
+
+
+def _test(traces: int = 1, compile_s: float = 0.2, **benchmarks: BenchmarkEntry) -> RecordedTest:
+    return rec(fn("f", "m.py:1", traces, compile_s=compile_s), benchmarks=dict(benchmarks))
+
+
+def _save(
+    old: RunRecord | None, new: RecordedTest, env: dict[str, Any], timing: str = "gate",
+    clock: str = "cpu",
+) -> tuple[RunRecord, Resave]:  # fmt: skip
+    how = Resave(Measured.of(env, timing, clock), Tolerances())
+    return how(old, RunRecord(environment=env, tests={"t::a": new})), how
+
+
+def test_timings_within_tolerance_keep_the_stored_values() -> None:
+    base, _ = _save(None, _test(compile_s=0.2, b=_bench(1e-3)), HERE)
+    # Compile 0.25 s (within the 0.1 s floor), runtime +30% (within rtol 0.75), another
+    # sample of the reference compile: nothing moved.
+    again, how = _save(base, _test(compile_s=0.25, b=_bench(1.3e-3)), {**HERE, REFERENCE_KEY: 0.4})
+    assert dumps(again) == dumps(base)
+    assert (
+        how.tally.line("b.json") == "jaxperf: baseline b.json: 0 entries updated, 1 kept, 0 added"
+    )
+    # A count that changed is rewritten; the timings that did not move stay as stored.
+    moved, how = _save(base, _test(traces=2, compile_s=0.25, b=_bench(3e-3)), HERE)
+    assert moved.tests["t::a"].traces == 2
+    assert moved.tests["t::a"].compile_s == 0.2
+    runtime = moved.tests["t::a"].benchmarks["b"].runtime  # type: ignore[union-attr]
+    assert runtime is not None and runtime.median_s == 3e-3  # 3x: outside the tolerance
+    assert (how.tally.updated, how.tally.kept, how.tally.added) == (1, 0, 0)
+
+
+def test_a_save_under_xdist_keeps_the_serial_timings_and_environment() -> None:
+    base, _ = _save(None, _test(compile_s=0.2, b=_bench(1e-3)), HERE)
+    workers = {**HERE, "xdist_workers": 2}
+    saved, _ = _save(base, _test(traces=2, compile_s=3.0, b=_bench(9e-3)), workers)
+    assert saved.environment == HERE
+    entry = saved.tests["t::a"]
+    assert (entry.traces, entry.compile_s, entry.environment) == (2, 0.2, None)
+    assert entry.benchmarks["b"].runtime == _runtime(1e-3)  # type: ignore[union-attr]
+
+
+def test_a_benchmark_the_run_did_not_run_is_kept() -> None:
+    base, _ = _save(None, _test(b=_bench(1e-3), c=_bench(2e-3)), HERE)
+    saved, _ = _save(base, _test(traces=2, b=_bench(1e-3)), HERE)
+    assert saved.tests["t::a"].benchmarks["c"] == base.tests["t::a"].benchmarks["c"]
+
+
+def test_a_save_on_another_machine_that_measured_everything_moves_the_entry() -> None:
+    base, _ = _save(None, _test(b=_bench(1e-3)), HERE)
+    there = {**HERE, "cpu": "Intel"}
+    saved, _ = _save(base, _test(compile_s=0.9, b=_bench(2e-3)), there)
+    assert saved.environment == there and saved.tests["t::a"].compile_s == 0.9
+
+
+def test_runtime_under_the_instructions_clock_into_a_native_entry_is_refused() -> None:
+    base, _ = _save(None, _test(b=_bench(1e-3)), HERE)
+    valgrind = {**HERE, "valgrind": "3.22", "instructions_isa": "x86-64"}
+    with pytest.raises(SaveRefused) as info:
+        _save(base, _test(b=_bench(None, instructions=1000)), valgrind, clock="instructions")
+    message = str(info.value)
+    assert "\n" not in message
+    assert message == (
+        "t::a: its runtime in the baseline was measured elsewhere (valgrind None -> 3.22) and "
+        "this run did not measure it (under valgrind: --jaxperf-runtime-clock=instructions); "
+        "save into another file (--jaxperf-baseline) or delete the entry first"
+    )
+    # The reverse: instructions stored, a native run saving seconds.
+    inst, _ = _save(None, _test(b=_bench(None, instructions=1000)), valgrind, clock="instructions")
+    with pytest.raises(SaveRefused, match="its instructions .*--jaxperf-runtime-clock=cpu"):
+        _save(inst, _test(b=_bench(1e-3)), HERE)
+
+
+def test_a_jit_disabled_run_keeps_the_entry_and_adds_new_tests_as_not_measured() -> None:
+    base, _ = _save(None, _test(b=_bench(1e-3)), HERE)
+    off = {**HERE, "not_measured": {"traces": "jax_disable_jit is on: ...", "compiles": "..."}}
+    saved, how = _save(base, RecordedTest(), off)
+    assert dumps(saved) == dumps(base)
+    run = RunRecord(environment=off, tests={"t::a": RecordedTest(), "t::new": RecordedTest()})
+    saved = Resave(Measured.of(off, "gate", "cpu"), Tolerances())(base, run)
+    # One entry each: the file's is the one where everything was measured.
+    assert saved.environment == HERE
+    assert saved.environment_of("t::a") == HERE
+    assert saved.environment_of("t::new") == off
+
+
+# -- resolve -------------------------------------------------------------------------------
+
+
+def _conflicted(ours: str, theirs: str, base: str | None = None) -> str:
+    """What git leaves when the two texts conflict everywhere (one hunk)."""
+    middle = f"||||||| base\n{base}" if base is not None else ""
+    return f"<<<<<<< HEAD\n{ours}{middle}=======\n{theirs}>>>>>>> other\n"
+
+
+def test_resolve_takes_the_chosen_side_for_a_test_changed_on_both() -> None:
+    base = RunRecord(environment=HERE, tests={"t::a": _test(1), "t::b": _test(1)})
+    ours = RunRecord(environment=HERE, tests={"t::a": _test(2), "t::b": _test(1)})
+    theirs = RunRecord(environment=HERE, tests={"t::a": _test(3), "t::b": _test(5)})
+    text = _conflicted(dumps(ours), dumps(theirs), dumps(base))
+    done = resolving.resolve(text, "ours", "--keep ours")
+    # t::a changed on both sides: ours; t::b changed on theirs only: theirs.
+    assert (done.run.tests["t::a"].traces, done.run.tests["t::b"].traces) == (2, 5)
+    assert done.conflicting == ("t::a",)
+    # Without the common ancestor, every test that differs takes the chosen side.
+    done = resolving.resolve(_conflicted(dumps(ours), dumps(theirs)), "theirs", "--keep theirs")
+    assert (done.run.tests["t::a"].traces, done.run.tests["t::b"].traces) == (3, 5)
+    assert done.line(Path("b.json")) == (
+        "jaxperf: b.json: 2 test(s) changed on both sides, resolved to theirs (--keep theirs); "
+        "`git add b.json` to conclude"
+    )
+
+
+def test_resolve_refuses_a_file_without_markers_or_with_a_broken_side() -> None:
+    text = dumps(RunRecord(environment=HERE, tests={"t::a": _test()}))
+    with pytest.raises(resolving.BaselineError, match="no merge-conflict markers"):
+        resolving.resolve(text, "ours", "")
+    with pytest.raises(resolving.BaselineError, match="their side is not JSON"):
+        resolving.resolve(_conflicted(text, "{\n"), "ours", "")
+    with pytest.raises(resolving.BaselineError, match="not closed"):
+        resolving.resolve("<<<<<<< HEAD\n{}\n", "ours", "")
+
+
+def test_a_save_leaves_the_runs_records_as_they_were() -> None:
+    # The run's records are written to its report after the save.
+    base, _ = _save(None, _test(compile_s=0.2, b=_bench(1e-3)), HERE)
+    new = _test(traces=2, compile_s=0.25, b=_bench(1.1e-3))
+    before = copy.deepcopy(new)
+    _save(base, new, HERE)
+    assert new == before
+
+
+def test_sizes_the_self_check_left_out_keep_their_stored_values() -> None:
+    stored = _test()
+    stored.functions["f at m.py:1"].jaxpr_eqns = 7
+    stored.recompute_totals()
+    base, _ = _save(None, stored, HERE)
+    partial = {**HERE, "not_measured": {"program size": "missing a hook"}}
+    new = _test(traces=2)
+    new.functions["f at m.py:1"].jaxpr_eqns = None
+    saved, _ = _save(base, new, partial)
+    entry = saved.tests["t::a"]
+    assert (entry.functions["f at m.py:1"].traces, entry.functions["f at m.py:1"].jaxpr_eqns) == (
+        2,
+        7,
+    )
+    # The sizes kept were measured: the entry carries no "not measured" of its own.
+    assert saved.environment_of("t::a") == HERE
