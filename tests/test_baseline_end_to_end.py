@@ -246,7 +246,15 @@ def test_compile_time():
         ("max_traces=-1", "max_traces=...) expects a whole number >= 0*got -1"),
         ("max_traces=1.5", "max_traces=...) expects a whole number >= 0*got 1.5"),
         ("max_compile_time='fast'", "max_compile_time=...) expects a number >= 0*'fast'"),
-        ("max_traces={'f': -2}", "max_traces=...) maps function names to a whole number*"),
+        ("max_traces={'f': -2}", "max_traces=...): the limit for 'f' must be a whole number*"),
+        ("max_traces={}", "max_traces=...): the dict is empty, so it limits nothing; *"),
+        ("max_hlo_ops={3: 1}", "max_hlo_ops=...): key 3 is not a function name or benchmark*"),
+        # max_time is the time budget of every benchmark, not a limit: one number only.
+        ("max_time={'f': 0.1}", "max_time=...) expects a number >= 0 (seconds of timed rounds"
+         " per benchmark; one number for every benchmark of the test), got {'f': 0.1}"),
+        ("max_time={}", "max_time=...) expects a number >= 0 (seconds of timed rounds*got {}"),
+        ("max_time=-1", "max_time=...) expects a number >= 0 (seconds of timed rounds*got -1"),
+        ("rounds=0", "rounds=...) expects a whole number >= 1 (timed rounds per benchmark*got 0"),
         ("compile_rtol={'f': 1}", "compile_rtol=...) expects a number >= 0, got {'f': 1}"),
         ("3", "takes keyword arguments only*"),
     ],

@@ -317,3 +317,56 @@ def test_a_missing_valgrind_stops_the_run_before_any_test(
         "(e.g. apt-get install valgrind); it was not found"
     ))  # fmt: skip
     assert "test_loop" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "how"),
+    [
+        (("-n", "2"), "", "-n 2"),
+        (("--dist", "load", "--tx", "2*popen"), "", "--dist load --tx 2*popen"),
+        (("-d", "--tx", "popen", "--tx", "popen"), "", "--dist load --tx popen popen"),
+        ((), "-n 2", "-n 2"),  # from the ini file's addopts
+        (("--dist", "loadfile", "--tx", "popen"), "", "--dist loadfile --tx popen"),
+    ],
+)
+def test_every_way_xdist_starts_workers_is_refused_in_one_line(
+    jp: pytest.Pytester, args: tuple[str, ...], ini: str, how: str
+) -> None:
+    jp.makepyfile(test_mod=LOOP_TEST)
+    jp.makeini(f"[pytest]\naddopts = -p no:cacheprovider {ini}\n")
+    result = jp.runpytest_subprocess(*CLOCK, *args, timeout=120)
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    assert result.stderr.lines == [
+        "ERROR: pytest-jaxperf: --jaxperf-runtime-clock=instructions runs the tests serially "
+        f"in one valgrind process; drop pytest-xdist's {how} for this run (or add -p no:xdist)",
+        "",
+    ], result.stderr.lines
+    assert "node down" not in result.stdout.str()
+
+
+WORKERS_ASK_FOR_THE_CLOCK = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # A worker asking for the clock its controller did not: as a worker does that inherited
+    # a valgrind child's environment, whatever way it was started.
+    if hasattr(config, "workerinput"):
+        config.option.jaxperf_runtime_clock = "instructions"
+"""
+
+
+def test_a_worker_under_the_clock_stops_the_run_in_one_line(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod="def test_a(jaxperf):\n    pass\n")
+    jp.makeconftest(WORKERS_ASK_FOR_THE_CLOCK)
+    result = jp.runpytest_subprocess("--jaxperf", "--dist", "load", "--tx", "2*popen",
+                                     timeout=120)  # fmt: skip
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out + result.stderr.str()
+    assert "replacing crashed worker" not in out and "node down" not in out
+    result.stdout.fnmatch_lines(lit(
+        "*Interrupted: pytest-jaxperf: the instructions clock counts in one valgrind process; "
+        "pytest-xdist workers run outside it: run without -n, --dist or --tx (or add -p "
+        "no:xdist)*"
+    ))  # fmt: skip
