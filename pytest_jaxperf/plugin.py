@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -170,4 +171,21 @@ def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
         timing_mode=s.timing_mode,
         rootdir=request.config.rootpath,
         count_instructions=s.tolerances.runtime_clock == "instructions",
+        progress=_terminal_line(request.config),
     )
+
+
+def _terminal_line(config: pytest.Config) -> Callable[[str], None]:
+    """Writes a line to the terminal while a test runs, past pytest's capture of its output
+    (as pytest's live logging does)."""
+    import contextlib
+
+    def write(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            reporter.write_line(line)
+
+    return write

@@ -293,6 +293,12 @@ def test_instructions_per_call_gated_end_to_end(
     assert env["valgrind"].startswith("valgrind-") and env["instructions_isa"] == "AVX2"
     assert env["cpu_dispatch"] == "sync"
 
+    # While it counts, the terminal hears of each benchmark, past pytest's capture.
+    saved.stdout.fnmatch_lines(lit(
+        "jaxperf: test_mod.py::test_loop benchmark 'loop': 5 of 5 calls counted under "
+        "valgrind, * s"
+    ))  # fmt: skip
+
     same = jp.runpytest_subprocess(*CLOCK)
     assert same.ret == 0, same.stdout.str()
 
@@ -370,3 +376,26 @@ def test_a_worker_under_the_clock_stops_the_run_in_one_line(jp: pytest.Pytester)
         "pytest-xdist workers run outside it: run without -n, --dist or --tx (or add -p "
         "no:xdist)*"
     ))  # fmt: skip
+
+
+def test_counting_says_each_benchmark_and_each_call_of_a_slow_one() -> None:
+    from pytest_jaxperf.measure.fixture import CountProgress
+
+    now = [100.0]
+    lines: list[str] = []
+    quick = CountProgress("t.py::test_a benchmark 'f'", 100.0, lines.append, lambda: now[0])
+    for n in range(1, 6):
+        now[0] += 0.5
+        quick.counted(n, 5)
+    assert lines == ["jaxperf: t.py::test_a benchmark 'f': 5 of 5 calls counted under "
+                     "valgrind, 2.5 s"]  # fmt: skip
+    lines.clear()
+    now[0] = 0.0
+    slow = CountProgress("t.py::test_b benchmark 'g'", 0.0, lines.append, lambda: now[0])
+    for n in range(1, 6):
+        now[0] += 70.0
+        slow.counted(n, 5)
+    assert lines[0] == ("jaxperf: t.py::test_b benchmark 'g': call 1 of 5 counted under "
+                        "valgrind, 70.0 s so far")  # fmt: skip
+    assert len(lines) == 5 and lines[-1].endswith("5 of 5 calls counted under valgrind, 350.0 s")
+    CountProgress("x", 0.0, None).counted(5, 5)  # no terminal: nothing to write
