@@ -432,3 +432,50 @@ def test_removed_jit_from_a_benchmarked_function_fails(jp: pytest.Pytester) -> N
     # Saved that way, a plain function handed to the benchmark is its normal state.
     jp.runpytest("--jaxperf", "--jaxperf-save", *fast).assert_outcomes(passed=1)
     jp.runpytest("--jaxperf", *fast).assert_outcomes(passed=1)
+
+
+UNMARKED = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return x * 2
+
+def test_plain():
+    f(jnp.ones(3))
+"""
+NOTHING_RECORDED = (
+    "jaxperf: no test was recorded{saved}; record a test with @pytest.mark.jaxperf, by "
+    "requesting the jaxperf fixture, or record every test with --jaxperf-all"
+)
+
+
+def test_a_run_that_records_nothing_says_so_once(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=UNMARKED)
+    baseline = jp.path / ".jaxperf" / "baseline.json"
+    saved = jp.runpytest("--jaxperf", "--jaxperf-save")
+    saved.assert_outcomes(passed=1)
+    line = NOTHING_RECORDED.format(saved=f", so --jaxperf-save wrote nothing to {baseline}")
+    assert saved.stdout.lines.count(line) == 1, saved.stdout.str()
+    assert not baseline.exists()
+    gated = jp.runpytest("--jaxperf")
+    assert gated.stdout.lines.count(NOTHING_RECORDED.format(saved="")) == 1
+    # Without --jaxperf the plugin says nothing; with --jaxperf-all the test is recorded.
+    assert "no test was recorded" not in jp.runpytest().stdout.str()
+    every = jp.runpytest("--jaxperf", "--jaxperf-save", "--jaxperf-all")
+    assert "no test was recorded" not in every.stdout.str()
+    assert "test_mod.py::test_plain" in read_json(baseline)["tests"]
+
+
+def test_a_save_where_no_recorded_test_passed_writes_nothing(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=UNMARKED.replace("def test_plain", "@pytest.mark.jaxperf\ndef test_a")
+                  .replace("import jax\n", "import jax\nimport pytest\n", 1) + "    assert False\n")
+    result = jp.runpytest("--jaxperf", "--jaxperf-save")
+    result.assert_outcomes(failed=1)
+    baseline = jp.path / ".jaxperf" / "baseline.json"
+    result.stdout.fnmatch_lines(lit(
+        f"pytest-jaxperf: --jaxperf-save wrote nothing to {baseline}: none of the 1 recorded "
+        "test(s) passed (only passed tests are saved)"
+    ))  # fmt: skip
+    assert not baseline.exists()

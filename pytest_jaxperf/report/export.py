@@ -223,19 +223,26 @@ def _pytest_benchmark_entry(
         "total": rt.mean_s * rt.rounds,
         "iterations": rt.iterations,
     }
-    data = list(rt.samples_s)
-    if len(data) == rt.rounds and data:
-        # Every round was kept: the figures pytest-benchmark derives from them too. (Reports
-        # keep at most a hundred rounds; then these are left out, not estimated.)
-        low, high = rt.q1_s - 1.5 * rt.iqr_s, rt.q3_s + 1.5 * rt.iqr_s
-        stddev_outliers = sum(1 for x in data if abs(x - rt.mean_s) > rt.stddev_s)
-        inside = [x for x in data if low <= x <= high]
-        stats["stddev_outliers"] = stddev_outliers
-        stats["outliers"] = f"{stddev_outliers};{rt.outliers}"
-        stats["ld15iqr"] = min(inside, default=rt.min_s)
-        stats["hd15iqr"] = max(inside, default=rt.max_s)
-        stats["data"] = data
+    data = list(rt.samples_s) or [rt.median_s]
+    # pytest-benchmark's figures from every round where the report kept every round; from
+    # those it kept (at most a hundred, evenly spread) where it did not, and said so below.
+    # Its `compare` needs them all (`outliers` for its table, the 1.5 IQR ends for its
+    # histogram); iqr_outliers is the count over every round either way.
+    low, high = rt.q1_s - 1.5 * rt.iqr_s, rt.q3_s + 1.5 * rt.iqr_s
+    inside = [x for x in data if low <= x <= high]
+    stddev_outliers = sum(1 for x in data if abs(x - rt.mean_s) > rt.stddev_s)
+    stats["stddev_outliers"] = stddev_outliers
+    stats["outliers"] = f"{stddev_outliers};{rt.outliers}"
+    stats["ld15iqr"] = rt.min_s if rt.min_s >= low else min(inside, default=rt.min_s)
+    stats["hd15iqr"] = rt.max_s if rt.max_s <= high else max(inside, default=rt.max_s)
+    stats["data"] = data
     extra: dict[str, Any] = {"jaxperf_label": label}
+    if len(data) < rt.rounds:
+        extra["jaxperf_rounds_kept"] = (
+            f"stddev_outliers, data and, where rounds fell outside 1.5 IQR, ld15iqr and "
+            f"hd15iqr are from {len(data)} of the {rt.rounds} rounds, evenly spread (the report "
+            "keeps at most 100)"
+        )
     if rt.cpu_median_s is not None:
         extra["cpu_median_s"] = rt.cpu_median_s
     if entry.metrics is not None:
