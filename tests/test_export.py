@@ -90,6 +90,20 @@ def check_bmf(doc: Any) -> None:
             assert metric.get("upper_value", metric["value"]) >= metric["value"]
 
 
+def test_bencher_names_stay_within_its_limit() -> None:
+    # A long parametrization id: Bencher refuses a benchmark name over 1024 characters.
+    long_a, long_b = (f"t.py::test_a[{'x' * 1100}-{end}]" for end in "ab")
+    run = RunRecord(tests={long_a: rec(fn("f", "m.py:1"), benchmarks={"step": bench(1e-3)}),
+                           long_b: rec(fn("f", "m.py:1"))})  # fmt: skip
+    doc = to_bencher(run)
+    check_bmf(doc)
+    assert len(doc) == 3  # the two tests and the benchmark, still apart
+    assert all(len(name) == 1024 and name.startswith("t.py::test_a[xxx") for name in doc)
+    assert to_bencher(run) == doc  # the same names in every run
+    short = RunRecord(tests={"t.py::test_a": rec(fn("f", "m.py:1"))})
+    assert list(to_bencher(short)) == ["t.py::test_a"]
+
+
 def test_bencher_measures_per_test_and_per_benchmark() -> None:
     _, run = baseline_and_run()
     doc = to_bencher(run)

@@ -8,7 +8,8 @@
 - Bencher Metric Format (bencher.dev/docs/reference/bencher-metric-format):
   ``{"<benchmark name>": {"<measure slug>": {"value": number, "lower_value": number,
   "upper_value": number}}}``, lower/upper optional; benchmark names up to 1024 characters,
-  measure slugs up to 64. A measure given by a slug that does not exist yet is created.
+  measure slugs up to 64 (a longer test id is cut, with a hash of the whole). A measure
+  given by a slug that does not exist yet is created.
 - pytest-benchmark's JSON (``pytest --benchmark-json``: ``machine_info``, ``commit_info``,
   ``benchmarks[]`` with ``name``, ``fullname`` and ``stats``), which dashboards built for it
   and github-action-benchmark's ``pytest`` tool read (that tool plots ``stats.ops``, shows
@@ -22,6 +23,7 @@ All seconds are seconds (not Bencher's default nanoseconds).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -136,12 +138,26 @@ def to_bencher(run: RunRecord) -> dict[str, dict[str, dict[str, float]]]:
     jaxpr-equations, where measured."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for nodeid, rec in sorted(run.tests.items()):
-        out[nodeid] = _test_measures(rec)
+        out[_bencher_name(nodeid)] = _test_measures(rec)
         for label, entry in rec.benchmark_entries():
             measures = _benchmark_measures(entry)
             if measures:
-                out[f"{nodeid}::{label}"] = measures
+                out[_bencher_name(f"{nodeid}::{label}")] = measures
     return out
+
+
+# Bencher refuses a benchmark name longer than this (BMF reference, "Order of Precedence").
+BENCHER_NAME_MAX = 1024
+
+
+def _bencher_name(name: str) -> str:
+    """`name`, or where it is too long for Bencher (a long parametrization id), its start
+    with "..." and a hash of the whole: the same name in every run, and two long names that
+    share their start stay apart."""
+    if len(name) <= BENCHER_NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    return f"{name[: BENCHER_NAME_MAX - 3 - len(digest)]}...{digest}"
 
 
 def _test_measures(rec: RecordedTest) -> dict[str, dict[str, float]]:
