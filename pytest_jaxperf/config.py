@@ -427,9 +427,7 @@ def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
                     f"use a string such as 'step' or 'step at pkg/mod.py:12'"
                 )
             if not _number_ok(limit, integer):
-                raise ConfigError(
-                    f"{where}: the limit for {name!r} must be {what}, got {limit!r}"
-                )
+                raise ConfigError(f"{where}: the limit for {name!r} must be {what}, got {limit!r}")
         return dict(value)
     if not _number_ok(value, integer, minimum):
         if key in _LIMIT_KEYS:
