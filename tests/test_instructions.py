@@ -399,3 +399,26 @@ def test_counting_says_each_benchmark_and_each_call_of_a_slow_one() -> None:
                         "valgrind, 70.0 s so far")  # fmt: skip
     assert len(lines) == 5 and lines[-1].endswith("5 of 5 calls counted under valgrind, 350.0 s")
     CountProgress("x", 0.0, None).counted(5, 5)  # no terminal: nothing to write
+
+
+def test_a_process_not_under_valgrind_says_so_in_its_self_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pytest started from the clock's run (a test's own, an xdist worker) inherits the
+    # child's environment; its self-check names that, not the client requests.
+    class Hooks:
+        @staticmethod
+        def instrument_hooks_init() -> object:
+            return object()
+
+        @staticmethod
+        def instrument_hooks_is_instrumented(instance: object) -> bool:
+            return False
+
+    monkeypatch.setattr(instructions, "_hooks", lambda: Hooks)
+    monkeypatch.setenv(instructions.UNDER_VALGRIND, "valgrind-3.19.0")
+    assert instructions.self_check() == (
+        "this process is not running under valgrind, though its environment says so "
+        "(PYTEST_JAXPERF_VALGRIND=valgrind-3.19.0): a pytest started from the instructions "
+        "clock's run cannot count instructions; unset PYTEST_JAXPERF_VALGRIND in its environment"
+    )
