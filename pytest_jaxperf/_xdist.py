@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+import pytest
+
 KEY = "jaxperf"
 
 
@@ -25,6 +27,26 @@ def worker_count(config: Any) -> int:
     return int(config.workerinput.get("workercount", 1)) if is_worker(config) else 0
 
 
+def distribution(config: Any) -> str | None:
+    """How pytest-xdist would start other pytest processes for this session, in the words of
+    its options ("-n 2", "--dist load --tx 2*popen", "--looponfail"); None when it starts
+    none. Read from the options xdist resolved before pytest_configure, so `-n`, `-d`,
+    `--dist` with `--tx`, and all of them from ini addopts or PYTEST_ADDOPTS alike."""
+    if not config.pluginmanager.hasplugin("xdist") or is_worker(config):
+        return None
+    option = config.option
+    if getattr(option, "looponfail", False):
+        return "--looponfail"
+    tx = list(getattr(option, "tx", None) or [])
+    dist = getattr(option, "dist", "no")
+    if dist == "no" or not tx:
+        return None
+    workers = getattr(option, "numprocesses", None)
+    if workers:
+        return f"-n {workers}"
+    return f"--dist {dist} --tx {' '.join(tx)}"
+
+
 class XdistHooks:
     """Controller side: merge what each worker recorded as it goes down."""
 
@@ -40,3 +62,18 @@ class XdistHooks:
 def send(config: Any, session: _Session) -> None:
     """Worker side: hand everything recorded to the controller (plain JSON values)."""
     config.workeroutput[KEY] = session.worker_payload()
+
+
+class StopWorker:
+    """Registered in a worker that must not run tests (a reason found at its start-up): it
+    runs none and stops the session with `reason`, which xdist's controller shows as one
+    line. Raising at a worker's start-up instead shows a traceback per worker, and xdist
+    replaces a crashed worker, without end where no -n bounds the restarts."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    @pytest.hookimpl(tryfirst=True)  # before xdist's own loop, which waits for tests
+    def pytest_runtestloop(self, session: Any) -> bool:
+        session.shouldstop = self.reason
+        return True

@@ -394,36 +394,60 @@ def parse_number(text: Any, minimum: float) -> float | None:
     return number if number >= minimum and math.isfinite(number) else None
 
 
-def _number_ok(value: Any, integer: bool) -> bool:
+def _number_ok(value: Any, integer: bool, minimum: float = 0) -> bool:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return False
     if integer and not isinstance(value, int):
         return False
-    return bool(value >= 0) and value != float("inf")
+    return bool(value >= minimum) and value != float("inf")
+
+
+# The marker's limits: a number for the test total or a dict {function or benchmark: limit}.
+# The other keywords are one number each (rounds and max_time set how a benchmark is timed).
+_LIMIT_KEYS = ("max_traces", "max_compiles", "max_compile_time", "max_jaxpr_eqns", "max_hlo_ops")
+_WHOLE_KEYS = ("max_traces", "max_compiles", "max_jaxpr_eqns", "max_hlo_ops", "rounds")
+# What each number-only keyword is, for its one-line error.
+_NUMBER_MEANING = {
+    "rounds": "timed rounds per benchmark at least",
+    "max_time": "seconds of timed rounds per benchmark",
+}
 
 
 def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
+    """`value` of the marker's keyword `key`, checked key by key where it is a dict; a bad
+    one raises ConfigError in one line naming the test, the keyword and what it expects."""
+    where = f"{nodeid}: @pytest.mark.jaxperf({key}=...)"
     if key in ("compile_clock", "runtime_clock"):
         choices = CLOCKS if key == "compile_clock" else RUNTIME_CLOCKS
         if value not in choices:
             raise ConfigError(
-                f"{nodeid}: @pytest.mark.jaxperf({key}=...) expects one of "
-                f"{', '.join(map(repr, choices))}, got {value!r}"
+                f"{where} expects one of {', '.join(map(repr, choices))}, got {value!r}"
             )
         return value
-    integer = key in ("max_traces", "max_compiles", "max_jaxpr_eqns", "max_hlo_ops", "rounds")
-    what = "a whole number >= 0" if integer else "a number >= 0"
-    if key.startswith("max_") and isinstance(value, Mapping):
+    integer = key in _WHOLE_KEYS
+    minimum = 1 if key == "rounds" else 0
+    what = f"a whole number >= {minimum}" if integer else "a number >= 0"
+    if key in _LIMIT_KEYS and isinstance(value, Mapping):
+        if not value:
+            raise ConfigError(
+                f"{where}: the dict is empty, so it limits nothing; map function names to "
+                f"{what} ({{'step': 1}}), give {what} for the test total, or leave it out"
+            )
         for name, limit in value.items():
-            if not isinstance(name, str) or not _number_ok(limit, integer):
+            if not isinstance(name, str) or not name.strip():
                 raise ConfigError(
-                    f"{nodeid}: @pytest.mark.jaxperf({key}=...) maps function names to {what}; "
-                    f"got {name!r}: {limit!r}"
+                    f"{where}: key {name!r} is not a function name or benchmark label; "
+                    f"use a string such as 'step' or 'step at pkg/mod.py:12'"
                 )
+            if not _number_ok(limit, integer):
+                raise ConfigError(f"{where}: the limit for {name!r} must be {what}, got {limit!r}")
         return dict(value)
-    if not _number_ok(value, integer):
-        form = f"{what} or a dict {{function_name: limit}}" if key.startswith("max_") else what
-        raise ConfigError(
-            f"{nodeid}: @pytest.mark.jaxperf({key}=...) expects {form}, got {value!r}"
-        )
+    if not _number_ok(value, integer, minimum):
+        if key in _LIMIT_KEYS:
+            form = f"{what} for the test total or a dict {{function_name: limit}}"
+        elif key in _NUMBER_MEANING:
+            form = f"{what} ({_NUMBER_MEANING[key]}; one number for every benchmark of the test)"
+        else:
+            form = what
+        raise ConfigError(f"{where} expects {form}, got {value!r}")
     return value

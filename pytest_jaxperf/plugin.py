@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
@@ -116,15 +117,25 @@ def _under_valgrind(config: pytest.Config) -> None:
     import os
     import sys
 
+    from . import _xdist
     from .measure import instructions
 
+    if _xdist.is_worker(config):
+        # Only a controller that refused none of xdist's ways of starting workers gets here
+        # (see below); the workers run outside valgrind, whatever environment they inherit.
+        reason = (
+            "pytest-jaxperf: the instructions clock counts in one valgrind process; pytest-xdist "
+            "workers run outside it: run without -n, --dist or --tx (or add -p no:xdist)"
+        )
+        config.pluginmanager.register(_xdist.StopWorker(reason), "jaxperf-stop-worker")
+        return
     if instructions.under_valgrind():
         problem = instructions.self_check()
         if problem is not None:
             raise pytest.UsageError(f"pytest-jaxperf: {problem}")
         return
-    workers = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin(
-        "xdist") else None  # fmt: skip
+    # However xdist was asked to start workers: they would run outside valgrind.
+    workers = _xdist.distribution(config)
     problem = instructions.startup_problem(os.environ.get("JAX_PLATFORMS"), workers)
     if problem is not None:
         raise pytest.UsageError(f"pytest-jaxperf: {problem}")
@@ -160,4 +171,21 @@ def jaxperf(request: pytest.FixtureRequest) -> JaxPerf:
         timing_mode=s.timing_mode,
         rootdir=request.config.rootpath,
         count_instructions=s.tolerances.runtime_clock == "instructions",
+        progress=_terminal_line(request.config),
     )
+
+
+def _terminal_line(config: pytest.Config) -> Callable[[str], None]:
+    """Writes a line to the terminal while a test runs, past pytest's capture of its output
+    (as pytest's live logging does)."""
+    import contextlib
+
+    def write(line: str) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capman = config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            reporter.write_line(line)
+
+    return write

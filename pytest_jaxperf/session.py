@@ -312,6 +312,8 @@ class JaxPerfSession:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.records:
+            if not self.config.option.collectonly:
+                terminalreporter.write_line(nothing_recorded(self.settings), yellow=True)
             return
         tr = terminalreporter
         tr.write_sep("=", "jaxperf")
@@ -363,7 +365,12 @@ class JaxPerfSession:
         run = RunRecord(environment=self._env(), tests=dict(self.records))
         # The baseline first; each file on its own, so that one that cannot be written is
         # reported and the others are still written.
-        if s.save:
+        if s.save and not any(r.outcome == "passed" for r in run.tests.values()):
+            self.notes.append(
+                f"--jaxperf-save wrote nothing to {s.baseline}: none of the "
+                f"{len(run.tests)} recorded test(s) passed (only passed tests are saved)"
+            )
+        elif s.save:
             self._save(run)
         if (json_path := s.json) is not None:
             self._write_file("jaxperf_json", json_path, lambda: store.save(json_path, run))
@@ -440,6 +447,16 @@ class JaxPerfSession:
         if note is not None:
             self.notes.append(note)
         return read.entries
+
+
+def nothing_recorded(settings: Settings) -> str:
+    """The one line of a --jaxperf run that recorded no test: a suite without markers is
+    otherwise silently gated on nothing."""
+    saved = f", so --jaxperf-save wrote nothing to {settings.baseline}" if settings.save else ""
+    return (
+        f"jaxperf: no test was recorded{saved}; record a test with @pytest.mark.jaxperf, by "
+        "requesting the jaxperf fixture, or record every test with --jaxperf-all"
+    )
 
 
 # Runs of history plotted in the HTML report; loading all of a long history costs seconds.

@@ -247,7 +247,15 @@ def test_compile_time():
         ("max_traces=-1", "max_traces=...) expects a whole number >= 0*got -1"),
         ("max_traces=1.5", "max_traces=...) expects a whole number >= 0*got 1.5"),
         ("max_compile_time='fast'", "max_compile_time=...) expects a number >= 0*'fast'"),
-        ("max_traces={'f': -2}", "max_traces=...) maps function names to a whole number*"),
+        ("max_traces={'f': -2}", "max_traces=...): the limit for 'f' must be a whole number*"),
+        ("max_traces={}", "max_traces=...): the dict is empty, so it limits nothing; *"),
+        ("max_hlo_ops={3: 1}", "max_hlo_ops=...): key 3 is not a function name or benchmark*"),
+        # max_time is the time budget of every benchmark, not a limit: one number only.
+        ("max_time={'f': 0.1}", "max_time=...) expects a number >= 0 (seconds of timed rounds"
+         " per benchmark; one number for every benchmark of the test), got {'f': 0.1}"),
+        ("max_time={}", "max_time=...) expects a number >= 0 (seconds of timed rounds*got {}"),
+        ("max_time=-1", "max_time=...) expects a number >= 0 (seconds of timed rounds*got -1"),
+        ("rounds=0", "rounds=...) expects a whole number >= 1 (timed rounds per benchmark*got 0"),
         ("compile_rtol={'f': 1}", "compile_rtol=...) expects a number >= 0, got {'f': 1}"),
         ("3", "takes keyword arguments only*"),
     ],
@@ -425,3 +433,50 @@ def test_removed_jit_from_a_benchmarked_function_fails(jp: pytest.Pytester) -> N
     # Saved that way, a plain function handed to the benchmark is its normal state.
     jp.runpytest("--jaxperf", "--jaxperf-save", *fast).assert_outcomes(passed=1)
     jp.runpytest("--jaxperf", *fast).assert_outcomes(passed=1)
+
+
+UNMARKED = """
+import jax
+import jax.numpy as jnp
+
+@jax.jit
+def f(x):
+    return x * 2
+
+def test_plain():
+    f(jnp.ones(3))
+"""
+NOTHING_RECORDED = (
+    "jaxperf: no test was recorded{saved}; record a test with @pytest.mark.jaxperf, by "
+    "requesting the jaxperf fixture, or record every test with --jaxperf-all"
+)
+
+
+def test_a_run_that_records_nothing_says_so_once(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=UNMARKED)
+    baseline = jp.path / ".jaxperf" / "baseline.json"
+    saved = jp.runpytest("--jaxperf", "--jaxperf-save")
+    saved.assert_outcomes(passed=1)
+    line = NOTHING_RECORDED.format(saved=f", so --jaxperf-save wrote nothing to {baseline}")
+    assert saved.stdout.lines.count(line) == 1, saved.stdout.str()
+    assert not baseline.exists()
+    gated = jp.runpytest("--jaxperf")
+    assert gated.stdout.lines.count(NOTHING_RECORDED.format(saved="")) == 1
+    # Without --jaxperf the plugin says nothing; with --jaxperf-all the test is recorded.
+    assert "no test was recorded" not in jp.runpytest().stdout.str()
+    every = jp.runpytest("--jaxperf", "--jaxperf-save", "--jaxperf-all")
+    assert "no test was recorded" not in every.stdout.str()
+    assert "test_mod.py::test_plain" in read_json(baseline)["tests"]
+
+
+def test_a_save_where_no_recorded_test_passed_writes_nothing(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod=UNMARKED.replace("def test_plain", "@pytest.mark.jaxperf\ndef test_a")
+                  .replace("import jax\n", "import jax\nimport pytest\n", 1) + "    assert False\n")
+    result = jp.runpytest("--jaxperf", "--jaxperf-save")
+    result.assert_outcomes(failed=1)
+    baseline = jp.path / ".jaxperf" / "baseline.json"
+    result.stdout.fnmatch_lines(lit(
+        f"pytest-jaxperf: --jaxperf-save wrote nothing to {baseline}: none of the 1 recorded "
+        "test(s) passed (only passed tests are saved)"
+    ))  # fmt: skip
+    assert not baseline.exists()

@@ -547,7 +547,9 @@ def test_compare_applies_the_marker_keywords_saved_in_the_report(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith(f"jaxperf: {tmp_path / 'r.json'}: test t::a: @pytest.mark.jaxperf(")
-    assert "expects a whole number >= 0 or a dict {function_name: limit}, got -1" in err
+    assert (
+        "expects a whole number >= 0 for the test total or a dict {function_name: limit}, got -1"
+    ) in err
 
 
 def test_compare_does_not_gate_timings_measured_under_xdist(

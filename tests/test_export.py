@@ -90,6 +90,20 @@ def check_bmf(doc: Any) -> None:
             assert metric.get("upper_value", metric["value"]) >= metric["value"]
 
 
+def test_bencher_names_stay_within_its_limit() -> None:
+    # A long parametrization id: Bencher refuses a benchmark name over 1024 characters.
+    long_a, long_b = (f"t.py::test_a[{'x' * 1100}-{end}]" for end in "ab")
+    run = RunRecord(tests={long_a: rec(fn("f", "m.py:1"), benchmarks={"step": bench(1e-3)}),
+                           long_b: rec(fn("f", "m.py:1"))})  # fmt: skip
+    doc = to_bencher(run)
+    check_bmf(doc)
+    assert len(doc) == 3  # the two tests and the benchmark, still apart
+    assert all(len(name) == 1024 and name.startswith("t.py::test_a[xxx") for name in doc)
+    assert to_bencher(run) == doc  # the same names in every run
+    short = RunRecord(tests={"t.py::test_a": rec(fn("f", "m.py:1"))})
+    assert list(to_bencher(short)) == ["t.py::test_a"]
+
+
 def test_bencher_measures_per_test_and_per_benchmark() -> None:
     _, run = baseline_and_run()
     doc = to_bencher(run)
@@ -199,12 +213,22 @@ def test_pytest_benchmark_document_has_its_layout_and_our_statistics() -> None:
     assert stats["outliers"] == f"{stats['stddev_outliers']};{runtime.outliers}"
 
 
-def test_pytest_benchmark_leaves_out_what_thinned_samples_cannot_give() -> None:
+def test_pytest_benchmark_figures_from_the_kept_rounds_are_said() -> None:
     entry = with_runtime(bench(2e-3, n=40), rounds=400)  # 400 rounds, 40 samples kept
     run = RunRecord(tests={"t.py::test_a": rec(fn("f", "m.py:1"), benchmarks={"b": entry})})
-    stats = to_pytest_benchmark(run, {})["benchmarks"][0]["stats"]
-    assert not {"data", "stddev_outliers", "outliers", "ld15iqr", "hd15iqr"} & set(stats)
-    assert stats["rounds"] == 400
+    (benchmark,) = to_pytest_benchmark(run, {})["benchmarks"]
+    stats = benchmark["stats"]
+    # Every key pytest-benchmark writes (its compare reads them), the count over all rounds.
+    assert set(stats) == PYTEST_BENCHMARK_STATS
+    assert stats["rounds"] == 400 and len(stats["data"]) == 40
+    runtime = entry.runtime
+    assert runtime is not None
+    assert stats["outliers"] == f"{stats['stddev_outliers']};{runtime.outliers}"
+    assert runtime.min_s <= stats["ld15iqr"] <= stats["hd15iqr"] <= runtime.max_s
+    assert benchmark["extra_info"]["jaxperf_rounds_kept"] == (
+        "stddev_outliers, data and, where rounds fell outside 1.5 IQR, ld15iqr and hd15iqr are "
+        "from 40 of the 400 rounds, evenly spread (the report keeps at most 100)"
+    )
     assert to_pytest_benchmark(run, {})["commit_info"] == {}
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from conftest import lit, read_json
@@ -90,6 +91,38 @@ def test_off(jaxperf):
 """
     )
     jp.runpytest().assert_outcomes(passed=1)
+
+
+# What the fixture page's example uses, defined as small as it can be.
+PAGE_NAMES = """
+@jax.jit
+def dense(params, x):
+    return jnp.tanh(x @ params)
+
+params = jnp.ones((512, 8)) * 0.01
+batches = [jnp.ones((256, 512)) * i for i in range(3)]
+
+@jax.jit
+def integrate(y):
+    return jnp.sum(y) / y.shape[0]
+"""
+
+
+def test_the_fixture_pages_example_runs_with_and_without_jaxperf(jp: pytest.Pytester) -> None:
+    page = (Path(__file__).parent.parent / "docs" / "marker-and-fixture.md").read_text()
+    example = page.split("## Fixture", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
+    jp.makepyfile(HEADER + PAGE_NAMES + "\n" + example)
+    off = jp.runpytest("-s")
+    off.assert_outcomes(passed=1)
+    off.stdout.fnmatch_lines(lit(
+        "*benchmark 'dense': not measured (pytest ran without --jaxperf); the function ran "
+        "once, its return value is .output"
+    ))  # fmt: skip
+    on = _run(jp, "-s")
+    on.assert_outcomes(passed=1)
+    on.stdout.fnmatch_lines(
+        lit("*benchmark 'dense': first call * s, * us per call (median of * rounds), 2 jaxpr*")
+    )
 
 
 def test_timing_off_skips_steady_state(jp: pytest.Pytester) -> None:

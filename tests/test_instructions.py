@@ -293,6 +293,12 @@ def test_instructions_per_call_gated_end_to_end(
     assert env["valgrind"].startswith("valgrind-") and env["instructions_isa"] == "AVX2"
     assert env["cpu_dispatch"] == "sync"
 
+    # While it counts, the terminal hears of each benchmark, past pytest's capture.
+    saved.stdout.fnmatch_lines(lit(
+        "jaxperf: test_mod.py::test_loop benchmark 'loop': 5 of 5 calls counted under "
+        "valgrind, * s"
+    ))  # fmt: skip
+
     same = jp.runpytest_subprocess(*CLOCK)
     assert same.ret == 0, same.stdout.str()
 
@@ -317,3 +323,102 @@ def test_a_missing_valgrind_stops_the_run_before_any_test(
         "(e.g. apt-get install valgrind); it was not found"
     ))  # fmt: skip
     assert "test_loop" not in result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("args", "ini", "how"),
+    [
+        (("-n", "2"), "", "-n 2"),
+        (("--dist", "load", "--tx", "2*popen"), "", "--dist load --tx 2*popen"),
+        (("-d", "--tx", "popen", "--tx", "popen"), "", "--dist load --tx popen popen"),
+        ((), "-n 2", "-n 2"),  # from the ini file's addopts
+        (("--dist", "loadfile", "--tx", "popen"), "", "--dist loadfile --tx popen"),
+    ],
+)
+def test_every_way_xdist_starts_workers_is_refused_in_one_line(
+    jp: pytest.Pytester, args: tuple[str, ...], ini: str, how: str
+) -> None:
+    jp.makepyfile(test_mod=LOOP_TEST)
+    jp.makeini(f"[pytest]\naddopts = -p no:cacheprovider {ini}\n")
+    result = jp.runpytest_subprocess(*CLOCK, *args, timeout=120)
+    assert result.ret == 4, result.stdout.str() + result.stderr.str()
+    assert result.stderr.lines == [
+        "ERROR: pytest-jaxperf: --jaxperf-runtime-clock=instructions runs the tests serially "
+        f"in one valgrind process; drop pytest-xdist's {how} for this run (or add -p no:xdist)",
+        "",
+    ], result.stderr.lines
+    assert "node down" not in result.stdout.str()
+
+
+WORKERS_ASK_FOR_THE_CLOCK = """
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config):
+    # A worker asking for the clock its controller did not: as a worker does that inherited
+    # a valgrind child's environment, whatever way it was started.
+    if hasattr(config, "workerinput"):
+        config.option.jaxperf_runtime_clock = "instructions"
+"""
+
+
+def test_a_worker_under_the_clock_stops_the_run_in_one_line(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_mod="def test_a(jaxperf):\n    pass\n")
+    jp.makeconftest(WORKERS_ASK_FOR_THE_CLOCK)
+    result = jp.runpytest_subprocess("--jaxperf", "--dist", "load", "--tx", "2*popen",
+                                     timeout=120)  # fmt: skip
+    out = result.stdout.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, out
+    assert "Traceback" not in out + result.stderr.str()
+    assert "replacing crashed worker" not in out and "node down" not in out
+    result.stdout.fnmatch_lines(lit(
+        "*Interrupted: pytest-jaxperf: the instructions clock counts in one valgrind process; "
+        "pytest-xdist workers run outside it: run without -n, --dist or --tx (or add -p "
+        "no:xdist)*"
+    ))  # fmt: skip
+
+
+def test_counting_says_each_benchmark_and_each_call_of_a_slow_one() -> None:
+    from pytest_jaxperf.measure.fixture import CountProgress
+
+    now = [100.0]
+    lines: list[str] = []
+    quick = CountProgress("t.py::test_a benchmark 'f'", 100.0, lines.append, lambda: now[0])
+    for n in range(1, 6):
+        now[0] += 0.5
+        quick.counted(n, 5)
+    assert lines == ["jaxperf: t.py::test_a benchmark 'f': 5 of 5 calls counted under "
+                     "valgrind, 2.5 s"]  # fmt: skip
+    lines.clear()
+    now[0] = 0.0
+    slow = CountProgress("t.py::test_b benchmark 'g'", 0.0, lines.append, lambda: now[0])
+    for n in range(1, 6):
+        now[0] += 70.0
+        slow.counted(n, 5)
+    assert lines[0] == ("jaxperf: t.py::test_b benchmark 'g': call 1 of 5 counted under "
+                        "valgrind, 70.0 s so far")  # fmt: skip
+    assert len(lines) == 5 and lines[-1].endswith("5 of 5 calls counted under valgrind, 350.0 s")
+    CountProgress("x", 0.0, None).counted(5, 5)  # no terminal: nothing to write
+
+
+def test_a_process_not_under_valgrind_says_so_in_its_self_check(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A pytest started from the clock's run (a test's own, an xdist worker) inherits the
+    # child's environment; its self-check names that, not the client requests.
+    class Hooks:
+        @staticmethod
+        def instrument_hooks_init() -> object:
+            return object()
+
+        @staticmethod
+        def instrument_hooks_is_instrumented(instance: object) -> bool:
+            return False
+
+    monkeypatch.setattr(instructions, "_hooks", lambda: Hooks)
+    monkeypatch.setenv(instructions.UNDER_VALGRIND, "valgrind-3.19.0")
+    assert instructions.self_check() == (
+        "this process is not running under valgrind, though its environment says so "
+        "(PYTEST_JAXPERF_VALGRIND=valgrind-3.19.0): a pytest started from the instructions "
+        "clock's run cannot count instructions; unset PYTEST_JAXPERF_VALGRIND in its environment"
+    )

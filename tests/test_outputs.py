@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -267,6 +269,38 @@ def test_export_writes_a_pytest_benchmark_document(jp: pytest.Pytester) -> None:
     assert entry["stats"]["ops"] == pytest.approx(1 / runtime["mean_s"])
     assert doc["commit_info"] == {}  # not a git work tree: nothing made up
     assert doc["machine_info"]["jaxperf_environment"]["jax"] == run["environment"]["jax"]
+
+
+def test_pytest_benchmark_compare_reads_the_export_of_over_a_hundred_rounds(
+    jp: pytest.Pytester,
+) -> None:
+    pytest.importorskip("pytest_benchmark")
+    jp.makepyfile(test_bench=BENCHMARKED)
+    result = jp.runpytest(
+        "--jaxperf",
+        "--jaxperf-min-rounds=150",  # more rounds than a report keeps samples of (100)
+        "--jaxperf-max-time=0.01",
+        "--jaxperf-export=pytest-benchmark:plugin.json",
+        "--jaxperf-json=run.json",
+    )
+    result.assert_outcomes(passed=2)
+    command = [sys.executable, "-m", "pytest_jaxperf", "export", "--format", "pytest-benchmark"]
+    exported = subprocess.run([*command, "run.json", "-o", "cli.json"], cwd=jp.path)
+    assert exported.returncode == 0
+    for name in ("plugin.json", "cli.json"):
+        stats = read_json(jp.path / name)["benchmarks"][0]["stats"]
+        assert stats["rounds"] >= 150 and len(stats["data"]) == 100
+        assert {"outliers", "stddev_outliers", "ld15iqr", "hd15iqr", "data"} <= set(stats)
+    # pytest-benchmark's own reader and table, as `pytest-benchmark compare A B` runs them.
+    main = "import sys; from pytest_benchmark.cli import main; sys.argv[0] = 'x'; main()"
+    compared = subprocess.run(
+        [sys.executable, "-c", main, "compare", "plugin.json", "cli.json"],
+        cwd=jp.path, capture_output=True, text=True,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stdout + compared.stderr
+    assert "Failed to load" not in compared.stdout + compared.stderr
+    rows = [line for line in compared.stdout.splitlines() if line.startswith("test_step::step")]
+    assert len(rows) == 2, compared.stdout
 
 
 def test_export_format_other_than_pytest_benchmark(jp: pytest.Pytester) -> None:

@@ -113,7 +113,8 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         default=None,
         metavar="N",
         help=f"base/head alternations, one pytest run of each tree per round (default "
-        f"{DEFAULT_ROUNDS}; 1 with --runtime-clock instructions)",
+        f"{DEFAULT_ROUNDS}; 1 with --runtime-clock instructions); seconds measured in one "
+        "round are shown, not judged",
     )
     ab.add_argument(
         "--runtime-clock",

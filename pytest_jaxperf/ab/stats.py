@@ -21,7 +21,8 @@ state and whatever load it met, so its interval is as narrow after one unlucky p
 after ten good ones, and machine load makes false regressions (the plugin's README measured
 +50% on unchanged code beside a second worker, p = 4e-6). Resampling whole rounds makes the
 interval as wide as the rounds disagree. With one round there is no spread between processes
-to see, so the interval holds only the noise within the two processes; with two or three it
+to see, so the interval holds only the noise within the two processes (too narrow to judge
+by: table.py shows a one-round timing without a verdict); with two or three it
 spans about the lowest to the highest round ratio (a whole resample of the lowest round is
 more likely than the 2.5% tail), that is, a regression needs every round to agree.
 

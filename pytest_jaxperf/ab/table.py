@@ -10,7 +10,9 @@ test and metric, with its status.
 - Compile seconds (process CPU seconds where measured, per test) and steady-state runtime (per
   benchmark) are head/base ratios over all rounds with their intervals (`stats`): a slowdown
   fails when the whole interval lies above its threshold (compile time: and the growth is
-  above the plugin's compile floor, so that a 10 ms compile does not fail over 20 ms).
+  above the plugin's compile floor, so that a 10 ms compile does not fail over 20 ms). From
+  one round they are shown and not judged (`1 round`): its interval cannot hold the
+  difference between two processes that the load makes.
 - Runtime per call is read on one of two clocks (`runtime_clock`): each run's median CPU
   seconds per call where every run was confined to one CPU (from two rounds), else the wall
   seconds of every timed round. With `--runtime-clock instructions` the runs count
@@ -46,6 +48,8 @@ _TIMED_HERE = "timed by jaxperf ab"
 
 # A compile-time change beyond the threshold but within the plugin's compile floor (seconds).
 UNDER_FLOOR = "ok (under floor)"
+# A timing measured in one round only: shown, never judged (no spread between processes).
+ONE_ROUND = "1 round"
 
 
 def runtime_clock(on_cpus: frozenset[int] | None, rounds: int) -> RuntimeClock:
@@ -163,6 +167,12 @@ def compare_rounds(
             for row in runtimes
             if clock == "cpu" and row.clock == "wall"
         ]
+    if any(r.metric in (RUNTIME, COMPILE_TIME) and r.status == ONE_ROUND for r in out.rows):
+        out.notes.append(
+            "timings measured in one round are shown, not judged: one round cannot see how "
+            "much its two processes differ for reasons other than the code (load); "
+            "--rounds 2 or more judges them"
+        )
     return out
 
 
@@ -291,7 +301,7 @@ def _compile_time(
     r = stats.ratio([((b,), (h,)) for b, h in values if b and h], confidence=confidence)
     if r is None:
         first_b, first_h = values[0]
-        return [Row(nodeid, COMPILE_TIME, "1 round", first_b, first_h)]
+        return [Row(nodeid, COMPILE_TIME, ONE_ROUND, first_b, first_h)]
     status: str = stats.ratio_status(r, thresholds.compile)
     if status in ("REGRESSED", "improved", "unclear") and (
         abs(r.head - r.base) <= thresholds.compile_floor
@@ -328,6 +338,14 @@ def _runtimes(
                 rows.append(
                     Row(nodeid, RUNTIME, "new" if in_head else "not in head", benchmark=label)
                 )
+            continue
+        if len(pairs) == 1:
+            # One round's interval holds only the noise within its two processes, not what
+            # differs between them (load that came and went): HEAD against HEAD under load
+            # read 1.56x [1.49, 3.44]. Shown, not judged, as compile time is.
+            old, new = measured[0]
+            rows.append(Row(nodeid, RUNTIME, ONE_ROUND, old.median_s, new.median_s,
+                            benchmark=label, clock=used))  # fmt: skip
             continue
         r = stats.ratio(pairs, confidence=confidence)
         if r is None:

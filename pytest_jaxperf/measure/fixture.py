@@ -35,7 +35,10 @@ Inputs = tuple[tuple[Any, ...], dict[str, Any]]
 
 @dataclass
 class BenchmarkResult:
-    """What `jaxperf.benchmark` measured; the timing fields are None when --jaxperf is off.
+    """What `jaxperf.benchmark` measured. `output` is what the function returned. With
+    --jaxperf off the function runs once and nothing is measured: `measured` is False and
+    every measured field is None (`trace_s`, `lower_s` and `compile_s` 0); `str(result)`
+    says so.
 
     `runtime` is per call. When every call needs fresh arguments (`setup=`, or arguments the
     function donates) each round is one call: `runtime.iterations` is 1 and `runtime.rounds`
@@ -57,6 +60,32 @@ class BenchmarkResult:
     # Under the instructions clock: instructions per steady-state call (then `runtime` and
     # `eager` are None: seconds on valgrind's simulated CPU say nothing).
     instructions: int | None = None
+
+    @property
+    def measured(self) -> bool:
+        """False when pytest ran without --jaxperf: the function ran, nothing was measured."""
+        return self.first_call_s is not None
+
+    def __str__(self) -> str:
+        """One line: what was measured, or that nothing was and why."""
+        if self.first_call_s is None:
+            return (
+                f"benchmark {self.label!r}: not measured (pytest ran without --jaxperf); the "
+                "function ran once, its return value is .output"
+            )
+        parts = [f"first call {self.first_call_s:.3f} s"]
+        if self.runtime is not None:
+            parts.append(
+                f"{self.runtime.median_s * 1e6:.4g} us per call (median of "
+                f"{self.runtime.rounds} rounds)"
+            )
+        if self.instructions is not None:
+            parts.append(f"{self.instructions:,} instructions per call")
+        if self.metrics is not None:
+            parts.append(f"{self.metrics.jaxpr_eqns} jaxpr equations")
+        if self.break_even_calls is not None:
+            parts.append(f"jit pays off after {self.break_even_calls:.3g} calls")
+        return f"benchmark {self.label!r}: " + ", ".join(parts)
 
     def entry(self) -> BenchmarkEntry:
         """The record of this result that reports and the baseline keep. Microseconds for
@@ -121,8 +150,12 @@ class JaxPerf:
         timing_mode: TimingMode = "gate",
         rootdir: Path | None = None,
         count_instructions: bool = False,
+        progress: Callable[[str], None] | None = None,
     ) -> None:
         self.nodeid = nodeid
+        # Writes one line to the terminal as the test runs (the instructions clock's counted
+        # calls can take minutes each).
+        self._progress = progress
         self._scope_getter = scope_getter
         self._timing = timing or TimingConfig()
         self._timing_mode = timing_mode
@@ -199,7 +232,9 @@ class JaxPerf:
             # Traces from shapes only: arguments the first call consumed are fine here.
             result.metrics = program_metrics.measure(jitted, args, kwargs)
             if self._timing_mode != "off" and self._count_instructions:
-                result.instructions = _count_instructions(jitted, args, kwargs, fresh)
+                progress = CountProgress(f"{self.nodeid} benchmark {label!r}", start,
+                                         self._progress)  # fmt: skip
+                result.instructions = _count_instructions(jitted, args, kwargs, fresh, progress)
             elif self._timing_mode != "off":
                 other = _eager(jitted) if eager and reference is None else reference
                 self._time_calls(result, first_call_s, jitted, other, args, kwargs, fresh)
@@ -439,11 +474,49 @@ def _time(
     )
 
 
+class CountProgress:
+    """What the terminal hears while a benchmark's calls are counted under valgrind, where
+    one call of 10 ms natively can take over a minute: one line per benchmark when its calls
+    are counted (which, how many, seconds since the benchmark began), and, once a benchmark
+    has taken longer than SLOW_S, a line after each counted call as well."""
+
+    SLOW_S = 10.0
+
+    def __init__(
+        self,
+        what: str,
+        start: float,
+        write: Callable[[str], None] | None,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        self.what = what
+        self.start = start
+        self.write = write
+        self.clock = clock
+
+    def counted(self, done: int, total: int) -> None:
+        """Call `done` of `total` has been counted."""
+        if self.write is None:
+            return
+        elapsed = self.clock() - self.start
+        if done == total:
+            self.write(
+                f"jaxperf: {self.what}: {done} of {total} calls counted under valgrind, "
+                f"{elapsed:.1f} s"
+            )
+        elif elapsed > self.SLOW_S:
+            self.write(
+                f"jaxperf: {self.what}: call {done} of {total} counted under valgrind, "
+                f"{elapsed:.1f} s so far"
+            )
+
+
 def _count_instructions(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     fresh: Callable[[], Inputs] | None,
+    progress: CountProgress | None = None,
 ) -> int:
     """Instructions per steady-state call of fn on valgrind's simulated CPU, less waiting
     workers' spinning: the smallest of a few calls' counts (instructions.py)."""
@@ -466,9 +539,11 @@ def _count_instructions(
         call()
     counter = instructions.counter()
     counts = []
-    for _ in range(instructions.ROUNDS):
+    for number in range(1, instructions.ROUNDS + 1):
         prepare()  # fresh inputs, when needed, are not counted
         counts.append(counter.count(call).work)
+        if progress is not None:
+            progress.counted(number, instructions.ROUNDS)
     return min(counts)
 
 

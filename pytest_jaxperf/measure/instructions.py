@@ -81,6 +81,12 @@ def startup_problem(
             "for another backend: unset it (the clock sets JAX_PLATFORMS=cpu) or use the wall "
             "clock for device time"
         )
+    if workers not in (None, 0, "0", "no"):
+        how = f"-n {workers}" if isinstance(workers, int) else str(workers)
+        return (
+            f"{flag} runs the tests serially in one valgrind process; drop pytest-xdist's "
+            f"{how} for this run (or add -p no:xdist)"
+        )
     system, machine = platform.system(), platform.machine()
     if system != "Linux" or machine not in ("x86_64", "AMD64"):
         return (
@@ -89,11 +95,6 @@ def startup_problem(
         )
     if shutil.which("valgrind") is None:
         return f"{flag} needs valgrind on PATH (e.g. apt-get install valgrind); it was not found"
-    if workers not in (None, 0, "0", "no"):
-        return (
-            f"{flag} runs the tests serially in one valgrind process; drop pytest-xdist's "
-            f"-n {workers} for this run"
-        )
     try:
         _hooks()
     except ImportError:
@@ -113,6 +114,19 @@ def _hooks() -> Any:
 def self_check() -> str | None:
     """In the valgrind child, before any test: why instructions cannot be counted here (the
     client requests moved, callgrind wrote no dump), or None when a known loop counts."""
+    try:
+        hooks = _hooks()
+        running = hooks.instrument_hooks_is_instrumented(hooks.instrument_hooks_init())
+    except (ImportError, AttributeError):
+        running = True  # the count below says what is wrong
+    if not running:
+        # The environment says valgrind, the process is not under it: started by a process
+        # that is (a test's own pytest, a pytest-xdist worker) and inherited its environment.
+        return (
+            f"this process is not running under valgrind, though its environment says so "
+            f"({UNDER_VALGRIND}={under_valgrind()}): a pytest started from the instructions "
+            f"clock's run cannot count instructions; unset {UNDER_VALGRIND} in its environment"
+        )
     try:
         dump = counter().count(lambda: sum(range(10_000)))
     except (ImportError, AttributeError, OSError, ValueError) as exc:

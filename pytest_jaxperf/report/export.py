@@ -8,7 +8,8 @@
 - Bencher Metric Format (bencher.dev/docs/reference/bencher-metric-format):
   ``{"<benchmark name>": {"<measure slug>": {"value": number, "lower_value": number,
   "upper_value": number}}}``, lower/upper optional; benchmark names up to 1024 characters,
-  measure slugs up to 64. A measure given by a slug that does not exist yet is created.
+  measure slugs up to 64 (a longer test id is cut, with a hash of the whole). A measure
+  given by a slug that does not exist yet is created.
 - pytest-benchmark's JSON (``pytest --benchmark-json``: ``machine_info``, ``commit_info``,
   ``benchmarks[]`` with ``name``, ``fullname`` and ``stats``), which dashboards built for it
   and github-action-benchmark's ``pytest`` tool read (that tool plots ``stats.ops``, shows
@@ -22,6 +23,7 @@ All seconds are seconds (not Bencher's default nanoseconds).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Mapping
@@ -136,12 +138,26 @@ def to_bencher(run: RunRecord) -> dict[str, dict[str, dict[str, float]]]:
     jaxpr-equations, where measured."""
     out: dict[str, dict[str, dict[str, float]]] = {}
     for nodeid, rec in sorted(run.tests.items()):
-        out[nodeid] = _test_measures(rec)
+        out[_bencher_name(nodeid)] = _test_measures(rec)
         for label, entry in rec.benchmark_entries():
             measures = _benchmark_measures(entry)
             if measures:
-                out[f"{nodeid}::{label}"] = measures
+                out[_bencher_name(f"{nodeid}::{label}")] = measures
     return out
+
+
+# Bencher refuses a benchmark name longer than this (BMF reference, "Order of Precedence").
+BENCHER_NAME_MAX = 1024
+
+
+def _bencher_name(name: str) -> str:
+    """`name`, or where it is too long for Bencher (a long parametrization id), its start
+    with "..." and a hash of the whole: the same name in every run, and two long names that
+    share their start stay apart."""
+    if len(name) <= BENCHER_NAME_MAX:
+        return name
+    digest = hashlib.sha256(name.encode("utf-8")).hexdigest()[:16]
+    return f"{name[: BENCHER_NAME_MAX - 3 - len(digest)]}...{digest}"
 
 
 def _test_measures(rec: RecordedTest) -> dict[str, dict[str, float]]:
@@ -223,19 +239,26 @@ def _pytest_benchmark_entry(
         "total": rt.mean_s * rt.rounds,
         "iterations": rt.iterations,
     }
-    data = list(rt.samples_s)
-    if len(data) == rt.rounds and data:
-        # Every round was kept: the figures pytest-benchmark derives from them too. (Reports
-        # keep at most a hundred rounds; then these are left out, not estimated.)
-        low, high = rt.q1_s - 1.5 * rt.iqr_s, rt.q3_s + 1.5 * rt.iqr_s
-        stddev_outliers = sum(1 for x in data if abs(x - rt.mean_s) > rt.stddev_s)
-        inside = [x for x in data if low <= x <= high]
-        stats["stddev_outliers"] = stddev_outliers
-        stats["outliers"] = f"{stddev_outliers};{rt.outliers}"
-        stats["ld15iqr"] = min(inside, default=rt.min_s)
-        stats["hd15iqr"] = max(inside, default=rt.max_s)
-        stats["data"] = data
+    data = list(rt.samples_s) or [rt.median_s]
+    # pytest-benchmark's figures from every round where the report kept every round; from
+    # those it kept (at most a hundred, evenly spread) where it did not, and said so below.
+    # Its `compare` needs them all (`outliers` for its table, the 1.5 IQR ends for its
+    # histogram); iqr_outliers is the count over every round either way.
+    low, high = rt.q1_s - 1.5 * rt.iqr_s, rt.q3_s + 1.5 * rt.iqr_s
+    inside = [x for x in data if low <= x <= high]
+    stddev_outliers = sum(1 for x in data if abs(x - rt.mean_s) > rt.stddev_s)
+    stats["stddev_outliers"] = stddev_outliers
+    stats["outliers"] = f"{stddev_outliers};{rt.outliers}"
+    stats["ld15iqr"] = rt.min_s if rt.min_s >= low else min(inside, default=rt.min_s)
+    stats["hd15iqr"] = rt.max_s if rt.max_s <= high else max(inside, default=rt.max_s)
+    stats["data"] = data
     extra: dict[str, Any] = {"jaxperf_label": label}
+    if len(data) < rt.rounds:
+        extra["jaxperf_rounds_kept"] = (
+            f"stddev_outliers, data and, where rounds fell outside 1.5 IQR, ld15iqr and "
+            f"hd15iqr are from {len(data)} of the {rt.rounds} rounds, evenly spread (the report "
+            "keeps at most 100)"
+        )
     if rt.cpu_median_s is not None:
         extra["cpu_median_s"] = rt.cpu_median_s
     if entry.metrics is not None:
