@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 REDEFINED = (
     "function re-defined on every call (jit inside a loop?): a new {name} object was traced; "
@@ -61,11 +62,18 @@ def _flat_arg(name: str, user_names: Sequence[str]) -> str:
     return name
 
 
-def cause(message: str, arg_names: Sequence[str] = (), user_names: Sequence[str] = ()) -> str:
+def cause(
+    message: str,
+    arg_names: Sequence[str] = (),
+    user_names: Sequence[str] = (),
+    leaves: Mapping[str, LeafDiff] | None = None,
+) -> str:
     """The cause of a retrace, e.g. 'x: f32[3] -> f32[4]', from a TRACING CACHE MISS message.
 
     `arg_names` are the positional parameter names of the traced function, used to name
-    static arguments that JAX only reports by input path.
+    static arguments that JAX only reports by input path. `leaves`: the first leaf that
+    differs in each static argument that changed, by JAX's input path ('[0][1]',
+    "[1]['opt']"), where the recorder found one.
     """
     lines = [line.strip() for line in message.splitlines()]
     causes: list[str] = []
@@ -74,7 +82,10 @@ def cause(message: str, arg_names: Sequence[str] = (), user_names: Sequence[str]
             arg = _argument(m["path"], arg_names)
             new, old = _strip(m["new"]), _strip(m["old"])
             new_static, old_static = _STATIC.search(new), _STATIC.search(old)
-            if new_static and old_static:
+            leaf = (leaves or {}).get(m["path"])
+            if new_static and old_static and leaf is not None:
+                causes.append(static_line(arg, leaf))
+            elif new_static and old_static:
                 causes.append(f"static argument {arg}: {old_static['val']} -> {new_static['val']}")
             else:
                 label = f"argument {arg}" if arg.isdigit() else arg
@@ -100,3 +111,42 @@ def cause(message: str, arg_names: Sequence[str] = (), user_names: Sequence[str]
             rest = " ".join(x for x in lines[i + 1 :] if x)
             return _strip(rest) or "cache miss explanation unavailable"
     return "cause unknown"
+
+
+# -- the first leaf that differs in a static argument ------------------------------------
+# Why two values JAX compared by hash and equality count as different (see `LeafDiff`).
+VALUE = "value"  # unequal by value: 2 -> 3
+IDENTITY = "identity"  # equal repr, but compared by identity (no __eq__/__hash__ over values)
+CLOSURE = "closure"  # a fresh closure of the same function, each call
+JIT_WRAPPER = "jit wrapper"  # a new jax.jit wrapper of the same function, each call
+STRUCTURE = "structure"  # a pytree node changed: its type, its length or its keys
+
+
+@dataclass(frozen=True)
+class LeafDiff:
+    """The first leaf that differs between two values of a static argument, found by
+    `measure.leafdiff` on the live objects: `path` below the argument (`.update`,
+    `[1].forward`, '' for the argument itself), both values short, and `kind`, why they
+    count as different (one of the kinds above)."""
+
+    path: str
+    old: str
+    new: str
+    kind: str
+
+
+def static_line(name: str, leaf: LeafDiff) -> str:
+    """The cause of a retrace whose static argument `name` changed at `leaf`, one line."""
+    where = f"static argument {name}{leaf.path}"
+    if leaf.kind == CLOSURE:
+        return f"{where}: a new closure {leaf.new} each call, compared by identity"
+    if leaf.kind == JIT_WRAPPER:
+        return f"{where}: a new {leaf.new} wrapper each call, compared by identity"
+    if leaf.kind == IDENTITY:
+        return (
+            f"{where}: a new {leaf.new} each call, equal repr but compared by identity "
+            "(no __eq__/__hash__ over its values)"
+        )
+    if leaf.kind == STRUCTURE:
+        return f"{where}: {leaf.old} -> {leaf.new} (pytree structure changed)"
+    return f"{where}: {leaf.old} -> {leaf.new}"
