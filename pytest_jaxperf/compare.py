@@ -358,12 +358,13 @@ def _counts_vs_baseline(
         for metric in metrics:
             now, before = getattr(fn, metric), getattr(old, metric) if old else 0
             if now > before:
-                reasons = tuple(fn.retrace_reasons)
+                reasons = tuple(causes.summary(fn.retrace_reasons, fn.traces))
                 if metric == "compiles" and fn.compiles - fn.traces > (
                     old.compiles - old.traces if old else 0
                 ):
                     reasons += (causes.SILENT_RECOMPILE,)
-                if old is None:
+                # A re-defined function is new to any baseline: its cause says more.
+                if old is None and not causes.redefined(fn.retrace_reasons):
                     reasons = ("new function (not in the baseline)",) + reasons
                 verdict.breaches.append(Breach(
                     metric=metric, function=fn, reference=before, current=now,
@@ -513,7 +514,13 @@ def _compile_time_vs_baseline(
 
 
 def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]:
-    return tuple(f"{f.name}: {r}" if labelled else r for f in functions for r in f.retrace_reasons)
+    """The functions' retrace causes, short and folded (`causes.summary`), each fix once."""
+    fixed: set[str] = set()
+    return tuple(
+        line
+        for f in functions
+        for line in causes.summary(f.retrace_reasons, f.traces, f"{f.name}: " * labelled, fixed)
+    )
 
 
 def _compile_time_growth(
