@@ -168,7 +168,9 @@ _FIXES = {
     CLOSURE: "pass one object, or a hashable value in a static field",
     JIT_WRAPPER: "jit the function once at module level",
     STRUCTURE: "pass the same pytree structure on every call",
+    _REDEFINED_KIND: "create and jit it once, outside the loop",
 }
+_REDEFINED = re.compile(r"^function re-defined on every call .*: a new (?P<name>.+) object was ")
 _AVAL = re.compile(r"(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?P<rest>.*)")
 _WEAK = re.compile(r"\{weak_type=(True|False)\}")
 _DTYPES = {"f": "float", "i": "int", "u": "uint", "c": "complex", "bf": "bfloat"}
@@ -206,8 +208,8 @@ def _avals(text: str) -> _Cause | None:
 
 
 def _classify(text: str) -> _Cause:
-    if text.startswith("function re-defined"):
-        return _Cause(_REDEFINED_KIND)
+    if m := _REDEFINED.match(text):
+        return _Cause(_REDEFINED_KIND, new=m["name"])
     found = _avals(text)
     if found is not None:
         return found
@@ -279,6 +281,8 @@ def summary(
         first = members[0][1]
         if len(members) > 1:
             text = _folded(kind, name, [c for _, c in members], traces, capped)
+        elif first.kind == _REDEFINED_KIND:  # its fix said as every kind's
+            text = f"function re-defined on every call: a new {first.new} object was traced"
         else:
             text = members[0][0]
         fix = _fix(first) if first.kind and first.kind not in fixed else ""
