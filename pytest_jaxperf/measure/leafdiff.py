@@ -146,16 +146,16 @@ def _pytree_children(old: Any, new: Any) -> list[_Child] | LeafDiff | None:
         return lambda x: x is not root
 
     old_kids, old_def = jax.tree_util.tree_flatten_with_path(old, is_leaf=below(old))
-    if not old_kids and old_def.num_nodes == 1:  # a leaf: nothing is registered for it
+    old_tree: Any = old_def  # jaxlib's PyTreeDef: untyped for mypy
+    if not old_kids and old_tree.num_nodes == 1:  # a leaf: nothing is registered for it
         return None
-    new_kids, new_def = jax.tree_util.tree_flatten_with_path(new, is_leaf=below(new))
-    if old_def == new_def and old_def.num_leaves == 1 and old_kids[0][1] is old:
+    if len(old_kids) == 1 and old_kids[0][1] is old:
         return None
-    if old_def != new_def:
-        return LeafDiff("", _treedef(old_def), _treedef(new_def), STRUCTURE)
-    return [
-        (jax.tree_util.keystr(p), a, b) for (p, a), (_, b) in zip(old_kids, new_kids)
-    ][:_MAX_CHILDREN]
+    new_kids, new_tree = jax.tree_util.tree_flatten_with_path(new, is_leaf=below(new))
+    if old_tree != new_tree:
+        return LeafDiff("", _treedef(old_tree), _treedef(new_tree), STRUCTURE)
+    pairs = zip(old_kids, new_kids)
+    return [(jax.tree_util.keystr(p), a, b) for (p, a), (_, b) in pairs][:_MAX_CHILDREN]
 
 
 def _leaf(old: Any, new: Any, path: str) -> LeafDiff:
@@ -163,13 +163,13 @@ def _leaf(old: Any, new: Any, path: str) -> LeafDiff:
         a, b = old.__wrapped__, new.__wrapped__
         if a is b or getattr(a, "__code__", 0) is getattr(b, "__code__", 1):
             return LeafDiff(path, _short(old), _short(new), JIT_WRAPPER)
-    if isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType):
-        if old.__code__ is new.__code__:
-            return LeafDiff(path, _short(old), _short(new), CLOSURE)
-    if isinstance(old, types.MethodType) and isinstance(new, types.MethodType):
-        if old.__func__ is new.__func__:
-            owner = f"{type(new.__self__).__name__}.{new.__func__.__name__}"
-            return LeafDiff(path, owner, owner, IDENTITY)
+    functions = isinstance(old, types.FunctionType) and isinstance(new, types.FunctionType)
+    if functions and old.__code__ is new.__code__:
+        return LeafDiff(path, _short(old), _short(new), CLOSURE)
+    methods = isinstance(old, types.MethodType) and isinstance(new, types.MethodType)
+    if methods and old.__func__ is new.__func__:
+        owner = f"{type(new.__self__).__name__}.{new.__func__.__name__}"
+        return LeafDiff(path, owner, owner, IDENTITY)
     if _identity_eq(old) and _short(old) == _short(new):
         return LeafDiff(path, _short(old), _short(new), IDENTITY)
     return LeafDiff(path, _short(old), _short(new), VALUE)
@@ -177,7 +177,8 @@ def _leaf(old: Any, new: Any, path: str) -> LeafDiff:
 
 def _identity_eq(value: Any) -> bool:
     """Compared by identity: its type keeps object's __eq__ (functions, most classes)."""
-    return type(value).__eq__ is object.__eq__
+    eq: Any = type(value).__eq__
+    return eq is object.__eq__
 
 
 def _name(fun: Any) -> str:
@@ -219,4 +220,3 @@ def _treedef(treedef: Any) -> str:
 
 def _is_node(value: Any) -> bool:
     return isinstance(value, (tuple, list, dict)) or dataclasses.is_dataclass(value)
-
