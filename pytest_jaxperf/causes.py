@@ -163,7 +163,7 @@ _FIXES = {
     SHAPE: "pad to a fixed size or a few buckets (jnp.nonzero(..., size=, fill_value=))",
     WEAK_TYPE: "create it with an explicit dtype ({ctor}, not a Python number)",
     DTYPE: "give it one dtype on every call ({ctor})",
-    VALUE: "pass it as an array if it changes per call",
+    VALUE: "use a few fixed values (buckets), or pass it as an array",
     IDENTITY: "pass one object, or give its class __eq__ and __hash__ over its values",
     CLOSURE: "pass one object, or a hashable value in a static field",
     JIT_WRAPPER: "jit the function once at module level",

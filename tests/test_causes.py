@@ -279,7 +279,8 @@ def test_summary_splits_causes_of_several_arguments() -> None:
         ),
         pytest.param(
             "static argument k: 2 -> 3",
-            "static argument k: 2 -> 3; fix: pass it as an array if it changes per call",
+            "static argument k: 2 -> 3; "
+            "fix: use a few fixed values (buckets), or pass it as an array",
             id="static-value",
         ),
         pytest.param(

@@ -124,7 +124,7 @@ CASES = {
         lines=(
             "*jaxperf.no_recompile: compiled inside the block:",
             "pair_energy at jaxperf_example/neighbours.py:*: * trace(s), * compile(s)",
-            "    cause: static argument size: * -> *",
+            "    cause: static argument size changed on * traces: *; fix: use a few fixed values*",
         ),
     ),
     "jit_in_loop": Case(
@@ -162,7 +162,7 @@ CASES = {
         lines=(
             "*traces of sgd_step (defined at jaxperf_example/side_effects.py:*): 5 > limit 1",
             "*cause: static argument step changed on 4 of 5 traces: 0, 1, 2, ...; "
-            "fix: pass it as an array if it changes per call",
+            "fix: use a few fixed values (buckets), or pass it as an array",
             "*compiles of sgd_step (defined at *): baseline 1 -> now 5 (+4, +400%)",
         ),
     ),

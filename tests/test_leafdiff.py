@@ -55,6 +55,17 @@ class Traj:
 jax.tree_util.register_dataclass(Traj, data_fields=["x", "forward"], meta_fields=[])
 
 
+@dataclasses.dataclass
+class Static:
+    """A module with a static field: its value is the pytree node's metadata."""
+
+    x: Any
+    act: Any
+
+
+jax.tree_util.register_dataclass(Static, data_fields=["x"], meta_fields=["act"])
+
+
 class Opaque:
     """No __eq__ / __hash__ over values: compared by identity."""
 
@@ -163,9 +174,15 @@ SAME_FN = closure()
         pytest.param(
             (flat(Traj(None, 1)),),
             (flat((None, 1)),),
-            LeafDiff("[0]", str(flat(Traj(None, 1))[1]), str(flat((None, 1))[1]), STRUCTURE),
+            LeafDiff("[0]", "Traj", "tuple of 2", STRUCTURE),
             id="equinox-treedef-changed",
-        ),  # fmt: skip
+        ),
+        pytest.param(
+            (flat(Static(1, closure())),),
+            (flat(Static(1, closure())),),
+            LeafDiff("[0].act", "closure.<locals>.init_fn", "closure.<locals>.init_fn", CLOSURE),
+            id="equinox-static-field",
+        ),
         pytest.param(
             Node((1, 2), "m"), Node((1, 3), "m"), LeafDiff(".c1", "2", "3", VALUE), id="pytree-node"
         ),

@@ -119,11 +119,13 @@ def _flat_pair(old: Any, new: Any) -> list[_Child] | LeafDiff | None:
     if not (_is_flat(old) and _is_flat(new)):
         return None
     (old_leaves, old_def), (new_leaves, new_def) = old, new
-    if old_def != new_def:
-        return LeafDiff("", _treedef(old_def), _treedef(new_def), STRUCTURE)
     try:
+        # Each rebuilt on its own treedef: a changed static field (node metadata) is then
+        # that field's change, not the treedef's.
         return [("", old_def.unflatten(old_leaves), new_def.unflatten(new_leaves))]
     except Exception:
+        if old_def != new_def:
+            return LeafDiff("", _treedef(old_def), _treedef(new_def), STRUCTURE)
         return [(f"[0][{i}]", a, b) for i, (a, b) in enumerate(zip(old_leaves, new_leaves))]
 
 
