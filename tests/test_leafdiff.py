@@ -204,6 +204,14 @@ def test_equal_values_have_no_difference() -> None:
     assert first_difference(SAME_FN, SAME_FN) is None
 
 
+def test_an_equal_unhashable_part_is_equal() -> None:
+    old, new = Holder([1, {"a": 2}]), Holder([1, {"a": 2}])
+    assert first_difference((old, [3]), (old, [4])) == LeafDiff("[1][0]", "3", "4", VALUE)
+    assert first_difference(Traj([1], 2), Traj([1], 3)) == LeafDiff(".forward", "2", "3", VALUE)
+    found = first_difference(old, new)  # equal parts, a new object: compared by identity
+    assert found is not None and (found.path, found.kind) == ("", IDENTITY)
+
+
 def test_a_value_whose_eq_raises_is_left_to_jax() -> None:
     class Broken:
         def __eq__(self, other: object) -> bool:

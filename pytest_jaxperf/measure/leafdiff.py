@@ -44,9 +44,14 @@ def _equal(a: Any, b: Any) -> bool:
     if a is b:
         return True
     try:
-        return bool(a == b) and hash(a) == hash(b)
-    except Exception:
+        if not bool(a == b):
+            return False
+    except Exception:  # an array's elementwise ==, a raising __eq__
         return False
+    try:
+        return hash(a) == hash(b)
+    except TypeError:  # a list or dict inside a rebuilt node: its equality is what counts
+        return True
 
 
 def _diff(old: Any, new: Any, path: str, depth: int) -> LeafDiff | None:
