@@ -54,6 +54,25 @@ def _strip(text: str) -> str:
     return _ADDRESS.sub("", _URL.sub("", text)).replace("({})", "").strip()
 
 
+_NODE = re.compile(r"^<class '(?:[\w.]+\.)?(?P<cls>[^'.]+)'> with pytree metadata (?P<meta>.*)$")
+
+
+_FUNCTION = re.compile(r"<function (\S+?)>(?=[,)\]}]|$)")
+
+
+def _metadata(old: str, new: str) -> str:
+    """'M with pytree metadata (1,)' twice: the node's static fields, said once where their
+    repr is the same (new objects, compared by identity)."""
+    a, b = _NODE.match(old), _NODE.match(new)
+    if not (a and b and a["cls"] == b["cls"]):
+        return f"{old} -> {new}"
+    if a["meta"] == b["meta"]:
+        # '<function f.<locals>.g>' -> 'f.g': a closure's qualified name, shorter.
+        meta = _FUNCTION.sub(r"\1", a["meta"].replace(".<locals>.", "."))
+        return f"static fields of {a['cls']} {meta}: equal repr, compared by identity"
+    return f"static fields of {a['cls']}: {a['meta']} -> {b['meta']}"
+
+
 def _flat_arg(name: str, user_names: Sequence[str]) -> str:
     """pmap traces a flat wrapper: 'flat_args[1]' (jax 0.8: 'args[1]') is the user's second
     positional argument."""
@@ -91,7 +110,7 @@ def cause(
                 causes.append(f"static argument {arg}: {old_static['val']} -> {new_static['val']}")
             else:
                 label = f"argument {arg}" if arg.isdigit() else arg
-                causes.append(f"{label}: {old} -> {new} ({_strip(m['why'])})")
+                causes.append(f"{label}: {_metadata(old, new)} ({_strip(m['why'])})")
         elif m := _TYPES.match(line):
             name = _flat_arg(m["name"], user_names)
             causes.append(f"{name}: {_strip(m['old'])} -> {_strip(m['new'])}")
@@ -159,6 +178,8 @@ SHAPE = "shape"
 DTYPE = "dtype"
 WEAK_TYPE = "weak type"
 _REDEFINED_KIND = "re-defined"
+_METADATA = "node metadata"  # an argument's static field (pytree node metadata) changed
+_METADATA_WHY = " (the pytree node metadata does not match)"
 _FIXES = {
     SHAPE: "pad to a fixed size or a few buckets (jnp.nonzero(..., size=, fill_value=))",
     WEAK_TYPE: "create it with an explicit dtype ({ctor}, not a Python number)",
@@ -168,6 +189,7 @@ _FIXES = {
     CLOSURE: "pass one object, or a hashable value in a static field",
     JIT_WRAPPER: "jit the function once at module level",
     STRUCTURE: "pass the same pytree structure on every call",
+    _METADATA: "pass one object, or hashable values in its static fields",
     _REDEFINED_KIND: "create and jit it once, outside the loop",
 }
 _REDEFINED = re.compile(r"^function re-defined on every call .*: a new (?P<name>.+) object was ")
@@ -220,6 +242,8 @@ def _classify(text: str) -> _Cause:
             return _Cause(JIT_WRAPPER)
         if "equal repr but compared by identity" in text:
             return _Cause(IDENTITY)
+    if text.endswith(_METADATA_WHY):
+        return _Cause(_METADATA)
     if any(why in text for why in _PYTREE_WHY):
         return _Cause(STRUCTURE)
     if m := _STATIC_VALUE.match(text):
@@ -281,6 +305,8 @@ def summary(
         first = members[0][1]
         if len(members) > 1:
             text = _folded(kind, name, [c for _, c in members], traces, capped)
+        elif first.kind == _METADATA:  # the kind says what JAX's words would
+            text = members[0][0].removesuffix(_METADATA_WHY)
         elif first.kind == _REDEFINED_KIND:  # its fix said as every kind's
             text = f"function re-defined on every call: a new {first.new} object was traced"
         else:

@@ -158,6 +158,29 @@ def test_it():
         "fix: create and jit it once, outside the loop",
         baseline="train_step(x)",
     ),
+    # A module whose static field (its pytree node's metadata) holds a closure made anew for
+    # every call, passed to a plain jax.jit (equinox's `eqx.field(static=True)`).
+    "static-field-closure": Pattern(
+        """
+@dataclasses.dataclass
+class Model:
+    w: object
+    act: object
+
+jax.tree_util.register_dataclass(Model, data_fields=["w"], meta_fields=["act"])
+
+@jax.jit
+def apply(model):
+    return model.act(model.w)
+
+@pytest.mark.jaxperf(max_compiles=1)
+def test_it():
+    for scale in (1.0, 1.0, 1.0):
+        apply(Model(jnp.ones(2), lambda v: v * scale))
+""",
+        "apply: model: static fields of Model (test_it.<lambda>,): equal repr, "
+        "compared by identity; fix: pass one object, or hashable values in its static fields",
+    ),
     # Lengths from `jnp.nonzero` without `size=` fed to a jitted function: one retrace per
     # new length, folded into one line.
     "nonzero-without-size": Pattern(

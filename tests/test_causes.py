@@ -130,6 +130,23 @@ CLOSURE_LOOP = (
         ),
         pytest.param(
             "different input pytree:\n"
+            "  * at input path [0][0], now <class 'm.M'> with pytree metadata (<function f>,) "
+            "and before <class 'm.M'> with pytree metadata (<function f>,), "
+            "so the pytree node metadata does not match",
+            "x: static fields of M (f,): equal repr, compared by identity "
+            "(the pytree node metadata does not match)",
+            id="node-metadata-compared-by-identity",
+        ),
+        pytest.param(
+            "different input pytree:\n"
+            "  * at input path [0][0], now <class 'M'> with pytree metadata (3,) "
+            "and before <class 'M'> with pytree metadata (2,), "
+            "so the pytree node metadata does not match",
+            "x: static fields of M: (2,) -> (3,) (the pytree node metadata does not match)",
+            id="node-metadata-by-value",
+        ),
+        pytest.param(
+            "different input pytree:\n"
             "  * at input path [0][0], now <class 'tuple'> and before <class 'list'>, "
             "so their Python types differ",
             "x: <class 'list'> -> <class 'tuple'> (their Python types differ)",
@@ -301,6 +318,12 @@ def test_summary_splits_causes_of_several_arguments() -> None:
             "function re-defined on every call: a new step object was traced; "
             "fix: create and jit it once, outside the loop",
             id="re-defined",
+        ),
+        pytest.param(
+            "m: static fields of M: (1,) -> (2,) (the pytree node metadata does not match)",
+            "m: static fields of M: (1,) -> (2,); "
+            "fix: pass one object, or hashable values in its static fields",
+            id="static-field-of-an-argument",
         ),
         pytest.param("config jax_enable_x64: False -> True", "config jax_enable_x64: False -> True",
                      id="no-fix"),  # fmt: skip
