@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .model import MAX_REASONS
 
 REDEFINED = (
     "function re-defined on every call (jit inside a loop?): a new {name} object was traced; "
@@ -51,6 +54,25 @@ def _strip(text: str) -> str:
     return _ADDRESS.sub("", _URL.sub("", text)).replace("({})", "").strip()
 
 
+_NODE = re.compile(r"^<class '(?:[\w.]+\.)?(?P<cls>[^'.]+)'> with pytree metadata (?P<meta>.*)$")
+
+
+_FUNCTION = re.compile(r"<function (\S+?)>(?=[,)\]}]|$)")
+
+
+def _metadata(old: str, new: str) -> str:
+    """'M with pytree metadata (1,)' twice: the node's static fields, said once where their
+    repr is the same (new objects, compared by identity)."""
+    a, b = _NODE.match(old), _NODE.match(new)
+    if not (a and b and a["cls"] == b["cls"]):
+        return f"{old} -> {new}"
+    if a["meta"] == b["meta"]:
+        # '<function f.<locals>.g>' -> 'f.g': a closure's qualified name, shorter.
+        meta = _FUNCTION.sub(r"\1", a["meta"].replace(".<locals>.", "."))
+        return f"static fields of {a['cls']} {meta}: equal repr, compared by identity"
+    return f"static fields of {a['cls']}: {a['meta']} -> {b['meta']}"
+
+
 def _flat_arg(name: str, user_names: Sequence[str]) -> str:
     """pmap traces a flat wrapper: 'flat_args[1]' (jax 0.8: 'args[1]') is the user's second
     positional argument."""
@@ -61,11 +83,18 @@ def _flat_arg(name: str, user_names: Sequence[str]) -> str:
     return name
 
 
-def cause(message: str, arg_names: Sequence[str] = (), user_names: Sequence[str] = ()) -> str:
+def cause(
+    message: str,
+    arg_names: Sequence[str] = (),
+    user_names: Sequence[str] = (),
+    leaves: Mapping[str, LeafDiff] | None = None,
+) -> str:
     """The cause of a retrace, e.g. 'x: f32[3] -> f32[4]', from a TRACING CACHE MISS message.
 
     `arg_names` are the positional parameter names of the traced function, used to name
-    static arguments that JAX only reports by input path.
+    static arguments that JAX only reports by input path. `leaves`: the first leaf that
+    differs in each static argument that changed, by JAX's input path ('[0][1]',
+    "[1]['opt']"), where the recorder found one.
     """
     lines = [line.strip() for line in message.splitlines()]
     causes: list[str] = []
@@ -74,11 +103,14 @@ def cause(message: str, arg_names: Sequence[str] = (), user_names: Sequence[str]
             arg = _argument(m["path"], arg_names)
             new, old = _strip(m["new"]), _strip(m["old"])
             new_static, old_static = _STATIC.search(new), _STATIC.search(old)
-            if new_static and old_static:
+            leaf = (leaves or {}).get(m["path"])
+            if new_static and old_static and leaf is not None:
+                causes.append(static_line(arg, leaf))
+            elif new_static and old_static:
                 causes.append(f"static argument {arg}: {old_static['val']} -> {new_static['val']}")
             else:
                 label = f"argument {arg}" if arg.isdigit() else arg
-                causes.append(f"{label}: {old} -> {new} ({_strip(m['why'])})")
+                causes.append(f"{label}: {_metadata(old, new)} ({_strip(m['why'])})")
         elif m := _TYPES.match(line):
             name = _flat_arg(m["name"], user_names)
             causes.append(f"{name}: {_strip(m['old'])} -> {_strip(m['new'])}")
@@ -100,3 +132,201 @@ def cause(message: str, arg_names: Sequence[str] = (), user_names: Sequence[str]
             rest = " ".join(x for x in lines[i + 1 :] if x)
             return _strip(rest) or "cache miss explanation unavailable"
     return "cause unknown"
+
+
+# -- the first leaf that differs in a static argument ------------------------------------
+# Why two values JAX compared by hash and equality count as different (see `LeafDiff`).
+VALUE = "value"  # unequal by value: 2 -> 3
+IDENTITY = "identity"  # equal repr, but compared by identity (no __eq__/__hash__ over values)
+CLOSURE = "closure"  # a fresh closure of the same function, each call
+JIT_WRAPPER = "jit wrapper"  # a new jax.jit wrapper of the same function, each call
+STRUCTURE = "structure"  # a pytree node changed: its type, its length or its keys
+
+
+@dataclass(frozen=True)
+class LeafDiff:
+    """The first leaf that differs between two values of a static argument, found by
+    `measure.leafdiff` on the live objects: `path` below the argument (`.update`,
+    `[1].forward`, '' for the argument itself), both values short, and `kind`, why they
+    count as different (one of the kinds above)."""
+
+    path: str
+    old: str
+    new: str
+    kind: str
+
+
+def static_line(name: str, leaf: LeafDiff) -> str:
+    """The cause of a retrace whose static argument `name` changed at `leaf`, one line."""
+    where = f"static argument {name}{leaf.path}"
+    if leaf.kind == CLOSURE:
+        return f"{where}: new closure {leaf.new} per call, compared by identity"
+    if leaf.kind == JIT_WRAPPER:
+        return f"{where}: a new {leaf.new} wrapper per call, compared by identity"
+    if leaf.kind == IDENTITY:
+        return f"{where}: a new {leaf.new} per call, equal repr but compared by identity"
+    if leaf.kind == STRUCTURE:
+        return f"{where}: {leaf.old} -> {leaf.new} (pytree structure changed)"
+    return f"{where}: {leaf.old} -> {leaf.new}"
+
+
+# -- the failure summary: one short line per cause, repeats folded, a fix per kind --------
+# Past this a cause line is cut ("..."), its fix kept: the full text is in the test's
+# jaxperf section and the JSON report.
+LINE_LIMIT = 160
+SHAPE = "shape"
+DTYPE = "dtype"
+WEAK_TYPE = "weak type"
+_REDEFINED_KIND = "re-defined"
+_METADATA = "node metadata"  # an argument's static field (pytree node metadata) changed
+_METADATA_WHY = " (the pytree node metadata does not match)"
+_FIXES = {
+    SHAPE: "pad to a fixed size or a few buckets (jnp.nonzero(..., size=, fill_value=))",
+    WEAK_TYPE: "create it with an explicit dtype ({ctor}, not a Python number)",
+    DTYPE: "give it one dtype on every call ({ctor})",
+    VALUE: "use a few fixed values (buckets), or pass it as an array",
+    IDENTITY: "pass one object, or give its class __eq__ and __hash__ over its values",
+    CLOSURE: "pass one object, or a hashable value in a static field",
+    JIT_WRAPPER: "jit the function once at module level",
+    STRUCTURE: "pass the same pytree structure on every call",
+    _METADATA: "pass one object, or hashable values in its static fields",
+    _REDEFINED_KIND: "create and jit it once, outside the loop",
+}
+_REDEFINED = re.compile(r"^function re-defined on every call .*: a new (?P<name>.+) object was ")
+_AVAL = re.compile(r"(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?P<rest>.*)")
+_WEAK = re.compile(r"\{weak_type=(True|False)\}")
+_DTYPES = {"f": "float", "i": "int", "u": "uint", "c": "complex", "bf": "bfloat"}
+_STATIC_VALUE = re.compile(r"^static argument (?P<name>[^:]+): (?P<old>.+?) -> (?P<new>.+)$")
+_PYTREE_WHY = (
+    "(pytree structure changed)",
+    "(the lengths do not match)",
+    "(their Python types differ)",
+    "(the numbers of children do not match",
+)
+
+
+@dataclass(frozen=True)
+class _Cause:
+    kind: str | None  # None: a cause with no fix of its own
+    name: str = ""  # the argument, where causes of its kind fold by argument
+    old: str = ""
+    new: str = ""
+
+
+def _avals(text: str) -> _Cause | None:
+    """'x: f32[3] -> f32[4]': which of shape, dtype or weak type changed."""
+    name, sep, change = text.partition(": ")
+    old, arrow, new = change.partition(" -> ")
+    a, b = _AVAL.fullmatch(old), _AVAL.fullmatch(new)
+    if not (sep and arrow and a and b) or ":" in name:
+        return None
+    if a["shape"] != b["shape"]:
+        return _Cause(SHAPE, name, old, new)
+    if a["dtype"] != b["dtype"]:
+        return _Cause(DTYPE, name, old, new)
+    if _WEAK.search(a["rest"]) and _WEAK.search(b["rest"]) and a["rest"] != b["rest"]:
+        return _Cause(WEAK_TYPE, name, old, new)
+    return None
+
+
+def _classify(text: str) -> _Cause:
+    if m := _REDEFINED.match(text):
+        return _Cause(_REDEFINED_KIND, new=m["name"])
+    found = _avals(text)
+    if found is not None:
+        return found
+    if text.startswith("static argument "):
+        if ": new closure " in text:
+            return _Cause(CLOSURE)
+        if text.endswith(" wrapper per call, compared by identity"):
+            return _Cause(JIT_WRAPPER)
+        if "equal repr but compared by identity" in text:
+            return _Cause(IDENTITY)
+    if text.endswith(_METADATA_WHY):
+        return _Cause(_METADATA)
+    if any(why in text for why in _PYTREE_WHY):
+        return _Cause(STRUCTURE)
+    if m := _STATIC_VALUE.match(text):
+        if m["old"] == m["new"]:  # JAX's text of an object compared by identity
+            return _Cause(IDENTITY)
+        return _Cause(VALUE, m["name"], m["old"], m["new"])
+    return _Cause(None)
+
+
+def _fix(cause: _Cause) -> str:
+    fix = _FIXES.get(cause.kind or "", "")
+    if "{ctor}" in fix:
+        m = _AVAL.fullmatch(cause.new)
+        kind = re.fullmatch(r"([a-z]+?)(\d*)", m["dtype"]) if m else None
+        base = _DTYPES.get(kind[1]) if kind else None
+        ctor = f"jnp.{base}{kind[2]}(x)" if kind and base else "jnp.asarray(x, dtype)"
+        fix = fix.format(ctor=ctor)
+    return fix
+
+
+def _folded(kind: str, name: str, changes: list[_Cause], traces: int | None, capped: bool) -> str:
+    """'idx: shape changed on 4 of 5 traces: i32[33], i32[36], i32[30], ...'."""
+    values: list[str] = []
+    for c in changes:
+        for v in (c.old, c.new):
+            if v not in values:
+                values.append(v)
+    shown = ", ".join(values[:3]) + (", ..." if len(values) > 3 else "")
+    count = f"{len(changes)}{'+' if capped else ''}" + (f" of {traces}" if traces else "")
+    what = f"static argument {name} changed" if kind == VALUE else f"{name}: {kind} changed"
+    return f"{what} on {count} traces: {shown}"
+
+
+def summary(
+    reasons: Sequence[str],
+    traces: int | None = None,
+    label: str = "",
+    fixed: set[str] | None = None,
+) -> list[str]:
+    """One function's retrace causes as the failure summary shows them: one line per cause,
+    causes of one kind on one argument folded into one line, the fix of each kind said
+    once (`fixed`: the kinds already given one, shared between the calls of one summary),
+    each line `label` + text at most LINE_LIMIT characters. `traces`: the function's
+    traces (a full list of causes, MAX_REASONS, makes the counts lower bounds)."""
+    fixed = set() if fixed is None else fixed
+    capped = len(reasons) >= MAX_REASONS
+    groups: dict[tuple[str, ...], list[tuple[str, _Cause]]] = {}
+    for reason in reasons:
+        parts = reason.split("; ")
+        classified = [(p, _classify(p)) for p in parts]
+        if len(parts) == 1 or not all(c.kind in (SHAPE, DTYPE, WEAK_TYPE) for _, c in classified):
+            classified = [(reason, _classify(reason))]
+        for text, c in classified:
+            foldable = c.kind in (SHAPE, DTYPE, WEAK_TYPE, VALUE)
+            key = (c.kind or "", c.name) if foldable else ("", text)
+            groups.setdefault(key, []).append((text, c))
+    lines = []
+    for (kind, name), members in groups.items():
+        first = members[0][1]
+        if len(members) > 1:
+            text = _folded(kind, name, [c for _, c in members], traces, capped)
+        elif first.kind == _METADATA:  # the kind says what JAX's words would
+            text = members[0][0].removesuffix(_METADATA_WHY)
+        elif first.kind == _REDEFINED_KIND:  # its fix said as every kind's
+            text = f"function re-defined on every call: a new {first.new} object was traced"
+        else:
+            text = members[0][0]
+        fix = _fix(first) if first.kind and first.kind not in fixed else ""
+        if first.kind:
+            fixed.add(first.kind)
+        lines.append(shorten(label + text, f"; fix: {fix}" if fix else ""))
+    return lines
+
+
+def shorten(text: str, tail: str = "", limit: int = LINE_LIMIT) -> str:
+    """`text` + `tail` in at most `limit` characters: `text` cut where needed."""
+    room = limit - len(tail)
+    if len(text) > room:
+        text = text[: max(room - 3, 0)].rstrip() + "..."
+    return text + tail
+
+
+def redefined(reasons: Sequence[str]) -> bool:
+    """Whether a function was traced anew as a new object (a jit inside a loop): what makes
+    it new to a baseline, too."""
+    return any(r.startswith("function re-defined") for r in reasons)

@@ -372,12 +372,13 @@ def _counts_vs_baseline(
         for metric in metrics:
             now, before = getattr(fn, metric), getattr(old, metric) if old else 0
             if now > before:
-                reasons = tuple(fn.retrace_reasons)
+                reasons = tuple(causes.summary(fn.retrace_reasons, fn.traces))
                 if metric == "compiles" and fn.compiles - fn.traces > (
                     old.compiles - old.traces if old else 0
                 ):
                     reasons += (causes.SILENT_RECOMPILE,)
-                if old is None:
+                # A re-defined function is new to any baseline: its cause says more.
+                if old is None and not causes.redefined(fn.retrace_reasons):
                     reasons = ("new function (not in the baseline)",) + reasons
                 verdict.breaches.append(Breach(
                     metric=metric, function=fn, reference=before, current=now,
@@ -442,12 +443,49 @@ def _sizes_vs_baseline(
                 ))  # fmt: skip
             elif now * (1 + rtol) < before:
                 verdict.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
+    if not unmeasured:
+        _size_totals_vs_baseline(verdict, record, base, matched, gating)
     if "the baseline" in unmeasured:
         _note(verdict, _NO_SIZES)
     if "this run" in unmeasured:
         _note(
             verdict, "program sizes not gated: this run has none (the lowered program was not read)"
         )
+
+
+def _size_totals_vs_baseline(
+    verdict: Verdict,
+    record: RecordedTest,
+    base: RecordedTest,
+    matched: Mapping[str, FunctionRecord],
+    gating: Gating,
+) -> None:
+    """The test's program sizes summed over its functions, new ones included (a jax.jit
+    inside a loop adds functions no baseline entry matches), by each function's rule: over
+    static_rtol, per lowering (per compile) where their number changed, is a breach. Left
+    to a function's own breach of the same size where there is one."""
+    rtol = gating.tol.static_rtol
+    for metric, words in SIZE_WORDS.items():
+        if any(b.metric == words and b.function is not None for b in verdict.breaches):
+            continue
+        now, before = getattr(record, metric), getattr(base, metric)
+        unit = _SIZE_UNIT[metric]
+        n_now, n_before = getattr(record, unit), getattr(base, unit)
+        if now is None or not before:
+            continue
+        per = bool(n_now and n_before and n_now != n_before)
+        if per:
+            now, before = now / n_now, before / n_before
+        if now > before * (1 + rtol) and now > before:
+            detail = f"static_rtol {rtol:g}" + (
+                f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
+            )
+            new = [f for k, f in sorted(record.functions.items()) if k not in matched]
+            verdict.breaches.append(Breach(
+                metric=words, function=None, reference=before, current=now,
+                against="baseline", gated=gating.gate_baseline, detail=detail,
+                reasons=tuple(f"new function: {f.key}" for f in new) + _reasons(new, True),
+            ))  # fmt: skip
 
 
 _NO_SIZES = (
@@ -534,7 +572,13 @@ def _compile_time_vs_baseline(
 
 
 def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]:
-    return tuple(f"{f.name}: {r}" if labelled else r for f in functions for r in f.retrace_reasons)
+    """The functions' retrace causes, short and folded (`causes.summary`), each fix once."""
+    fixed: set[str] = set()
+    return tuple(
+        line
+        for f in functions
+        for line in causes.summary(f.retrace_reasons, f.traces, f"{f.name}: " * labelled, fixed)
+    )
 
 
 def _compile_time_growth(

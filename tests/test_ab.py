@@ -998,7 +998,9 @@ def test_program_size_rows_where_a_function_grew() -> None:
     assert (size.status, size.base, size.head, size.kind) == (
         "REGRESSED", 33, 221, "program metrics"
     )
-    assert size.causes == ("StableHLO ops of rollout at m.py:1: base 33 -> head 221",)
+    assert size.causes == (
+        "StableHLO ops of rollout at m.py:1: base 33 -> head 221 [static_rtol 0.1]",
+    )
     assert [r.metric for r in grown.regressions] == ["StableHLO ops"]
     shrunk = {r.metric: r for r in table.compare_rounds([(one(221), one(33))], thresholds).rows}
     assert shrunk["StableHLO ops"].status == "improved"
@@ -1036,3 +1038,41 @@ def test_the_instructions_clock_without_valgrind_is_a_usage_error(
         "valgrind); it was not found"
     ]
     assert worktrees(root) == [str(root)]
+
+
+def test_program_size_totals_count_a_new_function() -> None:
+    # A jit inside a loop adds a function the base never had: per function nothing grew,
+    # the test's total did (52 -> 889 jaxpr equations; per lowering 26 -> 42.3).
+    from _records import fn, rec
+
+    from pytest_jaxperf.causes import REDEFINED
+
+    def one(with_loop: bool) -> RunRecord:
+        step = fn("step", "m.py:1", traces=2)
+        step.jaxpr_eqns, step.hlo_ops, step.xla_ops = 52, 93, 120
+        functions = [step]
+        if with_loop:
+            loop = fn("tune.<locals>.block", "m.py:9", traces=19,
+                      reasons=(REDEFINED.format(name="block"),))  # fmt: skip
+            loop.jaxpr_eqns, loop.hlo_ops, loop.xla_ops = 837, 1543, 2000
+            functions.append(loop)
+        return RunRecord(tests={"t.py::test_a": rec(*functions)})
+
+    thresholds = table.Thresholds(runtime=1.1, compile=1.5)
+    rows = {r.metric: r for r in table.compare_rounds([(one(False), one(True))], thresholds).rows}
+    redefined = (
+        "  cause: tune.<locals>.block: function re-defined on every call: a new block object "
+        "was traced; fix: create and jit it once, outside the loop"
+    )
+    assert rows["compiles"].status == "REGRESSED"
+    assert "  cause: " + redefined.split(": ", 2)[2] in rows["compiles"].causes
+    size = rows["jaxpr equations"]
+    assert (size.status, size.base, size.head) == ("REGRESSED", 52, 889)
+    assert size.causes == (
+        "jaxpr equations of all functions: base 26 -> head 42.3333 [static_rtol 0.1, per "
+        "lowering: 2 -> 21 lowerings]",
+        "  cause: new function: tune.<locals>.block at m.py:9",
+        redefined,
+    )
+    assert rows["StableHLO ops"].status == "REGRESSED"
+    assert rows["optimized HLO ops"].status == "REGRESSED"

@@ -48,7 +48,7 @@ def test_extra_retrace_fails_with_cause(jp: pytest.Pytester) -> None:
         lit(
             "*jaxperf: test_mod.py::test_f: * metric(s) over the baseline or a limit",
             "*traces of f (defined at test_mod.py:5): baseline 1 -> now 2 (+1, +100%)",
-            "*cause: x: f32[3] -> f32[4]",
+            "*cause: x: f32[3] -> f32[4]; fix: pad to a fixed size or a few buckets*",
             "*compiles of f (defined at test_mod.py:5): baseline 1 -> now 2*",
             "*update it with --jaxperf-save*",
             "test_mod.py::test_f * REGRESSED",
@@ -234,7 +234,7 @@ def test_compile_time():
     result.stdout.fnmatch_lines(
         lit(
             "*traces of g (defined at test_marker_limits_without_baseline.py:6): 2 > limit 1",
-            "*cause: static argument n: 2 -> 3",
+            "*cause: static argument n: 2 -> 3; fix: *",
             "*compile time of all functions: * s > limit 0.000 s*",
         )
     )

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_jaxperf.causes import cause, is_first_sight
+from pytest_jaxperf.causes import (
+    CLOSURE,
+    LINE_LIMIT,
+    REDEFINED,
+    LeafDiff,
+    cause,
+    is_first_sight,
+    redefined,
+    summary,
+)
+from pytest_jaxperf.model import MAX_REASONS
 
 pytestmark = pytest.mark.jax_internals
 
@@ -120,6 +130,23 @@ CLOSURE_LOOP = (
         ),
         pytest.param(
             "different input pytree:\n"
+            "  * at input path [0][0], now <class 'm.M'> with pytree metadata (<function f>,) "
+            "and before <class 'm.M'> with pytree metadata (<function f>,), "
+            "so the pytree node metadata does not match",
+            "x: static fields of M (f,): equal repr, compared by identity "
+            "(the pytree node metadata does not match)",
+            id="node-metadata-compared-by-identity",
+        ),
+        pytest.param(
+            "different input pytree:\n"
+            "  * at input path [0][0], now <class 'M'> with pytree metadata (3,) "
+            "and before <class 'M'> with pytree metadata (2,), "
+            "so the pytree node metadata does not match",
+            "x: static fields of M: (2,) -> (3,) (the pytree node metadata does not match)",
+            id="node-metadata-by-value",
+        ),
+        pytest.param(
+            "different input pytree:\n"
             "  * at input path [0][0], now <class 'tuple'> and before <class 'list'>, "
             "so their Python types differ",
             "x: <class 'list'> -> <class 'tuple'> (their Python types differ)",
@@ -223,3 +250,107 @@ def test_static_argument_without_its_name_is_not_doubled() -> None:
 )
 def test_is_first_sight(message: str, expected: bool) -> None:
     assert is_first_sight(message) is expected
+
+
+# -- summary: the failure summary's lines -------------------------------------------------
+SHAPE_FIX = "fix: pad to a fixed size or a few buckets (jnp.nonzero(..., size=, fill_value=))"
+
+
+def test_summary_folds_repeated_shape_changes_of_one_argument() -> None:
+    reasons = ["idx: i32[33] -> i32[36]", "idx: i32[36] -> i32[30]", "idx: i32[30] -> i32[31]"]
+    assert summary(reasons + ["idx: i32[31] -> i32[40]"], traces=5) == [
+        f"idx: shape changed on 4 of 5 traces: i32[33], i32[36], i32[30], ...; {SHAPE_FIX}"
+    ]
+    assert summary(reasons[:1], traces=2) == [f"idx: i32[33] -> i32[36]; {SHAPE_FIX}"]
+
+
+def test_summary_counts_past_a_full_list_as_a_lower_bound() -> None:
+    reasons = [f"x: f32[{n}] -> f32[{n + 1}]" for n in range(MAX_REASONS)]
+    (line,) = summary(reasons, traces=40)
+    assert line.startswith(f"x: shape changed on {MAX_REASONS}+ of 40 traces: f32[0], ")
+
+
+def test_summary_says_each_fix_once() -> None:
+    fixed: set[str] = set()
+    first = summary(["x: f32[3] -> f32[4]"], 2, "f: ", fixed)
+    second = summary(["y: f32[5] -> f32[6]"], 2, "g: ", fixed)
+    assert first == [f"f: x: f32[3] -> f32[4]; {SHAPE_FIX}"]
+    assert second == ["g: y: f32[5] -> f32[6]"]
+
+
+def test_summary_splits_causes_of_several_arguments() -> None:
+    assert summary(["x: f32[3] -> f32[4]; y: f32[] -> i32[]"], 2) == [
+        f"x: f32[3] -> f32[4]; {SHAPE_FIX}",
+        "y: f32[] -> i32[]; fix: give it one dtype on every call (jnp.int32(x))",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("reason", "line"),
+    [
+        pytest.param(
+            "x: i32[]{weak_type=True} -> i32[]{weak_type=False}",
+            "x: i32[]{weak_type=True} -> i32[]{weak_type=False}; "
+            "fix: create it with an explicit dtype (jnp.int32(x), not a Python number)",
+            id="weak-type",
+        ),
+        pytest.param(
+            "static argument k: 2 -> 3",
+            "static argument k: 2 -> 3; "
+            "fix: use a few fixed values (buckets), or pass it as an array",
+            id="static-value",
+        ),
+        pytest.param(
+            "static argument opt: Opt(a=<function f>) -> Opt(a=<function f>)",
+            "static argument opt: Opt(a=<function f>) -> Opt(a=<function f>); "
+            "fix: pass one object, or give its class __eq__ and __hash__ over its values",
+            id="jax-text-of-an-object-compared-by-identity",
+        ),
+        pytest.param(
+            "x: list of length 2 -> list of length 3 (the lengths do not match)",
+            "x: list of length 2 -> list of length 3 (the lengths do not match); "
+            "fix: pass the same pytree structure on every call",
+            id="pytree-structure",
+        ),
+        pytest.param(
+            "function re-defined on every call (jit inside a loop?): a new step object was "
+            "traced; create and jit it once, outside the loop",
+            "function re-defined on every call: a new step object was traced; "
+            "fix: create and jit it once, outside the loop",
+            id="re-defined",
+        ),
+        pytest.param(
+            "m: static fields of M: (1,) -> (2,) (the pytree node metadata does not match)",
+            "m: static fields of M: (1,) -> (2,); "
+            "fix: pass one object, or hashable values in its static fields",
+            id="static-field-of-an-argument",
+        ),
+        pytest.param("config jax_enable_x64: False -> True", "config jax_enable_x64: False -> True",
+                     id="no-fix"),  # fmt: skip
+    ],
+)
+def test_summary_line_of_each_kind(reason: str, line: str) -> None:
+    assert summary([reason], 2) == [line]
+
+
+def test_summary_cuts_a_long_cause_but_keeps_its_fix() -> None:
+    long = "static argument opt: " + "Opt(init=<function chain.<locals>.init_fn>)" * 5
+    (line,) = summary([long + " -> " + long[21:]], 2, "fit: ")
+    assert len(line) == LINE_LIMIT
+    assert line.startswith("fit: static argument opt: Opt(init=")
+    assert line.endswith("...; fix: pass one object, or give its class __eq__ and __hash__ over "
+                         "its values")  # fmt: skip
+
+
+def test_redefined_is_told_from_the_causes() -> None:
+    assert redefined(["x: f32[3] -> f32[4]", REDEFINED.format(name="f")])
+    assert not redefined(["x: f32[3] -> f32[4]"])
+
+
+def test_static_argument_with_a_leaf_names_it() -> None:
+    leaf = LeafDiff(".update", "chain.<locals>.update_fn", "chain.<locals>.update_fn", CLOSURE)
+    assert cause(miss(static_diff("[0][1]", "Opt(...)", "Opt(...)")), ("x", "opt"),
+                 leaves={"[0][1]": leaf}) == (  # fmt: skip
+        "static argument opt.update: new closure chain.<locals>.update_fn per call, compared by "
+        "identity"
+    )

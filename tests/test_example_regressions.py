@@ -54,9 +54,9 @@ CASES = {
         failed=("test_integration.py::test_width_sweep_compiles_once",),
         lines=(
             "*traces of overlap (defined at jaxperf_example/integration.py:*): 2 > limit 1",
-            "*cause: std1: i32[] -> f32[]",
+            "*cause: std1: i32[] -> f32[]; fix: give it one dtype on every call (jnp.float32(x))",
             "*compiles of overlap (defined at *): baseline 1 -> now 2 (+1, +100%)",
-            "*cause: std1: i32[] -> f32[]",
+            "*cause: std1: i32[] -> f32[]; fix: *",
         ),
     ),
     "jit_pieces": Case(
@@ -124,7 +124,7 @@ CASES = {
         lines=(
             "*jaxperf.no_recompile: compiled inside the block:",
             "pair_energy at jaxperf_example/neighbours.py:*: * trace(s), * compile(s)",
-            "    cause: static argument size: * -> *",
+            "    cause: static argument size changed on * traces: *; fix: use a few fixed values*",
         ),
     ),
     "jit_in_loop": Case(
@@ -132,9 +132,8 @@ CASES = {
         failed=("test_sampler.py::test_tuning_reuses_one_compiled_sampler",),
         lines=(
             "*traces of all functions: 3 > limit 1",
-            "*cause: tune_and_sample.<locals>.run_block: function re-defined on every call "
-            "(jit inside a loop?): a new run_block object was traced; create and jit it once, "
-            "outside the loop",
+            "*cause: tune_and_sample.<locals>.run_block: function re-defined on every call: "
+            "a new run_block object was traced; fix: create and jit it once, outside the loop",
             "*traces of tune_and_sample.<locals>.run_block (defined at "
             "jaxperf_example/sampler.py:*): "
             "baseline 0 -> now 3 (+3)",
@@ -162,7 +161,8 @@ CASES = {
         passed=1,
         lines=(
             "*traces of sgd_step (defined at jaxperf_example/side_effects.py:*): 5 > limit 1",
-            "*cause: static argument step: 0 -> 1",
+            "*cause: static argument step changed on 4 of 5 traces: 0, 1, 2, ...; "
+            "fix: use a few fixed values (buckets), or pass it as an array",
             "*compiles of sgd_step (defined at *): baseline 1 -> now 5 (+4, +400%)",
         ),
     ),

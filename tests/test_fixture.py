@@ -166,7 +166,7 @@ def test_no_recompile(jp: pytest.Pytester, on: bool) -> None:
         lit(
             "*jaxperf.no_recompile: compiled inside the block:",
             "step at test_no_recompile.py:*: 1 trace(s), 1 compile(s)",
-            "    cause: x: f32[8] -> f32[9]",
+            "    cause: x: f32[8] -> f32[9]; fix: pad to a fixed size or a few buckets *",
         )
     )
 
@@ -209,10 +209,13 @@ def test_no_recompile_names_the_causes_of_the_block(jp: pytest.Pytester, on: boo
     # The block's own cause (the previous shape: f32[12] with --jaxperf, whichever cached
     # one JAX names without), not the last the test remembered (x: f32[10] -> f32[11]).
     assert "grow at test_no_recompile_names_the_causes_of_the_block.py:" in past_cap
-    block_cause = r"1 trace\(s\), 1 compile\(s\)\n    cause: x: f32\[1[02]\] -> f32\[30\]\n"
+    block_cause = r"1 trace\(s\), 1 compile\(s\)\n    cause: x: f32\[1[02]\] -> f32\[30\]; fix: pad"
     assert re.search(block_cause, past_cap)
     assert past_cap.count("cause:") == 1
-    assert "1 trace(s), 1 compile(s)\n    cause: static argument k: 1 -> 2\n" in seen_before
+    assert (
+        "1 trace(s), 1 compile(s)\n    cause: static argument k: 1 -> 2; fix: use a few fixed "
+        "values (buckets), or pass it as an array\n"
+    ) in seen_before
     assert seen_before.count("cause:") == 1
 
 

@@ -244,3 +244,32 @@ def test_sizes_not_measured_or_another_jax_are_not_gated_and_say_why() -> None:
         Gating(Tolerances(), not_measured={"program size": "x"}),
     )  # fmt: skip
     assert not limited.breaches
+
+
+def test_the_test_total_counts_a_new_function() -> None:
+    # A second function the baseline never had: per function nothing grew, the test did.
+    before = _sized(1, 12, 214)
+    now = _sized(1, 12, 214)
+    new = fn("extra", "pkg/sim.py:90", 1)
+    new.jaxpr_eqns, new.hlo_ops = 30, 600
+    now.functions[new.key] = new
+    now.recompute_totals()
+    out = _judge(now, before)
+    sizes = [b for b in out.breaches if b.metric in ("jaxpr equations", "StableHLO ops")]
+    assert [(b.metric, b.function, b.reference, b.current) for b in sizes] == [
+        ("jaxpr equations", None, 12, 21),
+        ("StableHLO ops", None, 214, 407),
+    ]
+    assert sizes[0].detail == "static_rtol 0.1, per lowering: 1 -> 2 lowerings"
+    assert sizes[0].reasons == ("new function: extra at pkg/sim.py:90",)
+    assert breach_lines(sizes[1])[0] == (
+        "StableHLO ops of all functions: baseline 214 -> now 407 (+193, +90%) "
+        "[static_rtol 0.1, per lowering: 1 -> 2 lowerings]"
+    )
+    # The same program once more in a new function: per lowering the total did not grow.
+    twin = fn("twin", "pkg/sim.py:95", 1)
+    twin.jaxpr_eqns, twin.hlo_ops = 12, 214
+    same = _sized(1, 12, 214)
+    same.functions[twin.key] = twin
+    same.recompute_totals()
+    assert {b.metric for b in _judge(same, before).breaches} == {"traces", "compiles"}

@@ -2,9 +2,10 @@
 test and metric, with its status.
 
 - Counts (traces, compiles), program sizes (jaxpr equations and StableHLO ops of the test's
-  functions, judged per function) and program metrics come from the first round and follow
-  the plugin's own rules with the base run as the baseline (`compare.evaluate`: functions
-  matched by name and site, retrace causes, gone functions): any count increase fails, a
+  functions, judged per function and in total, new functions included) and program
+  metrics come from the first round and follow the plugin's own rules with the base run as
+  the baseline (`compare.evaluate`: functions matched by name and site, retrace causes, gone
+  functions): any count increase fails, a
   program size or metric fails above `static_rtol`. They do not vary between runs; a count
   that did vary is noted.
 - Compile seconds (process CPU seconds where measured, per test) and steady-state runtime (per
@@ -231,7 +232,8 @@ def _exact(
     if gone:  # shown under the test's counts; neither better nor worse
         rows[-1] = dataclasses.replace(rows[-1], causes=rows[-1].causes + gone)
     for field_name, metric in compare.SIZE_WORDS.items():
-        # The test's functions summed; shown where they differ, judged per function.
+        # The test's functions summed; shown where they differ, judged per function and in
+        # total (new functions included), as the plugin judges them.
         before_n, now_n = getattr(base, field_name), getattr(head, field_name)
         if before_n is None or now_n is None or before_n == now_n:
             continue
@@ -264,7 +266,8 @@ def _causes(breaches: Iterable[compare.Breach]) -> tuple[str, ...]:
     lines = []
     for b in breaches:
         where = "all functions" if b.function is None else b.function.key
-        lines.append(f"{b.metric} of {where}: base {b.reference:,g} -> head {b.current:,g}")
+        detail = f" [{b.detail}]" if b.detail else ""
+        lines.append(f"{b.metric} of {where}: base {b.reference:,g} -> head {b.current:,g}{detail}")
         lines += [f"  cause: {r}" for r in b.reasons]
     return tuple(lines)
 

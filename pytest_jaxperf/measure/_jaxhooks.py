@@ -81,6 +81,8 @@ class TraceCall:
     by_jit: bool  # traced for a jit (top-level or nested)
     eager: bool  # traced outside any other trace (eager lax.scan / cond / while bodies)
     static: tuple[Any, ...] = ()  # the jit call's static arguments
+    # The same by JAX's input path in its explanations: (("[0][1]", 3), ("[1]['k']", 2)).
+    static_at: tuple[tuple[str, Any], ...] = ()
     # jax 0.6 - 0.8: JAX's cache key of this trace and the function's earlier keys.
     key: Any = None
     earlier: tuple[Any, ...] = ()
@@ -582,6 +584,26 @@ def static_args(frame: FrameType | None) -> tuple[Any, ...]:
     return tuple(args[i] for i in nums if isinstance(i, int) and -len(args) <= i < len(args))
 
 
+def static_inputs(frame: FrameType | None) -> tuple[tuple[str, Any], ...]:
+    """The static arguments of the jit call being traced by the input path JAX's
+    explanations name them by ('[0][2]' positional, "[1]['k']" keyword), from the same
+    frames as `static_args` (jax 0.6 - 0.11: locals `args`, `kwargs`, `ji`)."""
+    if frame is None or frame.f_code.co_name not in ("_trace_for_jit", "_infer_params_internal"):
+        return ()
+    local = frame.f_locals
+    args, kwargs, info = local.get("args"), local.get("kwargs"), local.get("ji")
+    found: list[tuple[str, Any]] = []
+    if isinstance(args, tuple):
+        for i in getattr(info, "static_argnums", ()) or ():
+            if isinstance(i, int) and -len(args) <= i < len(args):
+                found.append((f"[0][{i % len(args)}]", args[i]))
+    if isinstance(kwargs, dict):
+        for name in getattr(info, "static_argnames", ()) or ():
+            if name in kwargs:
+                found.append((f"[1][{name!r}]", kwargs[name]))
+    return tuple(found)
+
+
 # -- frames ------------------------------------------------------------------------------
 def _nearest(co_names: tuple[str, ...], start: int) -> FrameType | None:
     """The innermost frame running one of `co_names`."""
@@ -686,6 +708,7 @@ class _TraceToJaxpr(_HookSet):
             by_jit=by_jit,
             eager=isinstance(core.trace_ctx.trace, core.EvalTrace),
             static=static_args(caller) if by_jit else (),
+            static_at=static_inputs(caller) if by_jit else (),
         )
 
     def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
@@ -839,6 +862,7 @@ class _CreatePjitJaxpr(_HookSet):
             by_jit=by_jit,
             eager=isinstance(core.trace_ctx.trace, core.EvalTrace),
             static=_wrapped_static(key),
+            static_at=_wrapped_static_at(key),
             key=key,
             earlier=earlier,
         )
@@ -985,6 +1009,18 @@ def _wrapped_static(key: Any) -> tuple[Any, ...]:
     statics = _static_transform(key)
     values = tuple(getattr(v, "val", v) for v in statics[1]) if statics else ()
     return values + tuple(_static_kwargs(key).values())
+
+
+def _wrapped_static_at(key: Any) -> tuple[tuple[str, Any], ...]:
+    """`static_inputs` from an `lu.cache` key, by the paths `_diff_old_keys` writes."""
+    found: list[tuple[str, Any]] = []
+    statics = _static_transform(key)
+    if statics:
+        dyn, values = statics
+        positions = sorted(set(range(len(dyn) + len(values))) - set(dyn))
+        found += [(f"[0][{p}]", getattr(v, "val", v)) for p, v in zip(positions, values)]
+    found += [(f"[1][{k!r}]", v) for k, v in _static_kwargs(key).items()]
+    return tuple(found)
 
 
 def _in_tree(key: Any) -> Any:

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ..causes import summary
 from ..config import TimingMode
 from ..model import (
     BenchmarkEntry,
@@ -314,10 +315,12 @@ class JaxPerf:
             block = stack.enter_context(scope.block())
             yield
         changed = []
+        fixed: set[str] = set()  # each kind's fix said once
         for tally in sorted(block.tallies.values(), key=lambda t: t.function.key):
             if tally.traces or tally.compiles:
                 line = f"{tally.function.key}: {tally.traces} trace(s), {tally.compiles} compile(s)"
-                causes = [f"    cause: {r}" for r in tally.retrace_reasons]
+                short = summary(tally.retrace_reasons, tally.traces, fixed=fixed)
+                causes = [f"    cause: {r}" for r in short]
                 changed.append("\n".join([line, *causes]))
         if changed:
             pytest.fail(

@@ -36,7 +36,7 @@ from ..model import (
     short_name,
 )
 from . import _jaxhooks as hooks
-from . import gctime, identity, program_metrics
+from . import gctime, identity, leafdiff, program_metrics
 from .identity import Identity
 
 _N = TypeVar("_N", int, float)
@@ -149,14 +149,24 @@ class Scope:
 
     # -- events ---------------------------------------------------------------------------
     def on_trace(
-        self, ident: Identity, fun: Any, seen_before: bool, explanation: str | None, user: Any
+        self,
+        ident: Identity,
+        fun: Any,
+        seen_before: bool,
+        explanation: str | None,
+        user: Any,
+        leaves: dict[str, causes.LeafDiff] | None = None,
     ) -> None:
+        """One trace of `ident`'s function; `leaves`: the first leaf that differs in each
+        static argument that changed since its last trace (see `causes.cause`)."""
         with self._lock:
             fn = self.function(ident)
             objects = self._objects.setdefault(id(fn), [])
             if seen_before:
                 reason: str | None = (
-                    causes.cause(explanation, _positional_names(fun), _positional_names(user))
+                    causes.cause(
+                        explanation, _positional_names(fun), _positional_names(user), leaves
+                    )
                     if explanation
                     else "cause unknown"
                 )
@@ -298,6 +308,9 @@ class Recorder:
         self._helpers: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
         # The cache key of each function's last trace, for "previous value" causes.
         self._last_key: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
+        # The static arguments of each function's last trace (held: JAX's cache holds them
+        # too), to name the leaf of one that changed.
+        self._last_static: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
         # id() of every callable traced for a jit or eagerly since the last isolation, and of
         # those isolation kept: only these can have earlier entries in JAX's trace cache, so
         # only their traces pay for reading its keys (which costs what the cache holds).
@@ -436,11 +449,31 @@ class Recorder:
                 hooks.miss_explanation(call, previous) if cached_before else (False, None)
             )
             self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-            scope.on_trace(ident, call.fun, seen, explanation, inner)
+            leaves = self._changed_statics(call, explain=seen and bool(explanation))
+            scope.on_trace(ident, call.fun, seen, explanation, inner, leaves)
         except Exception:
             # A listener error must never surface in the user's f(x).
             if self.active is not None:
                 self.active.listener_errors += 1
+
+    def _changed_statics(
+        self, call: hooks.TraceCall, explain: bool
+    ) -> dict[str, causes.LeafDiff] | None:
+        """The first leaf that differs in each static argument since the function's last
+        trace, by JAX's input path (looked for where `explain`); this trace's are kept."""
+        last = self._last_static.pop(id(call.fun), None)
+        before = dict(last[1]) if last is not None and _same(last[0], call.fun) else {}
+        if call.static_at:
+            self._last_static[id(call.fun)] = (_ref(call.fun), call.static_at)
+        if not explain:
+            return None
+        found = {}
+        for path, value in call.static_at:
+            if path in before:
+                leaf = leafdiff.first_difference(before[path], value)
+                if leaf is not None:
+                    found[path] = leaf
+        return found or None
 
     def _on_phase_start(self, event: str, value: float, **kwargs: Any) -> None:
         # JAX announces the start of each trace / lowering / compile with a scalar event
@@ -584,6 +617,7 @@ class Recorder:
         self._walk = self._traces is None
         self._may_be_cached = kept
         self._last_key = {k: v for k, v in self._last_key.items() if k in kept}
+        self._last_static = {k: v for k, v in self._last_static.items() if k in kept}
         self._unmatched = False
         self._dirty = False
 
