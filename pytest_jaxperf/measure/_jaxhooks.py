@@ -4,10 +4,12 @@
 One hook set per range of JAX versions, chosen once by feature detection (attributes, not
 version strings) in `_hooks()`:
 
-jax >= 0.9.0 (checked to 0.11.x): `_TraceToJaxpr`
+jax >= 0.9.0 (checked to 0.10.2; 0.11 read from its source): `_TraceToJaxpr`
 - traces: test event "trace_to_jaxpr" inside the weakref_lru_cache'd
   `pe.trace_to_jaxpr(fun, in_avals, debug_info, ...)`; a jit's when the caller frame is
   `_trace_for_jit`, an eager body's when `core.trace_ctx.trace` is an EvalTrace;
+  jax >= 0.11 (`_TraceToJaxprNocache`): the event fires in `pe.trace_to_jaxpr_nocache`,
+  which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down;
 - causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`;
 - eviction: `evict_weakref` per function on every listable cache in `util._caches`,
   `evict_function` on the `lu.cache`s (pmap's).
@@ -603,10 +605,14 @@ class _TraceToJaxpr(_HookSet):
     def trace_call(self, frame: FrameType) -> TraceCall | None:
         if frame.f_code.co_name != "trace_to_jaxpr":
             return None
+        return self._trace_call(frame, frame.f_back)
+
+    def _trace_call(self, frame: FrameType, caller: FrameType | None) -> TraceCall:
+        """The trace whose locals (`fun`, `in_avals`, `debug_info`) `frame` holds, asked
+        for by `caller`."""
         from jax._src import core
 
         local = frame.f_locals
-        caller = frame.f_back
         by_jit = caller is not None and caller.f_code.co_name == "_trace_for_jit"
         return TraceCall(
             fun=local.get("fun"),
@@ -701,6 +707,33 @@ class _TraceToJaxpr(_HookSet):
                 evicted += 1
         _evict_functions(seen)
         return evicted
+
+
+class _TraceToJaxprNocache(_TraceToJaxpr):
+    """jax >= 0.11.0: the trace event moved into the uncached `pe.trace_to_jaxpr_nocache`,
+    which the weakref_lru_cache'd `pe.trace_to_jaxpr` calls (Pallas calls it directly). The
+    cache, its keys (after 0.11.0 without the qdd token) and the jit frames are as
+    in 0.9 - 0.10; only the frame holding the trace's locals is one further down."""
+
+    name = "trace_to_jaxpr_nocache (jax >= 0.11)"
+
+    def missing(self) -> list[str]:
+        from jax._src.interpreters import partial_eval as pe
+
+        problems = super().missing()
+        if not callable(getattr(pe, "trace_to_jaxpr_nocache", None)):
+            problems.append("jax._src.interpreters.partial_eval.trace_to_jaxpr_nocache")
+        return problems
+
+    def trace_call(self, frame: FrameType) -> TraceCall | None:
+        if frame.f_code.co_name != "trace_to_jaxpr_nocache":
+            return None
+        # The cached entry point's caller is the one that asked for the trace (jit's
+        # `_trace_for_jit`, a control-flow primitive); a direct call is its own.
+        caller = frame.f_back
+        if caller is not None and caller.f_code.co_name == "trace_to_jaxpr":
+            caller = caller.f_back
+        return self._trace_call(frame, caller)
 
 
 class _CreatePjitJaxpr(_HookSet):
@@ -1040,7 +1073,11 @@ def _hooks() -> _HookSet:
         # `_create_pjit_jaxpr`. A JAX with neither gets the newest set, whose `missing()`
         # then names what is absent.
         if hasattr(pjit, "_trace_for_jit") or not hasattr(pjit, "_create_pjit_jaxpr"):
-            _HOOKS = _TraceToJaxpr()
+            from jax._src.interpreters import partial_eval as pe
+
+            # From 0.11 on the trace event fires one frame further down.
+            nocache = hasattr(pe, "trace_to_jaxpr_nocache")
+            _HOOKS = _TraceToJaxprNocache() if nocache else _TraceToJaxpr()
         else:
             _HOOKS = _CreatePjitJaxpr()
     return _HOOKS
