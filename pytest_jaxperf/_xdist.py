@@ -14,6 +14,13 @@ class _Session(Protocol):
     def merge_worker(self, data: dict[str, Any]) -> None: ...
 
 
+def loaded(config: Any) -> bool:
+    """Whether pytest-xdist is loaded: by its entry point ("xdist"), or by `-p xdist.plugin`
+    / PYTEST_PLUGINS where plugin autoloading is off (PYTEST_DISABLE_PLUGIN_AUTOLOAD)."""
+    manager = config.pluginmanager
+    return bool(manager.hasplugin("xdist") or manager.hasplugin("xdist.plugin"))
+
+
 def is_worker(config: Any) -> bool:
     return hasattr(config, "workerinput")
 

@@ -106,7 +106,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session.configure_dispatch()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "jaxperf-session")
-    if config.pluginmanager.hasplugin("xdist") and not _xdist.is_worker(config):
+    if _xdist.loaded(config) and not _xdist.is_worker(config):
         config.pluginmanager.register(_xdist.XdistHooks(session), "jaxperf-xdist")
 
 
@@ -116,6 +116,7 @@ def _under_valgrind(config: pytest.Config) -> None:
     import os
     import sys
 
+    from . import _xdist
     from .measure import instructions
 
     if instructions.under_valgrind():
@@ -123,8 +124,7 @@ def _under_valgrind(config: pytest.Config) -> None:
         if problem is not None:
             raise pytest.UsageError(f"pytest-jaxperf: {problem}")
         return
-    workers = config.getoption("numprocesses", None) if config.pluginmanager.hasplugin(
-        "xdist") else None  # fmt: skip
+    workers = config.getoption("numprocesses", None) if _xdist.loaded(config) else None
     problem = instructions.startup_problem(os.environ.get("JAX_PLATFORMS"), workers)
     if problem is not None:
         raise pytest.UsageError(f"pytest-jaxperf: {problem}")
