@@ -130,3 +130,57 @@ def test_self_check_passes_on_the_jax_011_layout_only_with_its_hook_set(
         "compiles": "an evicted probe function was not compiled again",
     }
     assert results["_TraceToJaxprNocache"] == {}
+
+
+# jax 0.11's FlatTree cases, by the names `_static_diffs` tells them by.
+class FTStatic:
+    def __init__(self, val: Any) -> None:
+        self.val = val
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            type(other) is FTStatic and type(self.val) is type(other.val) and self.val == other.val
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class FTTuple:
+    def __init__(self, *elts: Any) -> None:
+        self.elts = elts
+
+
+class FTDict:
+    def __init__(self, keys: tuple[str, ...], vals: tuple[Any, ...]) -> None:
+        self.keys, self._vals = keys, vals
+
+
+class FTPyTree:
+    pass
+
+
+def _jit_args(k: Any, **kwargs: Any) -> FTTuple:
+    """jit's FlatTree of (x, k) with `k` and the keyword arguments static."""
+    keys = tuple(sorted(kwargs))
+    return FTTuple(
+        FTTuple(FTPyTree(), FTStatic(k)), FTDict(keys, tuple(FTStatic(kwargs[n]) for n in keys))
+    )
+
+
+def test_jax_011_static_argument_causes_are_read_from_its_flat_trees() -> None:
+    # jax 0.11.2 explains these misses as "cache miss explanation unavailable" (checked on
+    # the GPU machine's jax 0.11.2, where these lines parse to the causes below).
+    from pytest_jaxperf import causes
+
+    lines = _jaxhooks._static_diffs(_jit_args(2, m=3), _jit_args(1, m=3))
+    assert causes.cause("different input pytree:\n" + "\n".join(lines), ["x", "k"]) == (
+        "static argument k: 1 -> 2"
+    )
+    lines = _jaxhooks._static_diffs(_jit_args(2, m=4), _jit_args(2, m=3))
+    assert causes.cause("\n".join(lines), ["x", "k"]) == "static argument m: 3 -> 4"
+    assert _jaxhooks._static_diffs(_jit_args(2, m=3), _jit_args(2, m=3)) == []
+    # 1 and 1.0 are equal but not the same static value: JAX retraces.
+    assert len(_jaxhooks._static_diffs(_jit_args(1.0), _jit_args(1))) == 1
+    # Different structures (a keyword added) are JAX's to explain.
+    assert _jaxhooks._static_diffs(_jit_args(2, m=3), _jit_args(2)) == []
+    assert _jaxhooks._static_diffs(_jit_args(2), FTPyTree()) == []

@@ -725,6 +725,27 @@ class _TraceToJaxprNocache(_TraceToJaxpr):
             problems.append("jax._src.interpreters.partial_eval.trace_to_jaxpr_nocache")
         return problems
 
+    def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
+        seen, text = super().miss_explanation(call, previous)
+        if not seen or text is None or "explanation unavailable" not in text:
+            return seen, text
+        # jax 0.11 keeps static arguments out of the pytree JAX diffs (a FlatTree's
+        # `FTStatic` has a leaf treedef), so it cannot explain them: compared here.
+        from jax._src.interpreters import partial_eval as pe
+
+        try:
+            keys = pe.trace_to_jaxpr.cache_keys()
+            earlier = [k[2][0] for k in keys if k and k[0]() is call.fun]
+            last = previous[0][1][0] if isinstance(previous, tuple) else None
+            candidates = [last] if any(last is k for k in earlier) else earlier
+            diffs = [d for old in candidates if (d := _static_diffs(call.in_avals, old))]
+        except Exception:
+            return seen, text
+        if not diffs:
+            return seen, text
+        fewest = min(diffs, key=lambda lines: len(lines))
+        return seen, "different input pytree:\n" + "\n".join(fewest)
+
     def trace_call(self, frame: FrameType) -> TraceCall | None:
         if frame.f_code.co_name != "trace_to_jaxpr_nocache":
             return None
@@ -734,6 +755,25 @@ class _TraceToJaxprNocache(_TraceToJaxpr):
         if caller is not None and caller.f_code.co_name == "trace_to_jaxpr":
             caller = caller.f_back
         return self._trace_call(frame, caller)
+
+
+def _static_diffs(new: Any, old: Any, path: str = "") -> list[str]:
+    """jax >= 0.9's lines for the static arguments that differ between two of jax 0.11's
+    FlatTrees of jit arguments (`FTTuple((FTTuple(args), FTDict(kwargs)))`, a static one
+    an `FTStatic`); classes told by name, as the module is absent before 0.11."""
+    kind = type(new).__name__
+    if kind != type(old).__name__:
+        return []
+    if kind == "FTStatic":
+        return [] if new == old else [_static_line(path, new.val, old.val)]
+    if kind == "FTTuple" and len(new.elts) == len(old.elts):
+        pairs = [(f"[{i}]", a, b) for i, (a, b) in enumerate(zip(new.elts, old.elts))]
+    elif kind == "FTDict":
+        olds = dict(zip(old.keys, old._vals))
+        pairs = [(f"[{k!r}]", v, olds[k]) for k, v in zip(new.keys, new._vals) if k in olds]
+    else:
+        return []
+    return [line for step, a, b in pairs for line in _static_diffs(a, b, path + step)]
 
 
 class _CreatePjitJaxpr(_HookSet):
