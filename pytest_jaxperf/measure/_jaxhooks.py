@@ -9,8 +9,10 @@ jax >= 0.9.0 (checked to 0.10.2; 0.11 read from its source): `_TraceToJaxpr`
   `pe.trace_to_jaxpr(fun, in_avals, debug_info, ...)`; a jit's when the caller frame is
   `_trace_for_jit`, an eager body's when `core.trace_ctx.trace` is an EvalTrace;
   jax >= 0.11 (`_TraceToJaxprNocache`): the event fires in `pe.trace_to_jaxpr_nocache`,
-  which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down;
-- causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`;
+  which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down
+  (checked on jax 0.11.2);
+- causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`; on jax >= 0.11,
+  which cannot explain a changed static argument, the keys' `FTStatic` values compared here;
 - eviction: `evict_weakref` per function on every listable cache in `util._caches`,
   `evict_function` on the `lu.cache`s (pmap's).
 
