@@ -29,8 +29,9 @@ status=0
 echo "work folder: $WORK"
 "$PY" -c 'import sys, jax, jaxlib; print("python", sys.version.split()[0], "jax", jax.__version__, "jaxlib", jaxlib.__version__)'
 
-selfcheck() {  # $1: JAX_PLATFORMS value ("" = JAX's default)
-    JAX_PLATFORMS=$1 timeout 60 "$PY" - "$WORK" <<'EOF'
+selfcheck() {  # $1: JAX_PLATFORMS value ("" = unset: JAX's default backend)
+    if [ -n "$1" ]; then export JAX_PLATFORMS=$1; else unset JAX_PLATFORMS; fi
+    timeout 60 "$PY" - "$WORK" <<'EOF'
 import sys
 from pathlib import Path
 
@@ -50,9 +51,10 @@ EOF
 
 echo "== (a) self-check"
 selfcheck cpu || status=1
-if [ "$(JAX_PLATFORMS= timeout 60 "$PY" -c 'import jax; print(jax.default_backend())' 2>/dev/null)" != cpu ]; then
+if [ "$(env -u JAX_PLATFORMS timeout 60 "$PY" -c 'import jax; print(jax.default_backend())' 2>/dev/null)" != cpu ]; then
     selfcheck "" || status=1
 fi
+export JAX_PLATFORMS=cpu
 
 echo "== (b) example project: tests/test_side_effects.py with --jaxperf on cpu"
 (cd example_project && JAX_PLATFORMS=cpu PYTHONPATH="..:.${PYTHONPATH:+:$PYTHONPATH}" \
