@@ -16,6 +16,13 @@ class _Session(Protocol):
     def merge_worker(self, data: dict[str, Any]) -> None: ...
 
 
+def loaded(config: Any) -> bool:
+    """Whether pytest-xdist is loaded: by its entry point ("xdist"), or by `-p xdist.plugin`
+    / PYTEST_PLUGINS where plugin autoloading is off (PYTEST_DISABLE_PLUGIN_AUTOLOAD)."""
+    manager = config.pluginmanager
+    return bool(manager.hasplugin("xdist") or manager.hasplugin("xdist.plugin"))
+
+
 def is_worker(config: Any) -> bool:
     return hasattr(config, "workerinput")
 
@@ -32,7 +39,7 @@ def distribution(config: Any) -> str | None:
     its options ("-n 2", "--dist load --tx 2*popen", "--looponfail"); None when it starts
     none. Read from the options xdist resolved before pytest_configure, so `-n`, `-d`,
     `--dist` with `--tx`, and all of them from ini addopts or PYTEST_ADDOPTS alike."""
-    if not config.pluginmanager.hasplugin("xdist") or is_worker(config):
+    if not loaded(config) or is_worker(config):
         return None
     option = config.option
     if getattr(option, "looponfail", False):

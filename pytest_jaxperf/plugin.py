@@ -107,7 +107,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session.configure_dispatch()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "jaxperf-session")
-    if config.pluginmanager.hasplugin("xdist") and not _xdist.is_worker(config):
+    if _xdist.loaded(config) and not _xdist.is_worker(config):
         config.pluginmanager.register(_xdist.XdistHooks(session), "jaxperf-xdist")
 
 

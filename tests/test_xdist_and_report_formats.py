@@ -34,6 +34,19 @@ def _counts(path: object) -> dict[str, tuple[int, int, int]]:
     }
 
 
+def test_xdist_loaded_by_name_with_autoload_off_still_merges_the_workers(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pytest-xdist's documented way without entry points registers it as "xdist.plugin".
+    jp.makepyfile(test_suite=SUITE)
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    plugins = ("-p", "xdist.plugin", "-p", "pytest_jaxperf.plugin")
+    result = jp.runpytest_subprocess(*plugins, "--jaxperf", "-n", "2", "--jaxperf-json=p.json")
+    result.assert_outcomes(passed=6)
+    assert len(_counts(jp.path / "p.json")) == 6
+    assert read_json(jp.path / "p.json")["environment"]["xdist_workers"] == 2
+
+
 def test_xdist_matches_serial_and_controller_writes_once(jp: pytest.Pytester) -> None:
     jp.makepyfile(test_suite=SUITE)
     serial = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=serial.json", *FAST)

@@ -4,11 +4,15 @@
 One hook set per range of JAX versions, chosen once by feature detection (attributes, not
 version strings) in `_hooks()`:
 
-jax >= 0.9.0 (checked to 0.11.x): `_TraceToJaxpr`
+jax >= 0.9.0 (checked to 0.10.2; 0.11 read from its source): `_TraceToJaxpr`
 - traces: test event "trace_to_jaxpr" inside the weakref_lru_cache'd
   `pe.trace_to_jaxpr(fun, in_avals, debug_info, ...)`; a jit's when the caller frame is
   `_trace_for_jit`, an eager body's when `core.trace_ctx.trace` is an EvalTrace;
-- causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`;
+  jax >= 0.11 (`_TraceToJaxprNocache`): the event fires in `pe.trace_to_jaxpr_nocache`,
+  which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down
+  (checked on jax 0.11.2);
+- causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`; on jax >= 0.11,
+  which cannot explain a changed static argument, the keys' `FTStatic` values compared here;
 - eviction: `evict_weakref` per function on every listable cache in `util._caches`,
   `evict_function` on the `lu.cache`s (pmap's).
 
@@ -696,10 +700,14 @@ class _TraceToJaxpr(_HookSet):
     def trace_call(self, frame: FrameType) -> TraceCall | None:
         if frame.f_code.co_name != "trace_to_jaxpr":
             return None
+        return self._trace_call(frame, frame.f_back)
+
+    def _trace_call(self, frame: FrameType, caller: FrameType | None) -> TraceCall:
+        """The trace whose locals (`fun`, `in_avals`, `debug_info`) `frame` holds, asked
+        for by `caller`."""
         from jax._src import core
 
         local = frame.f_locals
-        caller = frame.f_back
         by_jit = caller is not None and caller.f_code.co_name == "_trace_for_jit"
         return TraceCall(
             fun=local.get("fun"),
@@ -795,6 +803,73 @@ class _TraceToJaxpr(_HookSet):
                 evicted += 1
         _evict_functions(seen)
         return evicted
+
+
+class _TraceToJaxprNocache(_TraceToJaxpr):
+    """jax >= 0.11.0: the trace event moved into the uncached `pe.trace_to_jaxpr_nocache`,
+    which the weakref_lru_cache'd `pe.trace_to_jaxpr` calls (Pallas calls it directly). The
+    cache, its keys (after 0.11.0 without the qdd token) and the jit frames are as
+    in 0.9 - 0.10; only the frame holding the trace's locals is one further down."""
+
+    name = "trace_to_jaxpr_nocache (jax >= 0.11)"
+
+    def missing(self) -> list[str]:
+        from jax._src.interpreters import partial_eval as pe
+
+        problems = super().missing()
+        if not callable(getattr(pe, "trace_to_jaxpr_nocache", None)):
+            problems.append("jax._src.interpreters.partial_eval.trace_to_jaxpr_nocache")
+        return problems
+
+    def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
+        seen, text = super().miss_explanation(call, previous)
+        if not seen or text is None or "explanation unavailable" not in text:
+            return seen, text
+        # jax 0.11 keeps static arguments out of the pytree JAX diffs (a FlatTree's
+        # `FTStatic` has a leaf treedef), so it cannot explain them: compared here.
+        from jax._src.interpreters import partial_eval as pe
+
+        try:
+            keys = pe.trace_to_jaxpr.cache_keys()
+            earlier = [k[2][0] for k in keys if k and k[0]() is call.fun]
+            last = previous[0][1][0] if isinstance(previous, tuple) else None
+            candidates = [last] if any(last is k for k in earlier) else earlier
+            diffs = [d for old in candidates if (d := _static_diffs(call.in_avals, old))]
+        except Exception:
+            return seen, text
+        if not diffs:
+            return seen, text
+        fewest = min(diffs, key=lambda lines: len(lines))
+        return seen, "different input pytree:\n" + "\n".join(fewest)
+
+    def trace_call(self, frame: FrameType) -> TraceCall | None:
+        if frame.f_code.co_name != "trace_to_jaxpr_nocache":
+            return None
+        # The cached entry point's caller is the one that asked for the trace (jit's
+        # `_trace_for_jit`, a control-flow primitive); a direct call is its own.
+        caller = frame.f_back
+        if caller is not None and caller.f_code.co_name == "trace_to_jaxpr":
+            caller = caller.f_back
+        return self._trace_call(frame, caller)
+
+
+def _static_diffs(new: Any, old: Any, path: str = "") -> list[str]:
+    """jax >= 0.9's lines for the static arguments that differ between two of jax 0.11's
+    FlatTrees of jit arguments (`FTTuple((FTTuple(args), FTDict(kwargs)))`, a static one
+    an `FTStatic`); classes told by name, as the module is absent before 0.11."""
+    kind = type(new).__name__
+    if kind != type(old).__name__:
+        return []
+    if kind == "FTStatic":
+        return [] if new == old else [_static_line(path, new.val, old.val)]
+    if kind == "FTTuple" and len(new.elts) == len(old.elts):
+        pairs = [(f"[{i}]", a, b) for i, (a, b) in enumerate(zip(new.elts, old.elts))]
+    elif kind == "FTDict":
+        olds = dict(zip(old.keys, old._vals))
+        pairs = [(f"[{k!r}]", v, olds[k]) for k, v in zip(new.keys, new._vals) if k in olds]
+    else:
+        return []
+    return [line for step, a, b in pairs for line in _static_diffs(a, b, path + step)]
 
 
 class _CreatePjitJaxpr(_HookSet):
@@ -1147,7 +1222,11 @@ def _hooks() -> _HookSet:
         # `_create_pjit_jaxpr`. A JAX with neither gets the newest set, whose `missing()`
         # then names what is absent.
         if hasattr(pjit, "_trace_for_jit") or not hasattr(pjit, "_create_pjit_jaxpr"):
-            _HOOKS = _TraceToJaxpr()
+            from jax._src.interpreters import partial_eval as pe
+
+            # From 0.11 on the trace event fires one frame further down.
+            nocache = hasattr(pe, "trace_to_jaxpr_nocache")
+            _HOOKS = _TraceToJaxprNocache() if nocache else _TraceToJaxpr()
         else:
             _HOOKS = _CreatePjitJaxpr()
     return _HOOKS
