@@ -327,23 +327,13 @@ def test_runtime_gate(jp: pytest.Pytester) -> None:
     )
     jp.makepyfile(test_rt=RUNTIME.format(repeat=20))
     jp.runpytest("--jaxperf", "--jaxperf-save", *timing).assert_outcomes(passed=1)
-    # Unchanged code against its own baseline: no false alarm, ten times in a row.
-    for _ in range(10):
-        result = jp.runpytest("--jaxperf", *timing)
-        assert result.ret == 0, result.stdout.str()
-    # Eight times the work: this suite's own load (two xdist workers on two cores) moved
-    # unchanged code by +50% between runs, and 3x the work went unnoticed when the baseline
-    # happened to be timed under that load. test_benchmark_gates.py checks the exact rule on fixed
-    # samples.
-    jp.makepyfile(test_rt=RUNTIME.format(repeat=160))
-    result = jp.runpytest("--jaxperf", *timing)
-    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    result.stdout.fnmatch_lines(
-        lit(
-            "*runtime of benchmark 'work': baseline * -> now * (+*, +*%) "
-            "[median, runtime_rtol 1, Mann-Whitney p=*]"
-        )
-    )
+    # No exit code here depends on a timing verdict (this suite runs beside a second xdist
+    # worker, valgrind's runs included: unchanged code has read +122% under it). Whether the
+    # gate fails a slowdown is checked on fixed samples in test_benchmark_gates.py; here the
+    # runtime is reported only, so that the wording and the rest of the verdict are checked.
+    unchanged = jp.runpytest("--jaxperf", "--jaxperf-timing=report", *timing)
+    unchanged.assert_outcomes(passed=1)
+    unchanged.stdout.fnmatch_lines(lit("jaxperf: 0 regressions, *"))
     # The wording of a breach that is reported only; 32x the work, so that a second
     # measurement under this suite's load still shows it.
     jp.makepyfile(test_rt=RUNTIME.format(repeat=640))
@@ -353,7 +343,8 @@ def test_runtime_gate(jp: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(
         lit(
             "test_rt.py::test_runtime * reported only",
-            "reported only: test_rt.py::test_runtime: runtime of benchmark 'work': *",
+            "reported only: test_rt.py::test_runtime: runtime of benchmark 'work': baseline * ->"
+            " now * (+*, +*%) [median, runtime_rtol 1, Mann-Whitney p=*]",
             "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated, 1 reported only",
         )
     )
