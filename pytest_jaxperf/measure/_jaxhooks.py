@@ -142,20 +142,10 @@ _OWN_SETTINGS: tuple[tuple[str, Any], ...] = (
 )
 
 
-@contextlib.contextmanager
-def own_settings() -> Iterator[None]:
+def own_settings() -> contextlib.AbstractContextManager[None]:
     """JAX's defaults for the settings above, on this thread, whatever the user set (an
     option this JAX lacks is skipped)."""
-    with contextlib.ExitStack() as stack:
-        for name, value in _OWN_SETTINGS:
-            state = _config_state(name)
-            if state is None:
-                continue
-            try:
-                stack.enter_context(state(value))
-            except Exception:  # an option whose values differ on this JAX: left as it is
-                continue
-        yield
+    return _pinned(_OWN_SETTINGS)
 
 
 # Pinned while a kept program is lowered and compiled again to confirm a compile-time
