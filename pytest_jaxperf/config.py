@@ -117,6 +117,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_export", "--jaxperf-export", "export", None,
            "also write this run's metrics for a benchmark service: FORMAT:PATH, FORMAT one of "
            f"{', '.join(EXPORT_FORMATS)} (as jaxperf export --format FORMAT)"),
+    Option("jaxperf_no_reference_compile", "--jaxperf-no-reference-compile", "bool", False,
+           "do not measure the machine's reference compile before the first test (a Python "
+           "process of its own and 3-5 compiles, 2-5 s a session); compile time is then not "
+           "compared with baseline entries from another CPU model"),
     Option("jaxperf_allow_partial", "--jaxperf-allow-partial", "bool", False,
            "when the start-up self-check finds a JAX hook missing, warn and mark the affected "
            "metrics 'not measured' (never gated) instead of refusing to run"),
@@ -160,6 +164,8 @@ class Settings:
     html: Path | None
     history: Path | None
     allow_partial: bool = False
+    # Measure the machine's reference compile before the first test (measure/reference.py).
+    reference_compile: bool = True
     export: tuple[str, Path] | None = None  # (format, path)
     # How the user named each option that was set: "--jaxperf-json" or "ini option
     # jaxperf_json", so that an error about its value names what to change.
@@ -225,6 +231,7 @@ class Settings:
             html=values["jaxperf_html"],
             history=values["jaxperf_history"],
             allow_partial=values["jaxperf_allow_partial"],
+            reference_compile=not values["jaxperf_no_reference_compile"],
             export=values["jaxperf_export"],
             origins=origins,
         )

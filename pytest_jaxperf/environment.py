@@ -33,6 +33,11 @@ SAMPLES_KEY = "reference_compile_samples"
 # machines would be off by about as much (the cross-model data's references, one per run,
 # ranged 0.364-0.558 s on one machine; its compile seconds stayed within 2.40x).
 NOISY_SPREAD = 0.5
+# Why compile seconds are not scaled where the baseline has a reference and this run none.
+NO_REFERENCE_HERE = (
+    "this run measured no reference compile (--jaxperf-no-reference-compile, or it failed) "
+    "to scale by"
+)
 # Why a run on pytest-xdist workers gates no timings (by the plugin, nor by `jaxperf compare`
 # reading its report): they were measured beside other workers.
 UNDER_XDIST = "measured under pytest-xdist, beside other workers"
@@ -123,9 +128,14 @@ def _positive(value: Any) -> TypeGuard[float]:
 def too_noisy(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
     """Why compile seconds are not scaled between the two machines although the machine is
     the only difference: a reference whose samples spread more than NOISY_SPREAD (a
-    reference saved before its spread was stored is taken as it is). None otherwise."""
-    if not _differences(MACHINE_KEYS, baseline, current):
+    reference saved before its spread was stored is taken as it is), or none measured by
+    this run where the baseline has one. None otherwise."""
+    machine = _differences(MACHINE_KEYS, baseline, current)
+    if not machine:
         return None
+    if REFERENCE_KEY in baseline and REFERENCE_KEY not in current:
+        only = len(timing_differences(baseline, current)) == len(machine)
+        return NO_REFERENCE_HERE if only else None
     noisy = []
     for where, env in (("there", baseline), ("here", current)):
         spread = env.get(SPREAD_KEY)

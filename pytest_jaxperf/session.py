@@ -93,9 +93,11 @@ class JaxPerfSession:
         nor on pytest-xdist workers (their timings are never gated: ten workers measuring at
         once would only skew it), nor under valgrind (the instructions clock: a compile takes
         ~20x as long there, and its seconds are compared on the baseline's CPU model only),
-        nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs compare on one machine)."""
+        nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs compare on one machine), nor where
+        the user said not to (--jaxperf-no-reference-compile)."""
         if (
             session.config.option.collectonly
+            or not self.settings.reference_compile
             or self.config.stash.get(NO_REFERENCE_KEY, False)
             or _xdist.is_worker(self.config)
             or not any(self._recorded(item) for item in session.items)

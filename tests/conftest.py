@@ -39,10 +39,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.e2e)
 
 
+# The inner sessions' ini: no cache dir, and no reference compile (a Python process and
+# five compiles, 2-5 s, before each session's first test: the suite runs hundreds of
+# sessions). The tests about the reference measure it (`reference_on`, `steady_reference`).
+JP_INI = "[pytest]\naddopts = -p no:cacheprovider\njaxperf_no_reference_compile = true\n"
+# The same, measuring the reference.
+JP_INI_WITH_REFERENCE = "[pytest]\naddopts = -p no:cacheprovider\n"
+
+
 @pytest.fixture
 def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A pytester whose inner sessions see only the CPU and have no cache dir."""
-    pytester.makeini("[pytest]\naddopts = -p no:cacheprovider\n")
+    """A pytester whose inner sessions see only the CPU, have no cache dir and measure no
+    reference compile."""
+    pytester.makeini(JP_INI)
     monkeypatch.setenv("JAX_PLATFORMS", "cpu")
     # Tests rewrite a module within the same second at the same size (f32[3] -> f32[4]):
     # a cached .pyc, judged by mtime and size, would run the old code.
@@ -51,9 +60,17 @@ def jp(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pyt
 
 
 @pytest.fixture
-def steady_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+def reference_on(jp: pytest.Pytester) -> pytest.Pytester:
+    """`jp` whose inner sessions measure the reference compile, as they do by default."""
+    jp.makeini(JP_INI_WITH_REFERENCE)
+    return jp
+
+
+@pytest.fixture
+def steady_reference(monkeypatch: pytest.MonkeyPatch, reference_on: pytest.Pytester) -> None:
     """A reference compile of 0.2 s spread 5% on this machine (injected: on a loaded machine
-    the real one may be too noisy to scale by, and then compile time is rightly left out)."""
+    the real one may be too noisy to scale by, and then compile time is rightly left out),
+    measured by `jp`'s inner sessions."""
     from pytest_jaxperf.measure import machine, reference
 
     env = machine.capture()

@@ -31,7 +31,8 @@ def test_b():
 """
 
 
-def test_a_partial_save_keeps_the_other_entries_environment(jp: pytest.Pytester) -> None:
+def test_a_partial_save_keeps_the_other_entries_environment(reference_on: pytest.Pytester) -> None:
+    jp = reference_on
     jp.makepyfile(test_envs=SUITE)
     jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2)
     path = jp.path / ".jaxperf" / "baseline.json"

@@ -18,7 +18,10 @@ from conftest import EXAMPLE, lit
 pytestmark = pytest.mark.jax_internals
 
 VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
-COUNTS_ONLY = ("--jaxperf-compile-rtol=1000", "--jaxperf-runtime-rtol=1000")
+# No reference compile either: no compile time decides here.
+COUNTS_ONLY = (
+    "--jaxperf-compile-rtol=1000", "--jaxperf-runtime-rtol=1000", "--jaxperf-no-reference-compile"
+)  # fmt: skip
 
 
 class Case(NamedTuple):

@@ -4,12 +4,13 @@ the wider tolerance across CPU models (injected measurements and numbers, then e
 
 from __future__ import annotations
 
+import json
 import threading
 from typing import Any
 
 import pytest
 from _records import fn, rec
-from conftest import read_json
+from conftest import ONE_JITTED_TEST, read_json
 
 from pytest_jaxperf.compare import COMPILE_TIME, Gating, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
@@ -168,6 +169,7 @@ def test_across_cpu_models_compile_time_has_the_wider_cross_machine_margin() -> 
 # A recorded test whose fixture leaves two threads busy until its teardown (as an
 # asynchronous checkpoint writer does): NumPy matrix products and a Python loop.
 BUSY_FIXTURE_TEST = """
+import json
 import threading
 
 import jax
@@ -210,8 +212,9 @@ def test_with_busy_threads(busy_writer):
 
 
 def test_busy_threads_of_a_tests_fixture_cannot_skew_the_stored_reference(
-    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    jp = reference_on
     # The real measurement (a child process), watched: which threads of this process ran
     # and whether any test had started when it was taken.
     monkeypatch.setattr(reference, "_MEASURED", [])
@@ -238,11 +241,51 @@ def test_busy_threads_of_a_tests_fixture_cannot_skew_the_stored_reference(
 
 
 def test_a_run_that_records_nothing_measures_no_reference(
-    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    jp = reference_on
     monkeypatch.setattr(reference, "_MEASURED", [])
     calls: list[int] = []
     monkeypatch.setattr(reference, "MEASURE", lambda samples: calls.append(samples))
     jp.makepyfile(test_plain="def test_plain():\n    assert True\n")
     assert jp.runpytest("--jaxperf").ret == 0
     assert calls == []
+
+
+def test_no_reference_compile_measures_none_and_says_what_it_leaves_out(
+    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, measured: list[int]
+) -> None:
+    jp = reference_on
+    _fake(monkeypatch, measured, 0.2, _here())
+    jp.makepyfile(test_one=ONE_JITTED_TEST)
+    assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
+    assert measured == [reference.SAMPLES]
+    path = jp.path / ".jaxperf" / "baseline.json"
+    data = read_json(path)
+    assert data["environment"][REFERENCE_KEY] == 0.2
+    # As saved on another CPU model; this run measures no reference (flag, then ini).
+    data["environment"]["cpu"] = "Another CPU"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    for how in (("--jaxperf-no-reference-compile",), ("-o", "jaxperf_no_reference_compile=1")):
+        reference._MEASURED.clear()
+        result = jp.runpytest("--jaxperf", "--jaxperf-json=run.json", *how)
+        result.assert_outcomes(passed=1)
+        assert measured == [reference.SAMPLES]
+        assert REFERENCE_KEY not in read_json(jp.path / "run.json")["environment"]
+        result.stdout.fnmatch_lines([
+            "jaxperf: compile time of 1 test not gated: environment differs (cpu Another CPU "
+            "-> *); this run measured no reference compile (--jaxperf-no-reference-compile, or "
+            "it failed) to scale by"
+        ])  # fmt: skip
+    # Measured again without it.
+    reference._MEASURED.clear()
+    assert jp.runpytest("--jaxperf").ret == 0
+    assert measured == [reference.SAMPLES] * 2
+
+
+def _here() -> tuple[tuple[str, str], ...]:
+    """This machine as the reference's cache keys name it (so that its value is stored)."""
+    from pytest_jaxperf.measure import machine
+
+    env = machine.capture()
+    return tuple((k, str(env.get(k))) for k in reference._CACHE_KEYS)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import lit, read_json
+from conftest import JP_INI, lit, read_json
 
 # The user's tolerances, wide: the inner runs compete with this suite (and whatever else
 # runs) for the CPUs, and a timing outside its tolerance is (rightly) rewritten: a 64-element
@@ -51,11 +51,42 @@ def test_steps():
 LOOP, STEPS = "test_suite.py::test_loop", "test_suite.py::test_steps"
 
 
+# The variables the generated suites read, unset for their first save.
+SWITCHES = ("JAXPERF_T_RETRACE", "JAX_DISABLE_JIT", "JAXPERF_T_A", "JAXPERF_T_B")
+
+
+def _first_save(where: Path, name: str, source: str) -> Path:
+    """The baseline a first `--jaxperf-save` of `source` (as `name`.py, in `jp`'s setting)
+    writes: saved once per module, for the tests that start from it (each copies it)."""
+    where.mkdir()
+    # As pytester's makepyfile writes it (stripped): the functions' keys name their lines.
+    (where / f"{name}.py").write_text(source.strip(), encoding="utf-8")
+    (where / "tox.ini").write_text(JP_INI, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in {*SWITCHES, "PYTEST_ADDOPTS"}}
+    env.update(JAX_PLATFORMS="cpu", PYTHONDONTWRITEBYTECODE="1")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", *SAVE], cwd=where, env=env, capture_output=True,
+        text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return where / ".jaxperf" / "baseline.json"
+
+
+@pytest.fixture(scope="module")
+def suite_saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _first_save(tmp_path_factory.mktemp("suite") / "saved", "test_suite", SUITE)
+
+
 @pytest.fixture
-def suite(jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    monkeypatch.delenv("JAXPERF_T_RETRACE", raising=False)
-    monkeypatch.delenv("JAX_DISABLE_JIT", raising=False)
+def suite(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, suite_saved: Path
+) -> pytest.Pytester:
+    """SUITE with its first save's baseline."""
+    for name in SWITCHES:
+        monkeypatch.delenv(name, raising=False)
     jp.makepyfile(test_suite=SUITE)
+    _baseline(jp).parent.mkdir()
+    shutil.copyfile(suite_saved, _baseline(jp))
     return jp
 
 
@@ -72,7 +103,6 @@ def _save(jp: pytest.Pytester, *args: str) -> pytest.RunResult:
 def test_a_counts_only_refresh_keeps_the_runtime_and_its_environment(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _save(suite)
     first = read_json(_baseline(suite))
     runtime = first["tests"][LOOP]["benchmarks"]["loop"]["runtime"]
     assert runtime["rounds"] > 0
@@ -97,7 +127,6 @@ def test_a_counts_only_refresh_keeps_the_runtime_and_its_environment(
 def test_a_save_with_jit_disabled_keeps_every_entry(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _save(suite)
     before = _baseline(suite).read_bytes()
     monkeypatch.setenv("JAX_DISABLE_JIT", "1")
     result = _save(suite)
@@ -117,7 +146,6 @@ def test_a_save_with_jit_disabled_keeps_every_entry(
 def test_an_unchanged_resave_rewrites_nothing_and_a_change_only_its_entry(
     suite: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _save(suite)
     first = _baseline(suite).read_text()
     result = _save(suite)
     result.stdout.fnmatch_lines(
@@ -192,15 +220,21 @@ def _git(cwd: Path, *args: str, date: int = 0) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.fixture(scope="module")
+def two_saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _first_save(tmp_path_factory.mktemp("two") / "saved", "test_two", TWO)
+
+
 @pytest.fixture
-def repo(jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+def repo(jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, two_saved: Path) -> pytest.Pytester:
     """A git repository of TWO with its baseline saved and committed on `main`."""
     if shutil.which("git") is None:
         pytest.skip("needs git")
-    for name in ("JAXPERF_T_A", "JAXPERF_T_B"):
+    for name in SWITCHES:
         monkeypatch.delenv(name, raising=False)
     jp.makepyfile(test_two=TWO)
-    _save(jp)
+    _baseline(jp).parent.mkdir()
+    shutil.copyfile(two_saved, _baseline(jp))
     assert _git(jp.path, "init", "-q", "-b", "main").returncode == 0
     _git(jp.path, "add", "test_two.py", "tox.ini", ".jaxperf/baseline.json")
     assert _git(jp.path, "commit", "-qm", "baseline").returncode == 0
@@ -287,14 +321,14 @@ def test_an_unchanged_resave_of_the_example_project_is_byte_identical(
 
 
 def test_a_baseline_from_another_cpu_without_a_reference_says_a_resave_gates_it(
-    suite: pytest.Pytester,
+    suite: pytest.Pytester, reference_on: pytest.Pytester
 ) -> None:
-    _save(suite, "-k", "test_steps")
     path = _baseline(suite)
     data = read_json(path)
-    # As saved on another CPU by a pytest-jaxperf that measured no reference compile.
+    # As saved on another CPU by a pytest-jaxperf that measured no reference compile (this
+    # one was saved with --jaxperf-no-reference-compile); this run measures one.
+    assert "reference_compile_cpu_s" not in data["environment"]
     data["environment"]["cpu"] = "Another CPU"
-    del data["environment"]["reference_compile_cpu_s"]
     path.write_text(json.dumps(data), encoding="utf-8")
     result = suite.runpytest("--jaxperf", "-k", "test_steps")
     result.assert_outcomes(passed=1)

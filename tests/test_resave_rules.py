@@ -69,6 +69,20 @@ def test_timings_within_tolerance_keep_the_stored_values() -> None:
     assert (how.tally.updated, how.tally.kept, how.tally.added) == (1, 0, 0)
 
 
+def test_a_save_without_a_reference_keeps_the_one_stored_for_this_machine() -> None:
+    base, _ = _save(None, _test(compile_s=0.2), HERE)
+    # --jaxperf-no-reference-compile: the run's environment has none.
+    unmeasured = {k: v for k, v in HERE.items() if k != REFERENCE_KEY}
+    moved, how = _save(base, _test(traces=2, compile_s=0.5), unmeasured)
+    assert (moved.tests["t::a"].traces, moved.tests["t::a"].compile_s) == (2, 0.5)
+    assert moved.environment == HERE and moved.tests["t::a"].environment is None
+    assert (how.tally.updated, how.tally.kept) == (1, 0)
+    # On another machine the stored reference is not this one's: none is kept.
+    elsewhere = {**unmeasured, "cpu": "Intel(R) Xeon(R) Processor"}
+    moved, _ = _save(base, _test(traces=2, compile_s=0.5), elsewhere)
+    assert moved.environment == elsewhere
+
+
 def test_a_save_under_xdist_keeps_the_serial_timings_and_environment() -> None:
     base, _ = _save(None, _test(compile_s=0.2, b=_bench(1e-3)), HERE)
     workers = {**HERE, "xdist_workers": 2}

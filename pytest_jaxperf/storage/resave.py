@@ -362,11 +362,14 @@ def _as_stored(
 ) -> dict[str, Any]:
     """The run's environment; the stored one where they differ only in this machine's
     reference compile by less than the compile tolerance (one more sample of the same
-    machine: rewriting it would change the file and move nothing)."""
+    machine: rewriting it would change the file and move nothing) or where the run measured
+    none (--jaxperf-no-reference-compile: the stored one is still this machine's)."""
     measured = {k for k in {*env, *stored} if k.startswith("reference_")} | {"not_measured"}
     if any(env.get(k) != stored.get(k) for k in {*env, *stored} - measured):
         return dict(env)
-    if not _seconds_close(stored.get(REFERENCE_KEY), env.get(REFERENCE_KEY), tol):
+    if REFERENCE_KEY in env and not _seconds_close(
+        stored.get(REFERENCE_KEY), env.get(REFERENCE_KEY), tol
+    ):
         return dict(env)
     out = {k: v for k, v in stored.items() if k != "not_measured"}
     if "not_measured" in env:
