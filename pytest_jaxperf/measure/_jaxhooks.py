@@ -55,11 +55,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import itertools
 import os
 import sys
 import weakref
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any
 
@@ -87,9 +88,10 @@ class TraceCall:
     static: tuple[Any, ...] = ()  # the jit call's static arguments
     # The same by JAX's input path in its explanations: (("[0][1]", 3), ("[1]['k']", 2)).
     static_at: tuple[tuple[str, Any], ...] = ()
-    # jax 0.6 - 0.8: JAX's cache key of this trace and the function's earlier keys.
+    # jax 0.6 - 0.8: JAX's cache key of this trace, and the function's lu.cache dict, whose
+    # keys are its earlier traces' (looked up, not copied: see `miss_explanation`).
     key: Any = None
-    earlier: tuple[Any, ...] = ()
+    cached: dict[Any, Any] | None = field(default=None, compare=False)
 
 
 def jax_version() -> str:
@@ -670,6 +672,13 @@ class _TraceToJaxpr(_HookSet):
     test_event = "trace_to_jaxpr"
     evicts_infer_params = True  # one of the listable weakref_lru_caches evict() walks
 
+    def __init__(self) -> None:
+        # The trace cache's miss count at the last miss announced, and the number of the
+        # stretch of its life since it last did not go up by one from miss to miss (see
+        # `_earlier_keys`).
+        self._misses: int | None = None
+        self._epoch = 0
+
     def missing(self) -> list[str]:
         from jax._src import core, util
         from jax._src.interpreters import partial_eval as pe
@@ -690,7 +699,22 @@ class _TraceToJaxpr(_HookSet):
     def trace_call(self, frame: FrameType) -> TraceCall | None:
         if frame.f_code.co_name != "trace_to_jaxpr":
             return None
+        self._observe_miss()
         return self._trace_call(frame, frame.f_back)
+
+    def _observe_miss(self) -> None:
+        """A miss of `pe.trace_to_jaxpr` was announced (JAX counts it before calling the
+        function). A count that is not the last one plus one starts a new epoch: the cache
+        was cleared since (the count restarts at 0), or misses went unannounced."""
+        from jax._src.interpreters import partial_eval as pe
+
+        try:
+            misses: int | None = int(pe.trace_to_jaxpr.cache_info().misses)
+        except Exception:
+            misses = None
+        if misses is None or self._misses is None or misses != self._misses + 1:
+            self._epoch += 1
+        self._misses = misses
 
     def _trace_call(self, frame: FrameType, caller: FrameType | None) -> TraceCall:
         """The trace whose locals (`fun`, `in_avals`, `debug_info`) `frame` holds, asked
@@ -712,35 +736,62 @@ class _TraceToJaxpr(_HookSet):
     def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
         from jax._src.interpreters import partial_eval as pe
 
-        # JAX's keys: (fun_ref, trace context, (in_avals, debug_info, *context), kwargs);
-        # the context (0.9's qdd token) is compared as is: JAX does not explain it.
-        keys: list[Any] = [
-            (k[1], tuple(k[2]), {})
-            for k in pe.trace_to_jaxpr.cache_keys()
-            if k and k[0]() is call.fun
-        ]
+        new = self._key(call)
+        last, config_then, epoch = _previous(previous)
+        keys, same = self._earlier_keys(call, new, last, epoch)
         if not keys:
             return False, None
-        (ctx, args, _), config_now = self.cache_key(call)
-        last, config_then = previous if isinstance(previous, tuple) else (None, None)
-        same = [k for k in keys if (k[0], k[1][:2], {}) == last]
+        # The context part of JAX's keys (0.9's qdd token) is compared as is: JAX does not
+        # explain it.
+        ctx, args, _ = new
         try:
-            diffs = [
-                pe.diff_tracing_cache_keys((ctx, (*args, *k[1][2:]), {}), k) for k in same or keys
-            ]
+            diffs = [pe.diff_tracing_cache_keys((ctx, (*args, *k[1][2:]), {}), k) for k in keys]
         except Exception:
             return True, None
         text = str(min(diffs)[-1])
         if same and _CONTEXT_MISS in text and "differs:" not in text:
             # jax 0.9 does not name the option (0.10 does): named from the snapshots.
-            text = "\n".join([text, *_context_lines(config_now, config_then)])
+            text = "\n".join([text, *_context_lines(_config_values(), config_then)])
         return True, text
 
-    def cache_key(self, call: TraceCall) -> Any:
+    def _key(self, call: TraceCall) -> Any:
+        """JAX's key of this trace as `cache_keys()` lists it, less the function and the
+        context part: (trace context, (in_avals, debug_info), {})."""
         from jax._src import config
 
-        key: Any = (config.trace_context(), (call.in_avals, call.debug_info), {})
-        return key, _config_values()
+        return (config.trace_context(), (call.in_avals, call.debug_info), {})
+
+    def _earlier_keys(
+        self, call: TraceCall, new: Any, last: Any | None, epoch: int | None
+    ) -> tuple[list[Any], bool]:
+        """The keys of `call.fun`'s earlier traces to explain this trace by, and whether they
+        are its last trace's (`last`, from `cache_key`) alone.
+
+        The last trace's key is still in the cache when the cache was not cleared since (the
+        same epoch) and the new key differs from it (an equal one would have been a hit, so
+        that entry is gone: evicted, as `jitted.clear_cache()` does). It alone is then
+        diffed, without reading the cache: listing its keys costs what the whole cache holds,
+        thousands of entries in a test that traces thousands of times, on every retrace.
+        Otherwise the function's keys are read from that listing (as JAX's own `explain`
+        does), at most once per function after each new epoch."""
+        from jax._src.interpreters import partial_eval as pe
+
+        if last is not None and epoch == self._epoch:
+            try:
+                if new != last:
+                    return [last], True
+            except Exception:
+                pass  # keys that cannot be compared: read from the cache
+        keys: list[Any] = [
+            (k[1], tuple(k[2]), {})
+            for k in _all_keys(pe.trace_to_jaxpr)
+            if k and k[0]() is call.fun
+        ]
+        same = [k for k in keys if (k[0], k[1][:2], {}) == last]
+        return (same or keys), bool(same)
+
+    def cache_key(self, call: TraceCall) -> Any:
+        return self._key(call), _config_snapshot(), self._epoch
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = find_frame("_trace_for_jit", start=4)
@@ -817,13 +868,10 @@ class _TraceToJaxprNocache(_TraceToJaxpr):
             return seen, text
         # jax 0.11 keeps static arguments out of the pytree JAX diffs (a FlatTree's
         # `FTStatic` has a leaf treedef), so it cannot explain them: compared here.
-        from jax._src.interpreters import partial_eval as pe
-
         try:
-            keys = pe.trace_to_jaxpr.cache_keys()
-            earlier = [k[2][0] for k in keys if k and k[0]() is call.fun]
-            last = previous[0][1][0] if isinstance(previous, tuple) else None
-            candidates = [last] if any(last is k for k in earlier) else earlier
+            last, _, epoch = _previous(previous)
+            keys, _ = self._earlier_keys(call, self._key(call), last, epoch)
+            candidates = [k[1][0] for k in keys]
             diffs = [d for old in candidates if (d := _static_diffs(call.in_avals, old))]
         except Exception:
             return seen, text
@@ -839,6 +887,7 @@ class _TraceToJaxprNocache(_TraceToJaxpr):
         # `_trace_for_jit`, a control-flow primitive); a direct call is its own.
         caller = frame.f_back
         if caller is not None and caller.f_code.co_name == "trace_to_jaxpr":
+            self._observe_miss()
             caller = caller.f_back
         return self._trace_call(frame, caller)
 
@@ -919,7 +968,6 @@ class _CreatePjitJaxpr(_HookSet):
 
         cache = memo.f_locals.get("cache")
         key = memo.f_locals.get("key")
-        earlier = tuple(k for k in cache if k != key) if isinstance(cache, dict) else ()
         return TraceCall(
             fun=getattr(wrapped, "f", wrapped),
             debug_info=getattr(wrapped, "debug_info", None),
@@ -929,18 +977,24 @@ class _CreatePjitJaxpr(_HookSet):
             static=_wrapped_static(key),
             static_at=_wrapped_static_at(key),
             key=key,
-            earlier=earlier,
+            cached=cache if isinstance(cache, dict) else None,
         )
 
     def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
-        if not call.earlier:
+        # The function's own lu.cache dict: its keys are its earlier traces' (this one's is
+        # put in when the trace returns). Looked up, not listed: a function traced
+        # thousands of times has thousands of keys.
+        cached = call.cached if call.cached is not None else {}
+        if not any(k != call.key for k in itertools.islice(cached, 2)):
             return False, None
         new = self.cache_key(call)
-        earlier = [(k, None) for k in call.earlier]
+        last = previous[0] if isinstance(previous, tuple) and len(previous) == 2 else None
+        try:
+            in_cache = last is not None and last != call.key and last in cached
+        except Exception:
+            in_cache = False  # a key that cannot be hashed or compared: all are diffed
         candidates = (
-            [previous]
-            if isinstance(previous, tuple) and len(previous) == 2 and previous[0] in call.earlier
-            else earlier
+            [previous] if in_cache else [(k, None) for k in _all_keys(cached) if k != call.key]
         )
         try:
             diffs = [_diff_old_keys(new, old, call.debug_info) for old in candidates]
@@ -951,7 +1005,7 @@ class _CreatePjitJaxpr(_HookSet):
     def cache_key(self, call: TraceCall) -> Any:
         # JAX's key and the values of the config options by name: the key's trace context
         # is a bare tuple, the names tell which option changed.
-        return (call.key, _config_values())
+        return (call.key, _config_snapshot())
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = _nearest(("stage_parallel_callable", "_create_pjit_jaxpr"), start=4)
@@ -1112,6 +1166,45 @@ def _config_values() -> dict[str, Any]:
         except Exception:
             continue
     return values
+
+
+# The last `_config_snapshot`: (the trace context it was taken under, the snapshot).
+_SNAPSHOT: tuple[Any, dict[str, Any]] | None = None
+
+
+def _config_snapshot() -> dict[str, Any]:
+    """`_config_values()`, taken again only when the trace context changed: reading every
+    option (about a hundred) on every trace cost 40 us a trace. The options that can make
+    a trace miss the cache are the trace context's, whose values the context holds, so a
+    snapshot taken under the same context names them as well; the others show in
+    `_context_lines` only as noise, which a reused snapshot shows less of."""
+    from jax._src import config
+
+    global _SNAPSHOT
+    ctx = config.trace_context()
+    known = _SNAPSHOT
+    try:
+        if known is not None and known[0] == ctx:
+            return known[1]
+    except Exception:
+        pass  # a context value that cannot be compared: taken again
+    values = _config_values()
+    _SNAPSHOT = (ctx, values)
+    return values
+
+
+def _all_keys(cache: Any) -> list[Any]:
+    """Every key of one of JAX's caches (a weakref_lru_cache, or a function's lu.cache
+    dict): what `miss_explanation` reads only when the last trace's key will not do, as
+    its cost grows with what the cache holds."""
+    return list(cache.cache_keys() if hasattr(cache, "cache_keys") else cache)
+
+
+def _previous(previous: Any) -> tuple[Any | None, dict[str, Any] | None, int | None]:
+    """(JAX's key, config snapshot, epoch) of a function's last trace, from `cache_key`."""
+    if isinstance(previous, tuple) and len(previous) == 3:
+        return previous
+    return None, None, None
 
 
 _CONTEXT_MISS = "Tracing context doesn't match"

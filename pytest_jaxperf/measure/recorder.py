@@ -148,6 +148,16 @@ class Scope:
         return self.eager if ident is None else self.function(ident)
 
     # -- events ---------------------------------------------------------------------------
+    def wants_cause(self, ident: Identity) -> bool:
+        """Whether the cause of a retrace of `ident`'s function would be kept: not once its
+        list of causes is full (MAX_REASONS) and so is that of every open block. A test
+        that traces a function thousands of times then pays for no explanation it drops."""
+        with self._lock:
+            fn = self.function(ident)
+            if len(fn.retrace_reasons) < MAX_REASONS:
+                return True
+            return any(len(b.tally(fn).retrace_reasons) < MAX_REASONS for b in self._blocks)
+
     def on_trace(
         self,
         ident: Identity,
@@ -445,9 +455,11 @@ class Recorder:
                 return
             last = self._last_key.get(id(call.fun))
             previous = last[1] if last is not None and _same(last[0], call.fun) else None
-            seen, explanation = (
-                hooks.miss_explanation(call, previous) if cached_before else (False, None)
-            )
+            if cached_before and scope.wants_cause(ident):
+                seen, explanation = hooks.miss_explanation(call, previous)
+            else:
+                # No cause, or none that would be kept (see `Scope.wants_cause`).
+                seen, explanation = cached_before, None
             self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
             leaves = self._changed_statics(call, explain=seen and bool(explanation))
             scope.on_trace(ident, call.fun, seen, explanation, inner, leaves)
