@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
@@ -244,6 +245,30 @@ class Gating:
         """Gating of a record measured in `current` against a baseline entry measured in
         `baseline` (environment blocks); `timed_elsewhere` says why a caller that times on
         its own (`jaxperf ab`) leaves timings out."""
+        # Every test of a run is gated between the same two blocks, as a rule: the gating
+        # worked out for them last is reused (after checking the blocks are still equal to
+        # what it was worked out from), saving most of a big comparison's time.
+        args = (tolerances, timing_mode, gate_baseline, timed_elsewhere)
+        key = (id(baseline), id(current))
+        known = _GATINGS.get(key)
+        if known is not None and known[2] == args and known[0] == baseline and known[1] == current:
+            return known[3]
+        gating = cls._between(baseline, current, *args)
+        if len(_GATINGS) >= _GATINGS_KEPT:
+            _GATINGS.clear()
+        _GATINGS[key] = (copy.deepcopy(baseline), copy.deepcopy(current), args, gating)
+        return gating
+
+    @classmethod
+    def _between(
+        cls,
+        baseline: Mapping[str, Any],
+        current: Mapping[str, Any],
+        tolerances: Tolerances,
+        timing_mode: TimingMode,
+        gate_baseline: bool,
+        timed_elsewhere: str | None,
+    ) -> Gating:
         timing = timing_differences(baseline, current)
         if under_xdist(current):
             timing.append(UNDER_XDIST)
@@ -272,6 +297,15 @@ class Gating:
         return frozenset(skipped)
 
 
+# Gating.between's recent results by the ids of the two blocks: copies of the blocks (to see
+# they were not changed since, nor are other blocks at the same addresses), the other
+# arguments, the gating.
+_GATINGS: dict[
+    tuple[int, int], tuple[Mapping[str, Any], Mapping[str, Any], tuple[Any, ...], Gating]
+] = {}
+_GATINGS_KEPT = 64
+
+
 def evaluate(
     record: RecordedTest, base: RecordedTest | None, limits: MarkerLimits, gating: Gating
 ) -> Verdict:
@@ -280,7 +314,9 @@ def evaluate(
     verdict = Verdict()
     for metric, why in sorted(gating.not_measured.items()):
         verdict.notes.append(f"{metric} not measured ({why}): not gated")
-    gating = dataclasses.replace(gating, tol=limits.tolerances(gating.tol))
+    tol = limits.tolerances(gating.tol)
+    if tol is not gating.tol:
+        gating = dataclasses.replace(gating, tol=tol)
     _count_and_time_limits(verdict, record, limits, gating)
     _size_limits(verdict, record, limits, gating)
     if base is None:
@@ -433,10 +469,10 @@ def _sizes_vs_baseline(
             per = bool(n_now and n_before and n_now != n_before)
             if per:
                 now, before = now / n_now, before / n_before
-            detail = f"static_rtol {rtol:g}" + (
-                f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
-            )
             if now > before * (1 + rtol) and now > before:
+                detail = f"static_rtol {rtol:g}" + (
+                    f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
+                )
                 verdict.breaches.append(Breach(
                     metric=words, function=fn, reference=before, current=now,
                     against="baseline", gated=gating.gate_baseline, detail=detail,
