@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -182,6 +181,8 @@ def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> st
     else:
         did, listed, fix = "run", "benchmarks", "the label of one of this test's benchmarks"
         pool = known
+    import difflib  # here: only a misspelt name needs it
+
     close = difflib.get_close_matches(key, pool, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     shown = ", ".join(known[:MAX_LISTED]) or "none"
