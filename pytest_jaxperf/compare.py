@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from . import causes
-from .config import Clock, Limit, MarkerLimits, TimingMode, Tolerances
+from .config import NO_LIMITS, Clock, Limit, MarkerLimits, TimingMode, Tolerances
 from .environment import (
     UNDER_XDIST,
     MachineScale,
@@ -288,7 +289,7 @@ class Gating:
             rescale_hint=RESCALE_HINT if reference_missing(baseline, current) else "",
         )
 
-    @property
+    @functools.cached_property
     def skipped(self) -> frozenset[str]:
         """Metrics left out of the verdict: those not measured, and compile time and program
         sizes with the compile counts (they are read from the same compiles)."""
@@ -315,7 +316,7 @@ def evaluate(
     verdict = Verdict()
     for metric, why in sorted(gating.not_measured.items()):
         verdict.notes.append(f"{metric} not measured ({why}): not gated")
-    tol = limits.tolerances(gating.tol)
+    tol = gating.tol if limits is NO_LIMITS else limits.tolerances(gating.tol)
     if tol is not gating.tol:
         gating = dataclasses.replace(gating, tol=tol)
     _count_and_time_limits(verdict, record, limits, gating)
@@ -458,6 +459,15 @@ def _sizes_vs_baseline(
         old = matched.get(key)
         if old is None:
             continue
+        sizes = (fn.jaxpr_eqns, fn.hlo_ops, fn.xla_ops, fn.lowerings, fn.compiles)
+        if None not in sizes and sizes == (
+            old.jaxpr_eqns,
+            old.hlo_ops,
+            old.xla_ops,
+            old.lowerings,
+            old.compiles,
+        ):
+            continue  # the same sizes of as many programs: neither grown nor shrunk
         for metric, words in SIZE_WORDS.items():
             now, before = getattr(fn, metric), getattr(old, metric)
             if now is None or before is None:

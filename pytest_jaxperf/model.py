@@ -786,7 +786,10 @@ def _scaling_from_json(data: dict[str, Any], where: str) -> ScalingEntry:
     )
 
 
-def run_from_json(data: Any) -> RunRecord:
+def run_from_json(data: Any, *, consume: bool = False) -> RunRecord:
+    """The run record of a parsed file, every value checked (FormatError says where one is
+    wrong). With `consume`, the caller hands `data` over: the test entries of the current
+    schema become the records' own attributes (the fast path), and `data` is changed."""
     _expect(type(data) is dict, "top level", f"expected an object, got {type(data).__name__}")
     schema = data.get("schema")
     _expect(
@@ -799,7 +802,7 @@ def run_from_json(data: Any) -> RunRecord:
     _expect(type(env) is dict, "environment", "expected an object")
     tests = data.get("tests", {})
     _expect(type(tests) is dict, "tests", "expected an object")
-    plain = _plain_tests(tests) if schema == SCHEMA else set()
+    plain = _plain_tests(tests) if consume and schema == SCHEMA else set()
     if plain:
         return RunRecord(environment=dict(env), tests=_tests_from_json(tests, plain))
     return RunRecord(

@@ -119,17 +119,20 @@ def test_fast_and_careful_readers_make_equal_records() -> None:
     data = json.loads(text)
     plain = model._plain_tests(data["tests"])
     assert len(plain) == PLAIN and "tests/test_m1.py::test_01" not in plain
-    fast = model.run_from_json(data)
+    fast = model.run_from_json(data, consume=True)
     assert fast == _careful(json.loads(text)) == big_run()
     rec = fast.tests["tests/test_m1.py::test_03"]
     assert type(rec) is RecordedTest and type(rec.eager) is Counts
     assert all(type(f) is FunctionRecord for f in rec.functions.values())
     assert rec.environment is None and rec.marker == {}
     assert store.dumps(fast) == text  # written back as it was
+    # Without `consume`, the data stays as it was: read again, the same records.
+    kept = json.loads(text)
+    assert model.run_from_json(kept) == model.run_from_json(kept) == fast
 
 
 def test_fast_path_records_are_independent_records() -> None:
-    run = model.run_from_json(json.loads(store.dumps(big_run())))
+    run = model.run_from_json(json.loads(store.dumps(big_run())), consume=True)
     a, b = (run.tests[f"tests/test_m1.py::test_{i:02}"] for i in (7, 9))
     a.marker["max_traces"] = 1
     a.recompute_totals()
@@ -158,7 +161,7 @@ def test_a_value_the_fast_path_refuses_is_named_as_ever(change: Any, problem: st
     change(next(iter(entry.values())))
     assert model._plain_tests(data["tests"]) == set()
     with pytest.raises(model.FormatError) as fast:
-        model.run_from_json(copy.deepcopy(data))
+        model.run_from_json(copy.deepcopy(data), consume=True)
     with pytest.raises(model.FormatError) as careful:
         _careful(data)
     assert str(fast.value) == str(careful.value)
@@ -170,7 +173,7 @@ def test_a_bad_benchmark_entry_is_named_as_ever() -> None:
     data = json.loads(store.dumps(big_run()))
     data["tests"]["tests/test_m1.py::test_09"]["benchmarks"]["main"]["runtime"]["rounds"] = -1
     with pytest.raises(model.FormatError) as info:
-        model.run_from_json(data)
+        model.run_from_json(data, consume=True)
     assert str(info.value) == (
         "tests['tests/test_m1.py::test_09'].benchmarks['main'].runtime.rounds: expected a "
         "count, got -1"

@@ -130,7 +130,7 @@ def _read_once(raw: bytes) -> RunRecord | None:
     if depth_two is not None and raw.count(depth_two) != _entries_at_depth_two(data):
         return None
     try:
-        return run_from_json(data)
+        return run_from_json(data, consume=True)
     except ValueError:  # FormatError is one
         return None
 
@@ -153,7 +153,7 @@ def _read_text(path: Path, text: str, hint: str) -> RunRecord:
             if fast is not None:
                 _refuse_duplicates(path, text, fast)
                 try:
-                    return run_from_json(fast)
+                    return run_from_json(fast, consume=True)
                 except ValueError:  # FormatError is one
                     pass
         try:
@@ -171,7 +171,7 @@ def _read_text(path: Path, text: str, hint: str) -> RunRecord:
             raise BaselineError(f"{path} is nested too deeply to read; {hint}") from None
         _refuse_duplicates(path, text, data)
         try:
-            return run_from_json(data)
+            return run_from_json(data, consume=True)
         except FormatError as exc:
             raise BaselineError(f"{path} is not a pytest-jaxperf baseline: {exc}; {hint}") from None
 
