@@ -231,6 +231,11 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="stop after 1. (loading, comparing, saving): no reports, no history",
     )
+    ap.add_argument(
+        "--no-cli",
+        action="store_true",
+        help="leave out the timings of jaxperf compare in a fresh process (4 per --repeat)",
+    )
     args = ap.parse_args(argv)
     repeat = max(1, args.repeat)
 
@@ -293,7 +298,7 @@ def main(argv: list[str] | None = None) -> int:
         for files, layout in (
             ((base_path, run_path), f"as saved ({_mb(base_path)})"),
             (indented, f"json.dumps(indent=1) ({_mb(indented[0])})"),
-        ):
+        )[: 0 if args.no_cli else 2]:
             for which in ("orjson", "json"):
                 if which == "orjson" and store.parser() != "orjson":
                     print(f"     {layout}, orjson: not installed")
