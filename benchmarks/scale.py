@@ -1,20 +1,27 @@
 """How the report side of pytest-jaxperf scales with the size of a suite.
 
-Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]``
+Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]
+[--compare-only]``
 
-Builds, in a temporary directory, a synthetic baseline and run report of ``--tests`` tests
-(1-4 jitted functions each with realistic counts, phase seconds and retrace causes; a fifth of
-the tests with a ``jaxperf.benchmark`` entry holding runtime statistics and 100 per-round
-samples, written as the fixture's are: statistics to 6 significant digits, samples to 4; the run
-has ~1% retrace regressions, ~2% improvements, ~1% new tests and jittered timings), then
-measures, best of ``--repeat``:
+Builds, in a temporary directory, a synthetic baseline and run report of ``--tests`` tests in
+the current schema with every field present (1-4 jitted functions each with realistic counts,
+wall and CPU phase seconds, program sizes and retrace causes; a fifth of the tests with a
+``jaxperf.benchmark`` entry holding runtime statistics with a CPU median, 100 per-round samples,
+every program metric, the eager median, device peak and instructions, written as the fixture's
+are: statistics to 6 significant digits, samples to 4; the run has ~1% retrace regressions, ~2%
+improvements, ~1% new tests and jittered timings), then measures, best of ``--repeat``:
 
 1. what a ``--jaxperf --jaxperf-save`` run does: load the baseline at start-up, compare
    every test, and at the end merge the run into the baseline and save it (the file, unchanged
    since start-up, is not read again). Target < 1 s. Then the same with both files loaded
    (the figure before that reuse), and ``jaxperf compare BASELINE REPORT`` in a fresh process,
-   interpreter start included (target < 1 s wall). Files are read with orjson where the
-   ``fast`` extra is installed, else with json; the script says which.
+   interpreter start included, wall and CPU seconds: on the files as the plugin saves them and
+   as ``json.dumps(indent=1)`` writes them, read with orjson (the ``fast`` extra, where
+   installed) and with json (target for 10,000 tests: <= 0.5 s wall). Then, each in a fresh
+   process, what a ``--jaxperf`` run adds for the baseline: gating (read the baseline, compare
+   every test) and saving (merge the run into it, write it); targets for 50,000 tests
+   (``--tests 50000 --compare-only``): <= 2 s each, and the memory each adds (peak resident
+   size less the size before it) <= 2x the baseline file's size.
 2. markdown (``--jaxperf-markdown``) and HTML (``--jaxperf-html``, needs matplotlib)
    generation without history. Target < 5 s together.
 3. a history of ``--runs`` runs: making and appending one entry per run, loading the whole
@@ -30,6 +37,7 @@ import dataclasses
 import gc
 import json
 import random
+import resource
 import shutil
 import subprocess
 import sys
@@ -51,6 +59,9 @@ from pytest_jaxperf.storage import history, store
 T = TypeVar("T")
 
 TARGET_COMPARE_S = 1.0
+TARGET_CLI_S = 0.5
+TARGET_EXTRA_S = 2.0
+TARGET_MEMORY_X = 2.0
 TARGET_REPORTS_S = 5.0
 
 ENV = {
@@ -86,26 +97,41 @@ def _function(rng: random.Random, module: int, index: int) -> FunctionRecord:
         trace_s=round(0.004 * scale * traces, 6),
         lower_s=round(0.006 * scale * traces, 6),
         compile_s=round(0.05 * scale * traces, 6),
+        trace_cpu_s=round(0.0038 * scale * traces, 6),
+        lower_cpu_s=round(0.0057 * scale * traces, 6),
+        compile_cpu_s=round(0.09 * scale * traces, 6),
+        jaxpr_eqns=rng.randint(3, 300) * traces,
+        hlo_ops=rng.randint(5, 500) * traces,
+        xla_ops=rng.randint(5, 400) * traces,
         retrace_reasons=[rng.choice(CAUSES) for _ in range(traces - 1)],
     )
 
 
 def _benchmark(rng: random.Random, median: float) -> model.BenchmarkEntry:
     samples = [median * rng.lognormvariate(0, 0.04) for _ in range(100)]
+    runtime = timing.summarize(samples, rng.choice([1, 10, 100])).rounded()  # as the fixture
     return model.BenchmarkEntry(
         first_call_s=round(0.1 + rng.random() * 0.3, 6),
         trace_s=0.004,
         lower_s=0.006,
         compile_s=0.05,
         compiled_on_first_call=True,
-        runtime=timing.summarize(samples, rng.choice([1, 10, 100])).rounded(),  # as the fixture
+        runtime=dataclasses.replace(runtime, cpu_median_s=runtime.median_s),
         metrics=model.ProgramMetrics(
             jaxpr_eqns=rng.randint(5, 400),
             hlo_ops=rng.randint(10, 800),
             flops=float(rng.randint(1_000, 10_000_000)),
+            transcendentals=float(rng.randint(0, 10_000)),
             bytes_accessed=float(rng.randint(1_000, 10_000_000)),
+            argument_bytes=rng.randint(1_000, 1_000_000),
+            output_bytes=rng.randint(1_000, 1_000_000),
             temp_bytes=rng.randint(0, 1_000_000),
+            peak_bytes=rng.randint(1_000, 2_000_000),
         ),
+        eager_median_s=round(median * 5, 9),
+        break_even_calls=float(rng.randint(2, 500)),
+        device_peak_bytes=rng.randint(1_000, 2_000_000),
+        instructions=rng.randint(10_000, 10_000_000),
     )
 
 
@@ -117,6 +143,8 @@ def _record(rng: random.Random, i: int) -> RecordedTest:
     rec.recompute_totals()
     rec.eager.compiles = rec.eager.lowerings = rng.randint(0, 5)
     rec.eager.compile_s = round(0.02 * rec.eager.compiles, 6)
+    rec.eager.compile_cpu_s = round(0.03 * rec.eager.compiles, 6)
+    rec.eager.jaxpr_eqns = rec.eager.hlo_ops = rec.eager.xla_ops = 3 * rec.eager.compiles
     if i % 5 == 0:
         rec.benchmarks = {"main": _benchmark(rng, 10 ** rng.uniform(-5, -2))}
     return rec
@@ -142,10 +170,13 @@ def build(tests: int, seed: int = 0) -> tuple[RunRecord, RunRecord]:
             benchmarks={
                 label: dataclasses.replace(
                     b,
-                    runtime=timing.summarize(
-                        [s * rng.lognormvariate(0, 0.03) for s in b.runtime.samples_s],
-                        b.runtime.iterations,
-                    ).rounded(),
+                    runtime=dataclasses.replace(
+                        timing.summarize(
+                            [s * rng.lognormvariate(0, 0.03) for s in b.runtime.samples_s],
+                            b.runtime.iterations,
+                        ).rounded(),
+                        cpu_median_s=b.runtime.cpu_median_s,
+                    ),
                 )
                 for label, b in old.benchmark_entries()
                 if b.runtime is not None
@@ -195,6 +226,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tests", type=int, default=10_000, help="tests in the suite (10000)")
     ap.add_argument("--runs", type=int, default=100, help="runs in the history (100)")
     ap.add_argument("--repeat", type=int, default=3, help="best of this many timings (3)")
+    ap.add_argument(
+        "--compare-only",
+        action="store_true",
+        help="stop after 1. (loading, comparing, saving): no reports, no history",
+    )
+    ap.add_argument(
+        "--no-cli",
+        action="store_true",
+        help="leave out the timings of jaxperf compare in a fresh process (4 per --repeat)",
+    )
     args = ap.parse_args(argv)
     repeat = max(1, args.repeat)
 
@@ -217,9 +258,7 @@ def main(argv: list[str] | None = None) -> int:
 
         # 1. load + compare + save
         t_read, known = best_of(repeat, lambda: store.read(base_path))
-        t_load, (b, r) = best_of(
-            repeat, lambda: (store.load(base_path), store.load(run_path))
-        )
+        t_load, (b, r) = best_of(repeat, lambda: (store.load(base_path), store.load(run_path)))
         assert b is not None and r is not None
         t_cmp, verdicts = best_of(repeat, lambda: evaluate_all(b, r, Tolerances()))
         merged = store.merge(b, r)
@@ -232,7 +271,6 @@ def main(argv: list[str] | None = None) -> int:
         t_end = _save_merged(repeat, base_path, root / "plugin.json", r)
         plugin = t_read + t_cmp + t_end
         total = t_load + t_cmp + t_save
-        t_cli = _cli_compare(repeat, base_path, run_path)
         failed = sum(o.failed for o in verdicts.values())
         reader = (
             "orjson (the `fast` extra)"
@@ -251,10 +289,30 @@ def main(argv: list[str] | None = None) -> int:
             f"save {t_save:.3f} s = {total:.3f} s"
         )
         print(
-            f"   jaxperf compare BASELINE REPORT, a fresh process: {t_cli:.3f} s wall  "
-            f"(target < {TARGET_COMPARE_S:g} s: {_met(t_cli, TARGET_COMPARE_S)})"
+            "   jaxperf compare BASELINE REPORT, a fresh process (interpreter start included), "
+            f"wall and CPU seconds (target <= {TARGET_CLI_S:g} s wall):"
         )
+        indented = (root / "baseline-indent1.json", root / "run-indent1.json")
+        for record, path in zip((base, run), indented):
+            path.write_text(json.dumps(model.run_to_json(record), indent=1), encoding="utf-8")
+        for files, layout in (
+            ((base_path, run_path), f"as saved ({_mb(base_path)})"),
+            (indented, f"json.dumps(indent=1) ({_mb(indented[0])})"),
+        )[: 0 if args.no_cli else 2]:
+            for which in ("orjson", "json"):
+                if which == "orjson" and store.parser() != "orjson":
+                    print(f"     {layout}, orjson: not installed")
+                    continue
+                wall, cpu = _cli_compare(repeat, *files, which)
+                print(
+                    f"     {layout}, {which}: {wall:.3f} s wall, {cpu:.3f} s CPU  "
+                    f"({_met(wall, TARGET_CLI_S, True)})"
+                )
         _breakdown(base_path, b, repeat)
+        _gate_and_save(base_path, run_path, store.parser())
+
+        if args.compare_only:
+            return 0
 
         # 2. markdown and HTML without history
         t_md, md = best_of(repeat, lambda: render_markdown(r, verdicts, str(base_path)))
@@ -311,8 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _met(seconds: float, target: float) -> str:
-    return "met" if seconds < target else "MISSED"
+def _met(seconds: float, target: float, at_most: bool = False) -> str:
+    return "met" if seconds < target or (at_most and seconds == target) else "MISSED"
 
 
 def _save_merged(repeat: int, baseline: Path, path: Path, run: RunRecord) -> float:
@@ -329,24 +387,98 @@ def _save_merged(repeat: int, baseline: Path, path: Path, run: RunRecord) -> flo
     return min(times)
 
 
-def _cli_compare(repeat: int, baseline: Path, report: Path) -> float:
-    """The wall time of `jaxperf compare BASELINE REPORT` in a fresh interpreter, best of
-    `repeat`."""
-    cmd = [sys.executable, "-m", "pytest_jaxperf", "compare", str(baseline), str(report)]
-    times = []
+# `jaxperf compare` with the standard library's json, as without the `fast` extra: orjson made
+# unimportable before the command starts.
+_WITHOUT_ORJSON = (
+    "import sys; sys.modules['orjson'] = None; from pytest_jaxperf.cli import main; "
+    "raise SystemExit(main(sys.argv[1:]))"
+)
+
+
+def _cli_compare(
+    repeat: int, baseline: Path, report: Path, which: str = "orjson"
+) -> tuple[float, float]:
+    """The wall and CPU seconds of `jaxperf compare BASELINE REPORT` in a fresh interpreter,
+    each the least of `repeat` runs; `which` parser reads the files ("json": as without the
+    `fast` extra)."""
+    start_with = ["-m", "pytest_jaxperf"] if which == "orjson" else ["-c", _WITHOUT_ORJSON]
+    cmd = [sys.executable, *start_with, "compare", str(baseline), str(report)]
+    walls, cpus = [], []
     for _ in range(repeat):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True)
-        times.append(time.perf_counter() - start)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         assert done.returncode in (0, 1), done.stderr
-    return min(times)
+    return min(walls), min(cpus)
+
+
+# What a --jaxperf run adds for its baseline, in a fresh process: "gate" reads the baseline
+# (as at the start of the run) and compares every test of the run (as each test ends); "save"
+# merges the run into the baseline as read and saves it (the end of --jaxperf-save). The run's
+# records, which the session holds anyway, are loaded before. Prints the seconds and the
+# memory the step added (the peak resident size less the size before it), as JSON.
+_STEP = """
+import json, os, resource, shutil, sys, time
+if sys.argv[1] == "json":
+    sys.modules["orjson"] = None
+from pathlib import Path
+from pytest_jaxperf.cli import evaluate_all
+from pytest_jaxperf.config import Tolerances
+from pytest_jaxperf.storage import store
+step, baseline, report = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4])
+run = store.load(report)
+if step == "save":
+    shutil.copyfile(baseline, baseline.with_suffix(".save"))
+    baseline = baseline.with_suffix(".save")
+    known = store.read(baseline)
+with open("/proc/self/statm") as f:
+    before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+start = time.perf_counter()
+if step == "gate":
+    known = store.read(baseline)
+    evaluate_all(known.run, run, Tolerances())
+else:
+    store.save_merged(baseline, run, known)
+seconds = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+print(json.dumps({"seconds": seconds, "extra": peak - before}))
+"""
+
+
+def _gate_and_save(baseline: Path, report: Path, which: str) -> None:
+    """Prints what a --jaxperf run's gating and saving add, each in a fresh process."""
+    size = baseline.stat().st_size
+    print(
+        f"   a --jaxperf run against this baseline ({size / 1e6:.1f} MB), files read with "
+        f"{which}, in a fresh process (targets: <= {TARGET_EXTRA_S:g} s extra, memory <= "
+        f"{TARGET_MEMORY_X:g}x the file):"
+    )
+    for step, what in (
+        ("gate", "gate (read the baseline, compare every test)"),
+        ("save", "save (merge the run into the baseline, write it)"),
+    ):
+        cmd = [sys.executable, "-c", _STEP, which, step, str(baseline), str(report)]
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0 or "/proc" in done.stderr:
+            print(f"     {what}: not measured ({done.stderr.strip().splitlines()[-1:]})")
+            continue
+        got = json.loads(done.stdout)
+        times = got["extra"] / size
+        print(
+            f"     {what}: {got['seconds']:.3f} s ({_met(got['seconds'], TARGET_EXTRA_S, True)}), "
+            f"+{got['extra'] / 1e6:.0f} MB = {times:.2f}x the file "
+            f"({_met(times, TARGET_MEMORY_X, True)})"
+        )
 
 
 def _breakdown(path: Path, report: RunRecord, repeat: int) -> None:
     """Where loading and saving one file spend their time, and what the samples weigh."""
     text = path.read_text(encoding="utf-8")
     t_parse, data = best_of(repeat, lambda: json.loads(text))
-    t_check, _ = best_of(repeat, lambda: model.run_from_json(data))
+    t_check, _ = best_of(repeat, lambda: model.run_from_json(json.loads(text), consume=True))
     t_dumps, _ = best_of(repeat, lambda: store.dumps(report))
     t_tojson, doc = best_of(repeat, lambda: model.run_to_json(report))
     t_indent, old = best_of(1, lambda: json.dumps(doc, indent=2, sort_keys=True))
@@ -357,7 +489,7 @@ def _breakdown(path: Path, report: RunRecord, repeat: int) -> None:
     without = len(store.format_json(doc).encode())
     print(
         f"   one file ({len(text.encode()) / 1e6:.1f} MB): json.loads {t_parse:.3f} s + "
-        f"validation (run_from_json) {t_check:.3f} s; store.dumps {t_dumps:.3f} s; "
+        f"validation (run_from_json) {t_check - t_parse:.3f} s; store.dumps {t_dumps:.3f} s; "
         f"{without / 1e6:.1f} MB without the per-round samples_s"
     )
     print(

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import NoReturn, TextIO
 
 from . import compare, inifile
-from .ab import command as ab_command
 from .config import (
     CHOICES,
+    EXPORT_FORMATS,
     OPTIONS,
     ConfigError,
     MarkerLimits,
@@ -22,7 +22,7 @@ from .config import (
     parse_number,
 )
 from .model import RecordedTest, RunRecord
-from .report import export, terminal, wording
+from .report import terminal, wording
 from .report.summary import RunSummary, not_gated_lines
 from .storage.outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
 from .storage.shards import Shard, check_disjoint, combine, load_shards, merge_into, merge_lines
@@ -80,7 +80,13 @@ def _add_gating_option(
         parser.add_argument(name, dest=dest, choices=choices, help=f"as {flag}: {text}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The commands whose parser and run need nothing of `jaxperf ab` (whose modules cost more to
+# import than a big comparison takes otherwise): the `ab` parser is added only for the others.
+_WITHOUT_AB = frozenset({"show", "compare", "merge", "resolve", "export"})
+
+
+def build_parser(ab: bool = True) -> argparse.ArgumentParser:
+    """The `jaxperf` command's parser; with the `ab` subcommand unless `ab` is False."""
     parser = _Parser(
         prog="jaxperf",
         description="Inspect, compare and export pytest-jaxperf reports and baselines.",
@@ -167,18 +173,22 @@ def build_parser() -> argparse.ArgumentParser:
     res.set_defaults(run=_resolve)
 
     exp = commands.add_parser("export", help="write a report's metrics for a benchmark service")
-    exp.add_argument("--format", required=True, choices=sorted(export.FORMATS), dest="format")
+    exp.add_argument("--format", required=True, choices=sorted(EXPORT_FORMATS), dest="format")
     exp.add_argument("report", type=Path, metavar="REPORT")
     exp.add_argument("-o", "--output", type=Path, metavar="OUT", help="file (default: stdout)")
     exp.set_defaults(run=_export)
 
-    ab_command.add_parser(commands)
+    if ab:
+        from .ab import command as ab_command
+
+        ab_command.add_parser(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command; 0 ok, 1 a regression (compare), 2 bad input (one line on stderr)."""
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else argv
+    parser = build_parser(ab=not words or words[0] not in _WITHOUT_AB)
     for stream in (sys.stdout, sys.stderr):
         # A test id or label may hold what the terminal's encoding cannot (a lone surrogate):
         # shown escaped rather than ending the command in a traceback.
@@ -392,6 +402,8 @@ def _resolve(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, out: TextIO) -> int:
+    from .report import export
+
     run = _load(args.report)
     text = export.dumps(export.document(args.format, run))
     if args.output is None:

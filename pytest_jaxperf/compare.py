@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import difflib
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from . import causes
-from .config import Clock, Limit, MarkerLimits, TimingMode, Tolerances
+from .config import NO_LIMITS, Clock, Limit, MarkerLimits, TimingMode, Tolerances
 from .environment import (
     UNDER_XDIST,
     MachineScale,
@@ -181,6 +182,8 @@ def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> st
     else:
         did, listed, fix = "run", "benchmarks", "the label of one of this test's benchmarks"
         pool = known
+    import difflib  # here: only a misspelt name needs it
+
     close = difflib.get_close_matches(key, pool, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     shown = ", ".join(known[:MAX_LISTED]) or "none"
@@ -244,6 +247,30 @@ class Gating:
         """Gating of a record measured in `current` against a baseline entry measured in
         `baseline` (environment blocks); `timed_elsewhere` says why a caller that times on
         its own (`jaxperf ab`) leaves timings out."""
+        # Every test of a run is gated between the same two blocks, as a rule: the gating
+        # worked out for them last is reused (after checking the blocks are still equal to
+        # what it was worked out from), saving most of a big comparison's time.
+        args = (tolerances, timing_mode, gate_baseline, timed_elsewhere)
+        key = (id(baseline), id(current))
+        known = _GATINGS.get(key)
+        if known is not None and known[2] == args and known[0] == baseline and known[1] == current:
+            return known[3]
+        gating = cls._between(baseline, current, *args)
+        if len(_GATINGS) >= _GATINGS_KEPT:
+            _GATINGS.clear()
+        _GATINGS[key] = (copy.deepcopy(baseline), copy.deepcopy(current), args, gating)
+        return gating
+
+    @classmethod
+    def _between(
+        cls,
+        baseline: Mapping[str, Any],
+        current: Mapping[str, Any],
+        tolerances: Tolerances,
+        timing_mode: TimingMode,
+        gate_baseline: bool,
+        timed_elsewhere: str | None,
+    ) -> Gating:
         timing = timing_differences(baseline, current)
         if under_xdist(current):
             timing.append(UNDER_XDIST)
@@ -262,7 +289,7 @@ class Gating:
             rescale_hint=RESCALE_HINT if reference_missing(baseline, current) else "",
         )
 
-    @property
+    @functools.cached_property
     def skipped(self) -> frozenset[str]:
         """Metrics left out of the verdict: those not measured, and compile time and program
         sizes with the compile counts (they are read from the same compiles)."""
@@ -270,6 +297,15 @@ class Gating:
         if "compiles" in skipped:
             skipped |= {COMPILE_TIME, PROGRAM_SIZE}
         return frozenset(skipped)
+
+
+# Gating.between's recent results by the ids of the two blocks: copies of the blocks (to see
+# they were not changed since, nor are other blocks at the same addresses), the other
+# arguments, the gating.
+_GATINGS: dict[
+    tuple[int, int], tuple[Mapping[str, Any], Mapping[str, Any], tuple[Any, ...], Gating]
+] = {}
+_GATINGS_KEPT = 64
 
 
 def evaluate(
@@ -280,7 +316,9 @@ def evaluate(
     verdict = Verdict()
     for metric, why in sorted(gating.not_measured.items()):
         verdict.notes.append(f"{metric} not measured ({why}): not gated")
-    gating = dataclasses.replace(gating, tol=limits.tolerances(gating.tol))
+    tol = gating.tol if limits is NO_LIMITS else limits.tolerances(gating.tol)
+    if tol is not gating.tol:
+        gating = dataclasses.replace(gating, tol=tol)
     _count_and_time_limits(verdict, record, limits, gating)
     _size_limits(verdict, record, limits, gating)
     if base is None:
@@ -421,6 +459,15 @@ def _sizes_vs_baseline(
         old = matched.get(key)
         if old is None:
             continue
+        sizes = (fn.jaxpr_eqns, fn.hlo_ops, fn.xla_ops, fn.lowerings, fn.compiles)
+        if None not in sizes and sizes == (
+            old.jaxpr_eqns,
+            old.hlo_ops,
+            old.xla_ops,
+            old.lowerings,
+            old.compiles,
+        ):
+            continue  # the same sizes of as many programs: neither grown nor shrunk
         for metric, words in SIZE_WORDS.items():
             now, before = getattr(fn, metric), getattr(old, metric)
             if now is None or before is None:
@@ -433,10 +480,10 @@ def _sizes_vs_baseline(
             per = bool(n_now and n_before and n_now != n_before)
             if per:
                 now, before = now / n_now, before / n_before
-            detail = f"static_rtol {rtol:g}" + (
-                f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
-            )
             if now > before * (1 + rtol) and now > before:
+                detail = f"static_rtol {rtol:g}" + (
+                    f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
+                )
                 verdict.breaches.append(Breach(
                     metric=words, function=fn, reference=before, current=now,
                     against="baseline", gated=gating.gate_baseline, detail=detail,

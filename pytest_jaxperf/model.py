@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import operator
 import warnings
@@ -618,6 +619,10 @@ def entry_from_json(data: Any, where: str, schema: str = SCHEMA) -> Entry:
     """A benchmark or scaling entry, every field checked; an unknown field is an error (it
     would be lost on the next save). A benchmark's `hlo_ops` in a file before /4 counted the
     op names of the module's text (no `call`, `return`): read as not measured."""
+    if schema == SCHEMA:
+        entry = _plain_benchmark(data)
+        if entry is not None:
+            return entry
     _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
     kind = data.get("kind", "benchmark")
     if kind == "scaling":
@@ -655,6 +660,61 @@ def entry_from_json(data: Any, where: str, schema: str = SCHEMA) -> Entry:
     )
 
 
+# The type of each field of a benchmark entry as this version writes it (every value there).
+_BENCHMARK_TYPES = {
+    "kind": str, "first_call_s": float, "trace_s": float, "lower_s": float, "compile_s": float,
+    "compiled_on_first_call": bool, "runtime": dict, "eager_median_s": float,
+    "break_even_calls": float, "device_peak_bytes": int, "jitted_by_benchmark": bool,
+    "instructions": int, "jaxpr_eqns": int, "hlo_ops": int, "flops": float,
+    "transcendentals": float, "bytes_accessed": float, "argument_bytes": int,
+    "output_bytes": int, "temp_bytes": int, "peak_bytes": int,
+}  # fmt: skip
+_REQUIRED_BENCHMARK_KEYS = frozenset({"trace_s", "lower_s", "compile_s", "compiled_on_first_call"})
+_NUMBER_TYPES = frozenset({int, float})
+
+
+def _plain_benchmark(data: Any) -> BenchmarkEntry | None:
+    """A benchmark entry as this version writes it, checked with a few calls in C; None for
+    anything else (entry_from_json then checks it field by field)."""
+    try:
+        types = tuple(map(_BENCHMARK_TYPES.__getitem__, data))
+    except (KeyError, TypeError):  # an unknown field; not an object
+        return None
+    if (
+        tuple(map(type, data.values())) != types
+        or not _REQUIRED_BENCHMARK_KEYS.issubset(data)
+        or data.get("kind", "benchmark") != "benchmark"
+        or ("hlo_ops" in data and "jaxpr_eqns" not in data)
+    ):
+        return None
+    numbers = [v for v, t in zip(data.values(), types) if t in _NUMBER_TYPES]
+    try:
+        if not (min(numbers) >= 0 and sum(numbers) < _INF):  # a NaN makes the sum NaN
+            return None
+    except OverflowError:  # a count too big for a float
+        return None
+    runtime = data.get("runtime")
+    if runtime is not None:
+        runtime = _plain_runtime(runtime)
+        if runtime is None:
+            return None
+    get = data.get
+    return BenchmarkEntry(
+        first_call_s=get("first_call_s"),
+        trace_s=data["trace_s"],
+        lower_s=data["lower_s"],
+        compile_s=data["compile_s"],
+        compiled_on_first_call=data["compiled_on_first_call"],
+        runtime=runtime,
+        metrics=ProgramMetrics(*map(get, STATIC_METRICS)) if "jaxpr_eqns" in data else None,
+        eager_median_s=get("eager_median_s"),
+        break_even_calls=get("break_even_calls"),
+        device_peak_bytes=get("device_peak_bytes"),
+        jitted_by_benchmark=get("jitted_by_benchmark", False),
+        instructions=get("instructions"),
+    )
+
+
 # A runtime block as the fixture writes it: every field but the CPU median, in field order.
 _RUNTIME_FIELDS = tuple(f.name for f in fields(RuntimeStats))[:-1]
 _RUNTIME_OF = operator.itemgetter(*_RUNTIME_FIELDS)
@@ -665,6 +725,14 @@ _PLAIN_RUNTIME_TYPES = tuple(
 
 
 def _runtime_from_json(data: Any, where: str) -> RuntimeStats:
+    quick = _plain_runtime(data)
+    if quick is not None:
+        return quick
+    return _checked_runtime(data, where)
+
+
+def _plain_runtime(data: Any) -> RuntimeStats | None:
+    """A runtime block as the fixture writes it, checked at once; None for anything else."""
     try:
         values = _RUNTIME_OF(data)
         cpu = data.get("cpu_median_s")
@@ -680,6 +748,10 @@ def _runtime_from_json(data: Any, where: str) -> RuntimeStats:
                 return RuntimeStats(*values[:-1], tuple(samples), cpu)  # type: ignore[call-arg]
     except (TypeError, KeyError):  # not a dict, a field missing: the checks below say which
         pass
+    return None
+
+
+def _checked_runtime(data: Any, where: str) -> RuntimeStats:
     _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
     _only(data, _RUNTIME_KEYS, where)
     samples = _field(data, "samples_s", where, _is_seconds_list, "a list of seconds")
@@ -714,7 +786,10 @@ def _scaling_from_json(data: dict[str, Any], where: str) -> ScalingEntry:
     )
 
 
-def run_from_json(data: Any) -> RunRecord:
+def run_from_json(data: Any, *, consume: bool = False) -> RunRecord:
+    """The run record of a parsed file, every value checked (FormatError says where one is
+    wrong). With `consume`, the caller hands `data` over: the test entries of the current
+    schema become the records' own attributes (the fast path), and `data` is changed."""
     _expect(type(data) is dict, "top level", f"expected an object, got {type(data).__name__}")
     schema = data.get("schema")
     _expect(
@@ -727,10 +802,114 @@ def run_from_json(data: Any) -> RunRecord:
     _expect(type(env) is dict, "environment", "expected an object")
     tests = data.get("tests", {})
     _expect(type(tests) is dict, "tests", "expected an object")
+    plain = _plain_tests(tests) if consume and schema == SCHEMA else set()
+    if plain:
+        return RunRecord(environment=dict(env), tests=_tests_from_json(tests, plain))
     return RunRecord(
         environment=dict(env),
         tests={k: recorded_test_from_json(v, f"tests[{k!r}]", schema) for k, v in tests.items()},
     )
+
+
+# -- the fast path -----------------------------------------------------------------------------
+# The test entries of a file as this version writes it (no environment or marker of their own)
+# are checked all at once, column by column in C: the type of every value, the least and the
+# sum of the numbers. Their records are then made without a call per value or per field: each
+# record's attributes are the very object its entry was read into (the entry's keys being
+# exactly the record's fields), its functions' and eager counts' alike. What does not pass is
+# read entry by entry as above, so any error is found and worded as ever.
+
+_TEST_OF = operator.itemgetter(*NUMBER_FIELDS, "outcome", "functions", "eager", "benchmarks")
+_PLAIN_TEST_TYPES = (*_PLAIN_TYPES, str, dict, dict, dict)
+_NUMBERS = operator.itemgetter(slice(0, len(NUMBER_FIELDS)))
+_FUNCTIONS_AT, _EAGER_AT = len(NUMBER_FIELDS) + 1, len(NUMBER_FIELDS) + 2
+_REASONS_AT = len(_PLAIN_FUNCTION_TYPES) - 1
+_new = object.__new__
+
+
+def _plain_rows(
+    entries: list[Any], getter: operator.itemgetter[Any], types: tuple[type, ...]
+) -> list[tuple[Any, ...]] | None:
+    """What `getter` takes of each of `entries`, where each is an object of exactly those keys
+    holding values of `types`, the numbers among them (the first) >= 0 and finite; else
+    None."""
+    if not entries:
+        return []
+    if set(map(type, entries)) != {dict} or set(map(len, entries)) != {len(types)}:
+        return None
+    try:
+        rows = list(map(getter, entries))
+        if set(map(tuple, map(map, itertools.repeat(type), rows))) != {types}:
+            return None
+        numbers = list(itertools.chain.from_iterable(map(_NUMBERS, rows)))
+        if min(numbers) >= 0 and sum(numbers) < _INF:  # a NaN makes the sum NaN
+            return rows
+    except (KeyError, OverflowError):  # a field missing (another in its place); a huge count
+        pass
+    return None
+
+
+def _plain_tests(tests: dict[Any, Any]) -> set[Any]:
+    """The ids of the test entries, in a file of this schema, that the fast path reads: all
+    those without an environment or marker of their own, or none where any of them is not
+    as this version writes it."""
+    ids = [k for k, v in tests.items() if type(v) is dict and len(v) == len(_PLAIN_TEST_TYPES)]
+    rows = _plain_rows([tests[k] for k in ids], _TEST_OF, _PLAIN_TEST_TYPES)
+    if not rows:
+        return set()
+    of_tests = map(operator.itemgetter(_FUNCTIONS_AT), rows)
+    functions = list(itertools.chain.from_iterable(map(dict.values, of_tests)))
+    eager = list(map(operator.itemgetter(_EAGER_AT), rows))
+    fn_rows = _plain_rows(functions, _FUNCTION_OF, _PLAIN_FUNCTION_TYPES)
+    if fn_rows is None or _plain_rows(eager, _NUMBERS_OF, _PLAIN_TYPES) is None:
+        return set()
+    reasons = itertools.chain.from_iterable(map(operator.itemgetter(_REASONS_AT), fn_rows))
+    if not set(map(type, reasons)) <= {str}:
+        return set()
+    return set(ids)
+
+
+def _adopted(cls: type[Any], entries: list[dict[str, Any]]) -> list[Any]:
+    """Records of `cls` whose attributes are `entries` (objects holding exactly its fields)."""
+    records = list(map(_new, itertools.repeat(cls, len(entries))))
+    for _ in map(setattr, records, itertools.repeat("__dict__"), entries):
+        pass
+    return records
+
+
+def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, RecordedTest]:
+    """The records of `tests`: those in `plain` (checked by _plain_tests) made of their
+    entries, the others read entry by entry; in the file's order, so that the first error
+    found (in a benchmark entry, or in an entry read the careful way) is the first in it."""
+    entries = [tests[k] for k in tests if k in plain]
+    functions = iter(
+        _adopted(
+            FunctionRecord,
+            list(itertools.chain.from_iterable(e["functions"].values() for e in entries)),
+        )
+    )
+    eager = iter(_adopted(Counts, [e["eager"] for e in entries]))
+    records = iter(_adopted(RecordedTest, entries))
+    out: dict[str, RecordedTest] = {}
+    for nodeid, data in tests.items():
+        where = f"tests[{nodeid!r}]"
+        if nodeid not in plain:
+            out[nodeid] = recorded_test_from_json(data, where, SCHEMA)
+            continue
+        # `data` is the record's attributes: its entries become records in place.
+        names = data["functions"]
+        data["functions"] = dict(zip(names, itertools.islice(functions, len(names))))
+        data["eager"] = next(eager)
+        benchmarks = data["benchmarks"]
+        if benchmarks:
+            data["benchmarks"] = {
+                k: entry_from_json(v, f"{where}.benchmarks[{k!r}]", SCHEMA)
+                for k, v in benchmarks.items()
+            }
+        data["environment"] = None
+        data["marker"] = {}
+        out[nodeid] = next(records)
+    return out
 
 
 # Names before 0.2, kept for one release: `TestRecord` started with "Test", so pytest tried

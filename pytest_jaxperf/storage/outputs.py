@@ -13,7 +13,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -174,6 +173,8 @@ def replace_text(path: Path, text: str) -> None:
     its permissions, or gets a plain open()'s when new."""
     path = target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    import tempfile  # here: reading files (`jaxperf compare`) needs none of what it imports
+
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         # mkstemp creates the file 0600.

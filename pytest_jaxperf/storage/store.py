@@ -9,6 +9,7 @@ import json
 import math
 import operator
 import os
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -78,12 +79,64 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
 
     try:
         raw, st = read_regular(path)
-        stamp = _stamp(st)
-        text = raw.decode("utf-8")
     except FileNotFoundError:
         return Loaded(None, None)
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise BaselineError(f"cannot read {path}: {exc}") from None
+    stamp = _stamp(st)
+    with collector_paused():
+        run = _read_once(raw)
+    if run is not None:
+        return Loaded(run, stamp)
+    # Something is wrong with the file, or it could not be vouched for in one reading: read
+    # it the careful way, which says what is wrong.
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BaselineError(f"cannot read {path}: {exc}") from None
+    return Loaded(_read_text(path, text, hint), stamp)
+
+
+# How a file laid out one key per line, as `dumps`, json.dumps(indent=N) and most writers lay
+# it out, starts: its first top-level key's indentation is one level's.
+_INDENTED = re.compile(rb"[ \t\r\n]*\{(\r?\n)([ \t]+)\"")
+
+
+def _depth_two(raw: bytes) -> bytes | None:
+    """What starts the line of each key of a top-level object (a test id, an environment
+    entry) in a file laid out one key per line, as `raw` starts (a newline, two levels of
+    indentation, a quote); None for any other layout."""
+    found = _INDENTED.match(raw)
+    return None if found is None else found[1] + found[2] * 2 + b'"'
+
+
+def _read_once(raw: bytes) -> RunRecord | None:
+    """The run in `raw`, read with one parse, where it is a valid file whose test ids and
+    environment entries are each there once; None where it is not, or where that cannot be
+    told so (the careful reading then says). In a file laid out one key per line, a key kept
+    twice (a merge that kept both sides of a conflict) adds a line at its depth: lines there
+    that outnumber the keys read tell, at no cost. Any other layout is read with json,
+    refusing a key twice at any depth as it goes."""
+    depth_two = _depth_two(raw)
+    try:
+        if depth_two is not None and _fast_loads is not None:
+            data = _fast_loads(raw)
+        elif depth_two is not None:
+            data = json.loads(raw.decode("utf-8"))
+        else:
+            data = json.loads(raw.decode("utf-8"), object_pairs_hook=_unique)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and _DuplicateKey are ones
+        return None
+    if depth_two is not None and raw.count(depth_two) != _entries_at_depth_two(data):
+        return None
+    try:
+        return run_from_json(data, consume=True)
+    except ValueError:  # FormatError is one
+        return None
+
+
+def _read_text(path: Path, text: str, hint: str) -> RunRecord:
+    """The run in `text`, or the BaselineError that says what is wrong with it."""
     if not text.strip():
         raise BaselineError(f"{path} is empty; {hint}")
     with collector_paused():
@@ -100,7 +153,7 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
             if fast is not None:
                 _refuse_duplicates(path, text, fast)
                 try:
-                    return Loaded(run_from_json(fast), stamp)
+                    return run_from_json(fast, consume=True)
                 except ValueError:  # FormatError is one
                     pass
         try:
@@ -118,7 +171,7 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
             raise BaselineError(f"{path} is nested too deeply to read; {hint}") from None
         _refuse_duplicates(path, text, data)
         try:
-            return Loaded(run_from_json(data), stamp)
+            return run_from_json(data, consume=True)
         except FormatError as exc:
             raise BaselineError(f"{path} is not a pytest-jaxperf baseline: {exc}; {hint}") from None
 
@@ -184,7 +237,7 @@ def _stamp(st: os.stat_result) -> Stamp:
     return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _orjson_loads() -> Callable[[str], Any] | None:
+def _orjson_loads() -> Callable[[str | bytes], Any] | None:
     try:
         from orjson import loads
     except ImportError:  # the extra is not installed

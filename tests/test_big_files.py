@@ -1,0 +1,331 @@
+"""Reading big files fast: one parse per file, the current schema's fast path (records made of
+the parsed objects), the gating reused between tests, and what `jaxperf compare` imports."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_jaxperf import compare, model
+from pytest_jaxperf.config import NO_LIMITS, Tolerances
+from pytest_jaxperf.model import (
+    BenchmarkEntry,
+    Counts,
+    FunctionRecord,
+    ProgramMetrics,
+    RecordedTest,
+    RunRecord,
+    RuntimeStats,
+    ScalingEntry,
+)
+from pytest_jaxperf.storage import store
+from pytest_jaxperf.storage.store import BaselineError, load
+
+
+def _function(i: int, j: int) -> FunctionRecord:
+    traces = 1 + (i + j) % 3
+    return FunctionRecord(
+        traces=traces,
+        lowerings=traces,
+        compiles=traces,
+        cache_hits=j % 2,
+        trace_s=round(0.001 * (i + 1), 6),
+        lower_s=round(0.002 * (j + 1), 6),
+        compile_s=round(0.031 + i / 1000, 6),
+        trace_cpu_s=round(0.0009 * (i + 1), 6),
+        lower_cpu_s=0.0019,
+        compile_cpu_s=round(0.05 + j / 100, 6),
+        jaxpr_eqns=10 + i,
+        hlo_ops=20 + j,
+        xla_ops=15 + i + j,
+        name=f"fn{j}",
+        site=f"pkg/mod{i % 3}.py:{10 + j}",
+        retrace_reasons=[f"x: f32[{k}] -> f32[{k + 1}]" for k in range(traces - 1)],
+    )
+
+
+def _benchmark(i: int) -> BenchmarkEntry:
+    samples = tuple(1e-4 * (1 + k / 100) for k in range(7))
+    return BenchmarkEntry(
+        first_call_s=0.3,
+        trace_s=0.01,
+        lower_s=0.02,
+        compile_s=0.25,
+        compiled_on_first_call=True,
+        runtime=RuntimeStats(
+            min_s=1e-4, max_s=1.06e-4, median_s=1.03e-4, mean_s=1.03e-4, stddev_s=2e-6,
+            q1_s=1.01e-4, q3_s=1.05e-4, iqr_s=4e-6, rounds=7, iterations=10, outliers=0,
+            samples_s=samples, cpu_median_s=1.02e-4,
+        ),  # fmt: skip
+        metrics=ProgramMetrics(
+            jaxpr_eqns=5 + i, hlo_ops=9, flops=1e6, transcendentals=3.0, bytes_accessed=4e3,
+            argument_bytes=64, output_bytes=32, temp_bytes=0, peak_bytes=128,
+        ),  # fmt: skip
+        eager_median_s=1e-3,
+        break_even_calls=12.0,
+        device_peak_bytes=4096,
+        jitted_by_benchmark=i % 2 == 1,
+        instructions=123456,
+    )
+
+
+def big_run() -> RunRecord:
+    """A run of plain tests (every field present) and a few that are not: one with a marker,
+    one with an environment of its own, one with a scaling entry, one that failed."""
+    tests = {}
+    for i in range(12):
+        fns = [_function(i, j) for j in range(1 + i % 4)]
+        rec = RecordedTest(functions={f.key: f for f in fns}, outcome="passed")
+        rec.recompute_totals()
+        rec.eager = Counts(lowerings=i, compiles=i, compile_s=round(0.02 * i, 6),
+                           trace_cpu_s=0.0, lower_cpu_s=0.0, compile_cpu_s=round(0.01 * i, 6),
+                           jaxpr_eqns=i, hlo_ops=i, xla_ops=i)  # fmt: skip
+        if i % 3 == 0:
+            rec.benchmarks = {"main": _benchmark(i)}
+        tests[f"tests/test_m{i % 2}.py::test_{i:02}"] = rec
+    tests["tests/test_m1.py::test_01"].marker = {"max_traces": 10}
+    tests["tests/test_m0.py::test_02"].environment = {"jax": "0.10.1", "backend": "cpu"}
+    tests["tests/test_m1.py::test_03"].benchmarks["scaling:f"] = ScalingEntry(
+        metric="jaxpr_eqns", sizes=(1, 2), values=(3.0, 3.0), exponent=0.0
+    )
+    tests["tests/test_m1.py::test_05"].outcome = "failed"
+    run = RunRecord(environment={"jax": "0.10.2", "backend": "cpu", "x64": False}, tests=tests)
+    return _careful(model.run_to_json(run))  # as written: seconds rounded
+
+
+PLAIN = 10  # the tests of big_run() that the fast path reads (neither marker nor environment)
+
+
+def _careful(data: dict[str, Any]) -> RunRecord:
+    """The records as the entry-by-entry reader makes them."""
+    schema = data["schema"]
+    return RunRecord(
+        environment=dict(data["environment"]),
+        tests={
+            k: model.recorded_test_from_json(v, f"tests[{k!r}]", schema)
+            for k, v in data["tests"].items()
+        },
+    )
+
+
+def test_fast_and_careful_readers_make_equal_records() -> None:
+    text = store.dumps(big_run())
+    data = json.loads(text)
+    plain = model._plain_tests(data["tests"])
+    assert len(plain) == PLAIN and "tests/test_m1.py::test_01" not in plain
+    fast = model.run_from_json(data, consume=True)
+    assert fast == _careful(json.loads(text)) == big_run()
+    rec = fast.tests["tests/test_m1.py::test_03"]
+    assert type(rec) is RecordedTest and type(rec.eager) is Counts
+    assert all(type(f) is FunctionRecord for f in rec.functions.values())
+    assert rec.environment is None and rec.marker == {}
+    assert store.dumps(fast) == text  # written back as it was
+    # Without `consume`, the data stays as it was: read again, the same records.
+    kept = json.loads(text)
+    assert model.run_from_json(kept) == model.run_from_json(kept) == fast
+
+
+def test_fast_path_records_are_independent_records() -> None:
+    run = model.run_from_json(json.loads(store.dumps(big_run())), consume=True)
+    a, b = (run.tests[f"tests/test_m1.py::test_{i:02}"] for i in (7, 9))
+    a.marker["max_traces"] = 1
+    a.recompute_totals()
+    assert b.marker == {}
+    assert dataclass_fields(a) == dataclass_fields(RecordedTest())
+
+
+def dataclass_fields(rec: RecordedTest) -> list[str]:
+    return sorted(vars(rec))
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda f: f.update(traces=True), ".traces: expected a count, got True"),
+        (lambda f: f.update(compile_s=-1.0), ".compile_s: expected seconds, got -1.0"),
+        (lambda f: f.pop("site"), ": missing field 'site'"),
+        (lambda f: f.update(retrace_reasons=[3]), ".retrace_reasons: expected a list of strings"),
+        (lambda f: f.update(jaxpr_eqns=1.5), ".jaxpr_eqns: expected a count, got 1.5"),
+    ],
+    ids=["bool-count", "negative-seconds", "missing-field", "reason-not-text", "float-size"],
+)
+def test_a_value_the_fast_path_refuses_is_named_as_ever(change: Any, problem: str) -> None:
+    data = json.loads(store.dumps(big_run()))
+    entry = data["tests"]["tests/test_m1.py::test_07"]["functions"]
+    change(next(iter(entry.values())))
+    assert model._plain_tests(data["tests"]) == set()
+    with pytest.raises(model.FormatError) as fast:
+        model.run_from_json(copy.deepcopy(data), consume=True)
+    with pytest.raises(model.FormatError) as careful:
+        _careful(data)
+    assert str(fast.value) == str(careful.value)
+    assert str(fast.value).startswith("tests['tests/test_m1.py::test_07'].functions[")
+    assert str(fast.value).endswith(problem)
+
+
+def test_a_bad_benchmark_entry_is_named_as_ever() -> None:
+    data = json.loads(store.dumps(big_run()))
+    data["tests"]["tests/test_m1.py::test_09"]["benchmarks"]["main"]["runtime"]["rounds"] = -1
+    with pytest.raises(model.FormatError) as info:
+        model.run_from_json(data, consume=True)
+    assert str(info.value) == (
+        "tests['tests/test_m1.py::test_09'].benchmarks['main'].runtime.rounds: expected a "
+        "count, got -1"
+    )
+
+
+def test_an_older_schema_file_still_loads(tmp_path: Path) -> None:
+    doc = model.run_to_json(big_run())
+    doc["schema"] = "pytest-jaxperf/3"
+    for test in doc["tests"].values():
+        for counts in [test, test["eager"], *test["functions"].values()]:
+            for name in model.SIZE_FIELDS:
+                del counts[name]
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    run = load(path)
+    assert run is not None and run == _careful(json.loads(path.read_text(encoding="utf-8")))
+    f = next(iter(run.tests["tests/test_m1.py::test_07"].functions.values()))
+    assert (f.jaxpr_eqns, f.hlo_ops, f.xla_ops) == (None, None, None)
+
+
+# -- one parse per file --------------------------------------------------------------------------
+
+
+@pytest.fixture(params=["orjson", "json"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Files read through orjson (the `fast` extra) or through json; every parse counted
+    in `parses`."""
+    if request.param == "orjson":
+        orjson = pytest.importorskip("orjson")
+        fast = orjson.loads
+    else:
+        fast = None
+
+    def counted(real: Any, name: str) -> Any:
+        def loads(*args: Any, **kwargs: Any) -> Any:
+            PARSES.append(name)
+            return real(*args, **kwargs)
+
+        return loads
+
+    monkeypatch.setattr(store, "_fast_loads", None if fast is None else counted(fast, "orjson"))
+    monkeypatch.setattr(store.json, "loads", counted(json.loads, "json"))
+    PARSES.clear()
+    return str(request.param)
+
+
+PARSES: list[str] = []
+LAYOUTS = {
+    "as-saved": store.dumps,
+    "indent-1": lambda run: json.dumps(model.run_to_json(run), indent=1),
+    "indent-tab": lambda run: json.dumps(model.run_to_json(run), indent="\t"),
+    "compact": lambda run: json.dumps(model.run_to_json(run)),
+}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_file_is_parsed_once(tmp_path: Path, parser: str, layout: str) -> None:
+    path = tmp_path / "baseline.json"
+    path.write_text(LAYOUTS[layout](big_run()), encoding="utf-8")
+    assert load(path) == big_run()
+    assert len(PARSES) == 1
+    # Laid out one key per line, a file is read with orjson where installed; any other
+    # layout with json, which refuses a key twice as it reads.
+    expected = ["json" if layout == "compact" else parser]
+    assert expected == PARSES
+
+
+def _twice(text: str, nodeid: str) -> str:
+    """`text` with the entry of `nodeid` kept twice, as a merge that kept both sides does."""
+    data = json.loads(text)
+    key = json.dumps(nodeid)
+    start = text.index(f"{key}:")
+    entry = json.dumps(data["tests"][nodeid])
+    # The entry as it is laid out in `text`: from its key to where it parses whole.
+    end = start + len(key) + 1
+    depth, i = 0, text.index("{", end)
+    for i in range(text.index("{", end), len(text)):
+        depth += {"{": 1, "}": -1}.get(text[i], 0)
+        if depth == 0:
+            break
+    assert json.loads(text[text.index("{", end) : i + 1]) == json.loads(entry)
+    line = text.rindex("\n", 0, start) + 1 if "\n" in text[:start] else start
+    return text[: i + 1] + ",\n" + text[line : i + 1] + text[i + 1 :]
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+def test_a_test_kept_twice_is_refused_in_every_layout(
+    tmp_path: Path, parser: str, layout: str
+) -> None:
+    path = tmp_path / "baseline.json"
+    path.write_text(_twice(LAYOUTS[layout](big_run()), "tests/test_m1.py::test_07"))
+    with pytest.raises(BaselineError) as info:
+        load(path)
+    assert str(info.value) == (
+        f"{path} holds the key 'tests/test_m1.py::test_07' twice (a merge that kept both "
+        "sides?): only one would be read; keep one of them"
+    )
+
+
+@pytest.mark.parametrize("layout", ["indent-1", "compact"])
+def test_a_broken_file_gets_json_s_message(tmp_path: Path, parser: str, layout: str) -> None:
+    path = tmp_path / "baseline.json"
+    path.write_text(LAYOUTS[layout](big_run())[:-40], encoding="utf-8")
+    with pytest.raises(BaselineError, match=r"is not valid JSON \(line \d+, column \d+: "):
+        load(path)
+
+
+# -- the gating between two environments, reused ----------------------------------------------
+
+
+def test_gating_is_reused_while_the_environments_are_equal() -> None:
+    base = {"jax": "0.10.1", "backend": "cpu", "program_flags": {"jax_enable_x64": False}}
+    now = {"jax": "0.10.2", "backend": "cpu", "program_flags": {"jax_enable_x64": False}}
+    first = compare.Gating.between(base, now, Tolerances())
+    assert compare.Gating.between(base, now, Tolerances()) is first
+    assert first.timing_differences == ("jax 0.10.1 -> 0.10.2",)
+    # Changed in place (the same objects), or other arguments: worked out again.
+    now["program_flags"]["jax_enable_x64"] = True
+    changed = compare.Gating.between(base, now, Tolerances())
+    assert changed is not first
+    assert changed.static_differences == (
+        "jax 0.10.1 -> 0.10.2", "jax_enable_x64 False -> True"
+    )  # fmt: skip
+    saving = compare.Gating.between(base, now, Tolerances(), gate_baseline=False)
+    assert saving is not changed and not saving.gate_baseline
+    strict = compare.Gating.between(base, now, Tolerances(compile_rtol=0.1))
+    assert strict.tol.compile_rtol == 0.1
+
+
+def test_evaluate_keeps_the_gating_s_tolerances_without_a_marker_tolerance() -> None:
+    run = big_run()
+    rec = run.tests["tests/test_m0.py::test_00"]
+    gating = compare.Gating.between(run.environment, run.environment, Tolerances())
+    assert compare.evaluate(rec, rec, NO_LIMITS, gating) == compare.Verdict()
+
+
+# -- what `jaxperf compare` imports ---------------------------------------------------------------
+
+
+@pytest.mark.e2e
+def test_compare_imports_nothing_of_ab_nor_export(tmp_path: Path) -> None:
+    path = tmp_path / "baseline.json"
+    store.save(path, big_run())
+    code = (
+        "import sys; from pytest_jaxperf.cli import main; "
+        f"code = main(['compare', {str(path)!r}, {str(path)!r}]); "
+        "print(sorted(m for m in sys.modules if m.startswith(('pytest_jaxperf.ab', "
+        "'pytest_jaxperf.report.export', 'tempfile', 'difflib', 'pytest.', '_pytest')) "
+        "or m == 'pytest'), code)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
+    )
+    assert done.stdout.splitlines()[-1] == "[] 0"
