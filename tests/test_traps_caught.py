@@ -51,5 +51,6 @@ def test_every_trap_maps_to_an_existing_test_file(traps: ModuleType) -> None:
     guarded = traps.traps()
     assert guarded["jit_in_loop"] == "tests/test_sampler.py"
     assert guarded["builtin_sum"] == "tests/test_integration.py"
+    assert guarded["unrolled"] == "tests/test_integration.py"  # gaussian_quantile
     for file in guarded.values():
         assert (BENCHMARKS.parent / "example_project" / file).is_file(), file
