@@ -791,7 +791,7 @@ class _TraceToJaxpr(_HookSet):
         return (same or keys), bool(same)
 
     def cache_key(self, call: TraceCall) -> Any:
-        return self._key(call), _config_snapshot(), self._epoch
+        return self._key(call), _config_values(), self._epoch
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = find_frame("_trace_for_jit", start=4)
@@ -1005,7 +1005,7 @@ class _CreatePjitJaxpr(_HookSet):
     def cache_key(self, call: TraceCall) -> Any:
         # JAX's key and the values of the config options by name: the key's trace context
         # is a bare tuple, the names tell which option changed.
-        return (call.key, _config_snapshot())
+        return (call.key, _config_values())
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = _nearest(("stage_parallel_callable", "_create_pjit_jaxpr"), start=4)
@@ -1165,31 +1165,6 @@ def _config_values() -> dict[str, Any]:
             values[name] = state.value
         except Exception:
             continue
-    return values
-
-
-# The last `_config_snapshot`: (the trace context it was taken under, the snapshot).
-_SNAPSHOT: tuple[Any, dict[str, Any]] | None = None
-
-
-def _config_snapshot() -> dict[str, Any]:
-    """`_config_values()`, taken again only when the trace context changed: reading every
-    option (about a hundred) on every trace cost 40 us a trace. The options that can make
-    a trace miss the cache are the trace context's, whose values the context holds, so a
-    snapshot taken under the same context names them as well; the others show in
-    `_context_lines` only as noise, which a reused snapshot shows less of."""
-    from jax._src import config
-
-    global _SNAPSHOT
-    ctx = config.trace_context()
-    known = _SNAPSHOT
-    try:
-        if known is not None and known[0] == ctx:
-            return known[1]
-    except Exception:
-        pass  # a context value that cannot be compared: taken again
-    values = _config_values()
-    _SNAPSHOT = (ctx, values)
     return values
 
 
