@@ -29,6 +29,24 @@ except ImportError:  # optional extra
 
 pytest_plugins = ["pytester"]
 
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def benchmark_module(name: str) -> Any:
+    """benchmarks/NAME.py as a module (it imports benchmarks/_common.py beside it), kept in
+    sys.modules under NAME: its dataclasses look their module up there."""
+    saved = list(sys.path)
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    finally:
+        sys.path[:] = saved
+    return module
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark `e2e` every test that runs a pytest session through pytester (the fixture closure

@@ -6,37 +6,24 @@ the instructions clock on cuda named before anything else is looked for."""
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from _jaxperf_data import bench
 from _records import fn, rec
+from conftest import benchmark_module
 
 from pytest_jaxperf.measure import instructions
 from pytest_jaxperf.model import ProgramMetrics, RunRecord
 from pytest_jaxperf.report.wording import benchmark_line, byte_size
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def gc() -> ModuleType:
-    """benchmarks/gpu_check.py as a module (it imports benchmarks/_common.py beside it)."""
-    saved = list(sys.path)
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        spec = importlib.util.spec_from_file_location("gpu_check", BENCHMARKS / "gpu_check.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # its dataclasses look their module up there
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
+    """benchmarks/gpu_check.py as a module."""
+    return cast(ModuleType, benchmark_module("gpu_check"))
 
 
 def _report(**tests: Any) -> RunRecord:

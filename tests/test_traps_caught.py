@@ -3,34 +3,21 @@ plugin prints) and its mapping of each example trap to the test file that guards
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from types import ModuleType
+from typing import cast
 
 import pytest
 from _records import fn, rec
+from conftest import BENCHMARKS, benchmark_module
 
 from pytest_jaxperf.compare import Gating, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.report.terminal import failure_text
 
-BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
-
 
 @pytest.fixture(scope="module")
 def traps() -> ModuleType:
-    saved = list(sys.path)
-    sys.path.insert(0, str(BENCHMARKS))
-    try:
-        path = BENCHMARKS / "traps_caught.py"
-        spec = importlib.util.spec_from_file_location("traps_caught", path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-    finally:
-        sys.path[:] = saved
-    return module
+    return cast(ModuleType, benchmark_module("traps_caught"))
 
 
 def test_each_regressed_test_is_read_once_with_its_first_reason(traps: ModuleType) -> None:
