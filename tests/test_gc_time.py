@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -247,3 +249,30 @@ def test_a_collection_inside_a_real_trace_is_taken_out(tmp_path: Path) -> None:
     assert RECORDER.gc.collections > before
     # JAX's own duration includes the collection; the recorded one does not.
     assert fn.traces == 1 and fn.trace_s < durations[0]
+
+
+
+_TOTALS_UNDER_COLLECTIONS = """
+import gc
+from pytest_jaxperf.measure.gctime import GcClock
+gcc = GcClock()
+gcc.watching = 1
+gcc.install()
+gc.set_threshold(1, 1, 1)  # a collection at nearly every allocation, some inside totals()
+for _ in range(20_000):
+    gcc.totals()
+print(gcc.collections > 0)
+"""
+
+
+@pytest.mark.e2e
+def test_a_collection_inside_totals_does_not_deadlock() -> None:
+    # A collection starts at any allocation, also inside `totals()`, and its callback runs
+    # on that thread: with a lock held across the read, the thread waited on itself for
+    # ever (an equinox suite under --jaxperf hung so). In a fresh interpreter: whether a
+    # collection falls inside depends on the heap, which a fresh one makes the same each run.
+    done = subprocess.run(
+        [sys.executable, "-c", _TOTALS_UNDER_COLLECTIONS],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout.strip()) == (0, "True"), done.stderr

@@ -17,6 +17,11 @@ no phase is open (`watching`), four clock reads while one is.
 Per thread: a collection blocks the thread it runs on, whose phase's wall seconds lose it;
 the process CPU clock counts every thread's collections, so a phase's CPU seconds lose
 those of all threads (`Totals.all_cpu`).
+
+No lock: CPython runs one collection at a time, its callbacks included, so the updates
+never race each other; and a collection starts at any allocation, also inside a reader
+holding a lock, whose callback would then wait on its own thread for ever (it did, in an
+equinox suite). A reader may see one collection's update half done: a few microseconds.
 """
 
 from __future__ import annotations
@@ -57,7 +62,6 @@ class GcClock:
         thread: Callable[[], int] = threading.get_ident,
     ) -> None:
         self._wall, self._cpu, self._thread = wall, cpu, thread
-        self._lock = threading.Lock()
         # Per thread: (wall, cpu) at the start of the collection now running on it.
         self._open: dict[int, tuple[float, float]] = {}
         self._wall_s: dict[int, float] = {}
@@ -83,19 +87,17 @@ class GcClock:
                 return
             wall = max(0.0, self._wall() - started[0])
             cpu = max(0.0, self._cpu() - started[1])
-            with self._lock:
-                self._wall_s[tid] = self._wall_s.get(tid, 0.0) + wall
-                self._cpu_s[tid] = self._cpu_s.get(tid, 0.0) + cpu
-                self._all_cpu_s += cpu
-                self.collections += 1
+            self._wall_s[tid] = self._wall_s.get(tid, 0.0) + wall
+            self._cpu_s[tid] = self._cpu_s.get(tid, 0.0) + cpu
+            self._all_cpu_s += cpu
+            self.collections += 1
         except Exception:  # pragma: no cover - a clock that fails: nothing is subtracted
             pass
 
     def totals(self) -> Totals:
         """The calling thread's totals so far (read at a phase's start and end)."""
         tid = self._thread()
-        with self._lock:
-            return Totals(self._wall_s.get(tid, 0.0), self._cpu_s.get(tid, 0.0), self._all_cpu_s)
+        return Totals(self._wall_s.get(tid, 0.0), self._cpu_s.get(tid, 0.0), self._all_cpu_s)
 
     def install(self) -> None:
         if self.callback not in gc.callbacks:
