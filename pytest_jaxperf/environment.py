@@ -3,7 +3,7 @@ block itself is captured by `measure.machine`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
@@ -147,6 +147,12 @@ def too_noisy(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | 
         f"the reference compile is too noisy to scale by (its samples spread {', '.join(noisy)}"
         f"; at most {NOISY_SPREAD:.0%} is used)"
     )
+
+
+def other_machine(envs: Iterable[Mapping[str, Any]], here: Mapping[str, Any]) -> bool:
+    """Whether any of `envs` was measured on another machine (CPU model, core count) than
+    `here`: only against such an environment does a reference compile scale anything."""
+    return any(_differences(MACHINE_KEYS, env, here) for env in envs)
 
 
 def reference_missing(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> bool:

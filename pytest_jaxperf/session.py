@@ -105,9 +105,27 @@ class JaxPerfSession:
             return
         from .measure import instructions, reference
 
-        if instructions.under_valgrind():
+        if instructions.under_valgrind() or not self._reference_used():
             return
         self.reference = reference.for_session(getattr(self.config, "cache", None))
+
+    def _reference_used(self) -> bool:
+        """Whether anything can use this run's reference compile: a save stores it and a
+        report or history file carries it, for a comparison on another machine later; a
+        gate alone uses it only against baseline entries measured on another CPU model or
+        core count (it scales compile seconds across machines, nothing else). Measuring it
+        costs a process and five compiles (about 4 CPU seconds)."""
+        s = self.settings
+        if s.save or s.json is not None or s.history is not None:
+            return True
+        if self.baseline is None:
+            return False
+        from .environment import other_machine
+        from .measure import machine
+
+        envs = [self.baseline.environment]
+        envs += [r.environment for r in self.baseline.tests.values() if r.environment]
+        return other_machine(envs, machine.here())
 
     def _self_check(self) -> None:
         """Once, before the first recorded test body: refuse (exit 4) rather than report

@@ -19,6 +19,7 @@ from pytest_jaxperf.environment import (
     SAMPLES_KEY,
     SPREAD_KEY,
     machine_scale,
+    other_machine,
     too_noisy,
 )
 from pytest_jaxperf.measure import reference
@@ -289,3 +290,38 @@ def _here() -> tuple[tuple[str, str], ...]:
 
     env = machine.capture()
     return tuple((k, str(env.get(k))) for k in reference._CACHE_KEYS)
+
+
+def test_other_machine_is_a_difference_in_cpu_model_or_core_count_only() -> None:
+    here = {"cpu": "Intel(R) Xeon(R) Processor", "cpu_count": 2}
+    assert not other_machine([INTEL, {**INTEL, "jax": "0.9.0"}], here)
+    assert other_machine([INTEL, AMD], here)
+    assert other_machine([{**INTEL, "cpu_count": 16}], here)
+    assert not other_machine([], here)
+
+
+def test_a_gate_measures_the_reference_only_where_something_can_use_it(
+    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, measured: list[int]
+) -> None:
+    jp = reference_on
+    _fake(monkeypatch, measured, 0.2, _here())
+    jp.makepyfile(test_one=ONE_JITTED_TEST)
+
+    def runs(*args: str) -> int:
+        """How many times a session with `args` measured the reference."""
+        reference._MEASURED.clear()
+        before = len(measured)
+        jp.runpytest("--jaxperf", *args).assert_outcomes(passed=1)
+        return len(measured) - before
+
+    assert runs() == 0  # no baseline, no file: nothing would read it
+    assert runs("--jaxperf-json=run.json") == 1
+    assert runs("--jaxperf-history=history.jsonl") == 1
+    assert runs("--jaxperf-save") == 1  # the baseline stores it
+    path = jp.path / ".jaxperf" / "baseline.json"
+    assert read_json(path)["environment"][REFERENCE_KEY] == 0.2
+    assert runs() == 0  # every entry from this machine: compile seconds compare directly
+    data = read_json(path)
+    data["environment"]["cpu"] = "Another CPU"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert runs() == 1  # an entry from another CPU model: scaled by the two references

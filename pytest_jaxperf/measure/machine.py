@@ -25,8 +25,7 @@ def capture() -> dict[str, Any]:
         "device_count": len(devices),
         "x64": bool(getattr(jax.config, "jax_enable_x64", False)),
         "platform": platform.platform(terse=True),
-        "cpu": _cpu_model(),
-        "cpu_count": os.cpu_count() or 0,
+        **here(),
         # pytest-xdist workers measuring side by side (0: not under xdist; the session sets
         # it); their timings are slower than a serial run's, and never gated against one.
         "xdist_workers": 0,
@@ -40,6 +39,11 @@ def capture() -> dict[str, Any]:
         # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).
         env["cpu_dispatch"] = _jaxhooks.cpu_dispatch()
     return env
+
+
+def here() -> dict[str, Any]:
+    """This machine as `environment.MACHINE_KEYS` name it (no JAX needed)."""
+    return {"cpu": _cpu_model(), "cpu_count": os.cpu_count() or 0}
 
 
 def _cpu_model() -> str:
