@@ -25,7 +25,7 @@ from pytest_jaxperf.model import (
     RuntimeStats,
     ScalingEntry,
 )
-from pytest_jaxperf.storage import store
+from pytest_jaxperf.storage import outputs, store
 from pytest_jaxperf.storage.store import BaselineError, load
 
 
@@ -452,3 +452,31 @@ def test_the_quick_route_gives_the_careful_verdicts(
         assert quick > 0
     elif not change.startswith(("compile seconds", "cpu seconds")):
         assert quick == 0
+
+
+# -- saving in pieces ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tests", ["all", "none", "one"])
+def test_save_writes_dumps_text_in_pieces(
+    tmp_path: Path, tests: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = big_run()
+    if tests == "none":
+        run.tests = {}
+    elif tests == "one":
+        run.tests = dict(list(run.tests.items())[:1])
+    written: list[Any] = []
+    replace_text = outputs.replace_text
+
+    def spy(path: Path, text: Any) -> None:
+        written.append(text)
+        replace_text(path, text)
+
+    monkeypatch.setattr(outputs, "replace_text", spy)
+    path = tmp_path / "baseline.json"
+    store.save(path, run)
+    assert path.read_bytes() == store.dumps(run).encode("utf-8")
+    # Handed over one test's text at a time: the whole text of a big file is never held.
+    assert not isinstance(written[0], str)
+    assert load(path) == run
