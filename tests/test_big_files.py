@@ -480,3 +480,25 @@ def test_save_writes_dumps_text_in_pieces(
     # Handed over one test's text at a time: the whole text of a big file is never held.
     assert not isinstance(written[0], str)
     assert load(path) == run
+
+
+@pytest.mark.e2e
+def test_scale_measures_gate_and_save_each_in_a_fresh_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import benchmark_module
+
+    scale = benchmark_module("scale")
+    base, run = scale.build(30)
+    store.save(tmp_path / "baseline.json", base)
+    store.save(tmp_path / "run.json", run)
+    scale._gate_and_save(tmp_path / "baseline.json", tmp_path / "run.json", "json")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "gate (read the baseline, compare every test)",
+        "save (merge the run into the baseline, write it)",
+    ]
+    assert all(" MB = " in line and "x the file" in line for line in lines[1:])
+    # The save step wrote the merged baseline beside the one it started from.
+    merged = store.merge(load(tmp_path / "baseline.json"), load(tmp_path / "run.json"))
+    assert (tmp_path / "baseline.save").read_text(encoding="utf-8") == store.dumps(merged)
