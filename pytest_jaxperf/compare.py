@@ -292,8 +292,8 @@ class Gating:
 
     @functools.cached_property
     def plain(self) -> bool:
-        """Whether everything is gated, against the baseline alone: nothing left out, no
-        environment difference, no marker (see `_unchanged`)."""
+        """Whether every metric is gated as measured: nothing left out as not measured, no
+        environment difference, no scaling between machines (see `_unchanged`)."""
         return not (
             self.not_measured
             or self.timing_differences
