@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
@@ -290,6 +291,17 @@ class Gating:
         )
 
     @functools.cached_property
+    def plain(self) -> bool:
+        """Whether every metric is gated as measured: nothing left out as not measured, no
+        environment difference, no scaling between machines (see `_unchanged`)."""
+        return not (
+            self.not_measured
+            or self.timing_differences
+            or self.static_differences
+            or self.machine is not None
+        )
+
+    @functools.cached_property
     def skipped(self) -> frozenset[str]:
         """Metrics left out of the verdict: those not measured, and compile time and program
         sizes with the compile counts (they are read from the same compiles)."""
@@ -313,6 +325,18 @@ def evaluate(
 ) -> Verdict:
     """Compare one test against its marker limits and its baseline entry, as `gating` says
     (its tolerances overridden by the marker's)."""
+    if (
+        base is not None
+        and limits is NO_LIMITS
+        and gating.plain
+        and _unchanged(record, base, gating)
+    ):
+        # The usual test of a big suite: nothing but its benchmarks can give it a finding.
+        verdict = Verdict()
+        if record.benchmarks:
+            _benchmarks_vs_baseline(verdict, record, base, gating)
+            verdict.status = _status_of(verdict)
+        return verdict
     verdict = Verdict()
     for metric, why in sorted(gating.not_measured.items()):
         verdict.notes.append(f"{metric} not measured ({why}): not gated")
@@ -332,6 +356,42 @@ def evaluate(
     _compile_time_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
     verdict.status = _status_of(verdict)
     return verdict
+
+
+# What of a function, or of a test's totals, the counts and sizes compare: where all are the
+# same as in the baseline entry, neither gives a finding.
+_SHAPE = operator.attrgetter("traces", "compiles", "lowerings", "jaxpr_eqns", "hlo_ops", "xla_ops")
+
+
+def _unchanged(record: RecordedTest, base: RecordedTest, gating: Gating) -> bool:
+    """Whether the rules of `evaluate` surely find nothing in the test's functions, counts,
+    sizes and compile time, with a `plain` gating and no marker limits: the same functions
+    (by key), each, and the totals, with the same counts and measured sizes, no cache hits,
+    and compile seconds on the gating's clock neither over the tolerance nor under it. The
+    benchmarks are not looked at. False (the rules then run) wherever that is not so."""
+    functions, old_functions = record.functions, base.functions
+    if (
+        functions.keys() != old_functions.keys()
+        or record.cache_hits
+        or base.cache_hits
+        or _SHAPE(record) != _SHAPE(base)
+    ):
+        return False
+    for key, fn in functions.items():
+        shape = _SHAPE(fn)
+        if None in shape or shape != _SHAPE(old_functions[key]):
+            return False
+    tol = gating.tol
+    if tol.compile_clock == "cpu":
+        now_s, before_s = record.total_cpu_s, base.total_cpu_s
+        if now_s is None or before_s is None:
+            return False  # gated on wall seconds, with a word that says so
+    else:
+        now_s, before_s = record.total_s, base.total_s
+    rtol, floor = tol.compile_rtol, tol.compile_floor
+    grew = now_s > before_s * (1 + rtol) and now_s - before_s > floor
+    shrank = now_s * (1 + rtol) < before_s and before_s - now_s > floor
+    return not (grew or shrank)
 
 
 def _status_of(verdict: Verdict, new: bool = False) -> Status:

@@ -4,6 +4,7 @@ the parsed objects), the gating reused between tests, and what `jaxperf compare`
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 import subprocess
 import sys
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_jaxperf import compare, model
-from pytest_jaxperf.config import NO_LIMITS, Tolerances
+from pytest_jaxperf.config import NO_LIMITS, MarkerLimits, Tolerances
 from pytest_jaxperf.model import (
     BenchmarkEntry,
     Counts,
@@ -24,7 +25,7 @@ from pytest_jaxperf.model import (
     RuntimeStats,
     ScalingEntry,
 )
-from pytest_jaxperf.storage import store
+from pytest_jaxperf.storage import outputs, store
 from pytest_jaxperf.storage.store import BaselineError, load
 
 
@@ -329,3 +330,175 @@ def test_compare_imports_nothing_of_ab_nor_export(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, check=True
     )
     assert done.stdout.splitlines()[-1] == "[] 0"
+
+
+# -- the comparison's quick route (compare._unchanged) ----------------------------------------
+
+
+def _set(attr: str, value: Any, fn: int | None = 0) -> Any:
+    """A change to a record: `attr` of its `fn`th function (None: of the test) set to `value`."""
+
+    def change(rec: RecordedTest) -> None:
+        target = rec if fn is None else list(rec.functions.values())[fn]
+        setattr(target, attr, value)
+
+    return change
+
+
+def _scaled(factor: float, *names: str) -> Any:
+    def change(rec: RecordedTest) -> None:
+        for target in (rec, *rec.functions.values()):
+            for name in names:
+                value = getattr(target, name)
+                if value is not None:
+                    setattr(target, name, value * factor)
+
+    return change
+
+
+def _renamed(rec: RecordedTest) -> None:
+    key, fn = next(iter(rec.functions.items()))
+    fn.site = fn.site.replace(":", ":1")
+    rec.functions = {fn.key if k == key else k: f for k, f in rec.functions.items()}
+
+
+def _added(rec: RecordedTest) -> None:
+    fn = copy.deepcopy(next(iter(rec.functions.values())))
+    fn.name = "extra"
+    rec.functions[fn.key] = fn
+    rec.recompute_totals()
+
+
+def _slower(rec: RecordedTest) -> None:
+    bench = rec.benchmarks.get("main")
+    if isinstance(bench, BenchmarkEntry) and bench.runtime is not None:
+        rt = bench.runtime
+        slow = tuple(s * 3 for s in rt.samples_s)
+        rec.benchmarks["main"] = dataclasses.replace(
+            bench,
+            runtime=dataclasses.replace(
+                rt, samples_s=slow, median_s=rt.median_s * 3, min_s=rt.min_s * 3, cpu_median_s=None
+            ),  # fmt: skip
+        )
+
+
+CHANGES: dict[str, Any] = {
+    "none": lambda rec: None,
+    "traces up": _set("traces", 9),
+    "compiles up": _set("compiles", 9),
+    "lowerings up": _set("lowerings", 9),
+    "traces down": _set("traces", 0),
+    "total traces up": _set("traces", 40, None),
+    "total compiles down": _set("compiles", 0, None),
+    "jaxpr_eqns up": _set("jaxpr_eqns", 500),
+    "hlo_ops down": _set("hlo_ops", 1),
+    "xla_ops unmeasured": _set("xla_ops", None),
+    "total xla_ops up": _set("xla_ops", 900, None),
+    "cache hits": _set("cache_hits", 1, None),
+    "cpu seconds unmeasured": _set("compile_cpu_s", None, None),
+    "compile seconds x3": _scaled(3.0, "compile_s", "compile_cpu_s"),
+    "compile seconds x1.05": _scaled(1.05, "compile_s", "compile_cpu_s"),
+    "compile seconds x0.2": _scaled(0.2, "compile_s", "compile_cpu_s"),
+    "compile seconds x1000": _scaled(1000.0, "compile_s", "compile_cpu_s"),
+    "function renamed": _renamed,
+    "function added": _added,
+    "runtime slower": _slower,
+}
+GATINGS = {
+    "default": ({}, {}, Tolerances()),
+    "wall clock": ({}, {}, Tolerances(compile_clock="wall")),
+    "strict": ({}, {}, Tolerances(compile_rtol=0.0, compile_floor=0.0, static_rtol=0.0)),
+    "another jax": ({"jax": "0.10.1"}, {}, Tolerances()),
+    "another cpu": ({"cpu": "other"}, {}, Tolerances()),
+}
+
+
+@pytest.mark.parametrize("change", list(CHANGES))
+def test_the_quick_route_gives_the_careful_verdicts(
+    change: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    base = big_run()
+    now = copy.deepcopy(base)
+    for rec in now.tests.values():
+        CHANGES[change](rec)
+    quick = 0
+    careful = compare._unchanged
+
+    def counted(*args: Any) -> bool:
+        nonlocal quick
+        found = careful(*args)
+        quick += found
+        return found
+
+    for name, (base_env, now_env, tol) in GATINGS.items():
+        old = RunRecord({**base.environment, **base_env}, base.tests)
+        new = RunRecord({**now.environment, **now_env}, now.tests)
+        for limits in (NO_LIMITS, MarkerLimits(max_traces=100)):
+            got = {}
+            for route in ("quick", "careful"):
+                monkeypatch.setattr(compare, "_unchanged", counted if route == "quick" else
+                                    (lambda *a: False))  # fmt: skip
+                got[route] = [
+                    compare.evaluate(
+                        rec, old.tests.get(k), limits,
+                        compare.Gating.between(old.environment_of(k), new.environment_of(k), tol),
+                    ).to_json()
+                    for k, rec in new.tests.items()
+                ]  # fmt: skip
+            assert got["quick"] == got["careful"], (change, name, limits)
+    # The quick route is taken where nothing changed, and never where a count, a size, a cache
+    # hit or the functions did (timings may pass within the tolerance).
+    if change in ("none", "runtime slower"):
+        assert quick > 0
+    elif not change.startswith(("compile seconds", "cpu seconds")):
+        assert quick == 0
+
+
+# -- saving in pieces ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tests", ["all", "none", "one"])
+def test_save_writes_dumps_text_in_pieces(
+    tmp_path: Path, tests: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run = big_run()
+    if tests == "none":
+        run.tests = {}
+    elif tests == "one":
+        run.tests = dict(list(run.tests.items())[:1])
+    written: list[Any] = []
+    replace_text = outputs.replace_text
+
+    def spy(path: Path, text: Any) -> None:
+        written.append(text)
+        replace_text(path, text)
+
+    monkeypatch.setattr(outputs, "replace_text", spy)
+    path = tmp_path / "baseline.json"
+    store.save(path, run)
+    assert path.read_bytes() == store.dumps(run).encode("utf-8")
+    # Handed over one test's text at a time: the whole text of a big file is never held.
+    assert not isinstance(written[0], str)
+    assert load(path) == run
+
+
+@pytest.mark.e2e
+def test_scale_measures_gate_and_save_each_in_a_fresh_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import benchmark_module
+
+    scale = benchmark_module("scale")
+    base, run = scale.build(30)
+    store.save(tmp_path / "baseline.json", base)
+    store.save(tmp_path / "run.json", run)
+    scale._gate_and_save(tmp_path / "baseline.json", tmp_path / "run.json", "json")
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(":")[0].strip() for line in lines[1:]] == [
+        "gate (read the baseline, compare every test)",
+        "save (merge the run into the baseline, write it)",
+    ]
+    assert all(" MB = " in line and "x the file" in line for line in lines[1:])
+    # The save step wrote the merged baseline beside the one it started from.
+    merged = store.merge(load(tmp_path / "baseline.json"), load(tmp_path / "run.json"))
+    assert (tmp_path / "baseline.save").read_text(encoding="utf-8") == store.dumps(merged)

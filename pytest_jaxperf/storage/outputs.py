@@ -13,7 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,10 +167,11 @@ def target(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
-def replace_text(path: Path, text: str) -> None:
-    """Write `text` to `path` (its link's target) whole or not at all: a temporary file beside
-    it, synced, then renamed over it; readers see the old file or the new one. The file keeps
-    its permissions, or gets a plain open()'s when new."""
+def replace_text(path: Path, text: str | Iterable[str]) -> None:
+    """Write `text` (or its pieces, one after the other) to `path` (its link's target) whole
+    or not at all: a temporary file beside it, synced, then renamed over it; readers see the
+    old file or the new one. The file keeps its permissions, or gets a plain open()'s when
+    new."""
     path = target(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     import tempfile  # here: reading files (`jaxperf compare`) needs none of what it imports
@@ -180,7 +181,10 @@ def replace_text(path: Path, text: str) -> None:
         # mkstemp creates the file 0600.
         os.chmod(tmp, _mode_for(path))
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            if isinstance(text, str):
+                fh.write(text)
+            else:
+                fh.writelines(text)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)

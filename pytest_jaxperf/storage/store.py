@@ -371,19 +371,30 @@ def _value(value: Any) -> str:
 def dumps(run: RunRecord) -> str:
     """The file text of `run`: exactly run_to_json's content, in the file layout."""
     with collector_paused():
-        return _dumps(run)
+        return "".join(_pieces(run))
 
 
-def _dumps(run: RunRecord) -> str:
+def _pieces(run: RunRecord) -> Iterator[str]:
+    """dumps(run) in pieces, a test's entry each: `save` writes them as they come, so that
+    the text of a big file is never held whole (nor twice, joined and encoded)."""
     try:
         nodeids = sorted(run.tests)
         keys = [_string(nodeid) for nodeid in nodeids]
     except TypeError:  # node ids that are not strings: the general way
-        return format_json(run_to_json(run)) + "\n"
-    tests = [f"    {key}: {_test_text(run.tests[nodeid])}" for key, nodeid in zip(keys, nodeids)]
+        yield format_json(run_to_json(run)) + "\n"
+        return
     environment = format_json(dict(run.environment), _ENVIRONMENT, "  ")
-    body = "{\n" + ",\n".join(tests) + "\n  }" if tests else "{}"
-    return _DOCUMENT % (environment, _value(run.schema), body)
+    head, _, tail = _DOCUMENT.rpartition("%s")
+    head %= (environment, _value(run.schema))
+    if not nodeids:
+        yield head + "{}" + tail
+        return
+    yield head + "{\n"
+    separator = ""
+    for key, nodeid in zip(keys, nodeids):
+        yield f"{separator}    {key}: {_test_text(run.tests[nodeid])}"
+        separator = ",\n"
+    yield "\n  }" + tail
 
 
 # The usual case, what format_json(run_to_json(run)) writes at each depth, from templates
@@ -484,4 +495,5 @@ def save(path: Path, run: RunRecord) -> None:
     A symbolic link is written at its target."""
     from .outputs import replace_text
 
-    replace_text(path, dumps(run))
+    with collector_paused():
+        replace_text(path, _pieces(run))
