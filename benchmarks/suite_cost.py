@@ -45,6 +45,8 @@ from _common import PYTEST, clean_env, fmt, print_total, usage
 
 MODES = ("plain", "save", "gate")
 TARGET = 1.03
+# What the summary line counts as tests (not "warnings", nor subtests).
+OUTCOMES = ("passed", "failed", "skipped", "error", "errors", "xfailed", "xpassed")
 _COUNT = re.compile(r"(\d+) ((?:subtests )?[a-z]+)")
 _SUMMARY = re.compile(r"^=*\s*(?:\d+ \w+.*)? in [\d.]+s\b")
 
@@ -117,7 +119,7 @@ def table(workdirs: list[Path]) -> None:
         cpu = {m: statistics.median(r["cpu"] for r in by[m]) for m in MODES}
         outcomes = {json.dumps(r["counts"], sort_keys=True) for r in rows}
         counts = by["plain"][0]["counts"]
-        tests = sum(v for k, v in counts.items() if not k.startswith("subtests"))
+        tests = sum(v for k, v in counts.items() if k in OUTCOMES)
         others = statistics.median(r["others"] or 0.0 for r in rows)
         print(
             f"{rows[0]['suite']:<10} {tests:>6} {len(by['plain']):>4} {wall['plain']:>8.1f} "
