@@ -18,6 +18,7 @@ root, which puts this folder on ``sys.path``. This module owns:
 - measuring subprocesses: ``usage`` (wall seconds, the children's CPU seconds, other
   processes' CPU seconds) and ``timed_run`` (a captured run and its wall seconds);
 - a flag several scripts take: ``add_quiet_wait``;
+- reading a pytest run's output: ``summary_counts`` (its summary line's counts);
 - output: ``median``, ``fmt``, ``print_total`` and ``finish`` (a script's last lines).
 
 Only the standard library is imported at the top: some scripts need nothing of the plugin,
@@ -30,6 +31,7 @@ import argparse
 import contextlib
 import hashlib
 import os
+import re
 import resource
 import shutil
 import signal
@@ -252,6 +254,19 @@ def add_quiet_wait(parser: argparse.ArgumentParser, before: str = "each run") ->
         help=f"before {before}, wait up to this many seconds for other processes to go "
         "quiet (default 5; 0 disables)",
     )
+
+
+_COUNT = re.compile(r"(\d+) ((?:subtests )?[a-z]+)")
+_SUMMARY = re.compile(r"^=*\s*(?:\d+ \w+.*)? in [\d.]+s\b")
+
+
+def summary_counts(text: str) -> dict[str, int] | None:
+    """The counts of pytest's summary line in `text` ({"passed": 3, "subtests passed": 2,
+    ...}); None where the output has no summary line (the run did not finish)."""
+    summary = next((ln for ln in reversed(text.splitlines()) if _SUMMARY.match(ln)), None)
+    if summary is None:
+        return None
+    return {what: int(n) for n, what in _COUNT.findall(summary)}
 
 
 def median(values: list[float]) -> float | None:

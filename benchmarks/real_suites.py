@@ -105,7 +105,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _common import ROOT, clean_env, usage
+from _common import ROOT, clean_env, summary_counts, usage
 
 TARGET_FULL_OVER_OFF = 1.05
 FIELDS = ("traces", "lowerings", "compiles")
@@ -348,8 +348,6 @@ class Run:
     report: dict[str, Any] | None = None
 
 
-_COUNT = re.compile(r"(\d+) ((?:subtests )?[a-z]+)")
-_SUMMARY = re.compile(r"^=*\s*(?:\d+ \w+.*)? in [\d.]+s\b")
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.M)
 
 
@@ -383,11 +381,10 @@ def run_mode(
         proc = subprocess.run(cmd, cwd=root, env=env, stdout=f, stderr=subprocess.STDOUT)
     wall = used.wall
     text = log.read_text(errors="replace")
-    summary = next((ln for ln in reversed(text.splitlines()) if _SUMMARY.match(ln)), None)
-    if proc.returncode not in (0, 1) or summary is None:
+    counts = summary_counts(text)
+    if proc.returncode not in (0, 1) or counts is None:
         tail = "\n".join(text.splitlines()[-30:])
         raise ScriptError(f"{suite.name} {mode}: pytest rc={proc.returncode}, log {log}:\n{tail}")
-    counts = {what: int(n) for n, what in _COUNT.findall(summary)}
     load = (load0, os.getloadavg()[0])
     run = Run(mode, wall, used.cpu, used.others(), load, counts, set(_FAILED.findall(text)))
     if mode != "off":

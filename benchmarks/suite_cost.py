@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import statistics
 import subprocess
@@ -41,14 +40,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import PYTEST, clean_env, fmt, print_total, usage
+from _common import PYTEST, clean_env, fmt, print_total, summary_counts, usage
 
 MODES = ("plain", "save", "gate")
 TARGET = 1.03
 # What the summary line counts as tests (not "warnings", nor subtests).
 OUTCOMES = ("passed", "failed", "skipped", "error", "errors", "xfailed", "xpassed")
-_COUNT = re.compile(r"(\d+) ((?:subtests )?[a-z]+)")
-_SUMMARY = re.compile(r"^=*\s*(?:\d+ \w+.*)? in [\d.]+s\b")
 
 
 def order(rep: int) -> tuple[str, ...]:
@@ -75,11 +72,10 @@ def run(python: str, cwd: Path, args: list[str], log: Path) -> dict[str, Any]:
         f.flush()
         proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), stdout=f, stderr=subprocess.STDOUT)
     text = log.read_text(errors="replace")
-    summary = next((ln for ln in reversed(text.splitlines()) if _SUMMARY.match(ln)), None)
-    if proc.returncode not in (0, 1) or summary is None:
+    counts = summary_counts(text)
+    if proc.returncode not in (0, 1) or counts is None:
         tail = "\n".join(text.splitlines()[-20:])
         raise SystemExit(f"pytest rc={proc.returncode} ({log}):\n{tail}")
-    counts = {what: int(n) for n, what in _COUNT.findall(summary)}
     return {"wall": used.wall, "cpu": used.cpu, "others": used.others(), "counts": counts}
 
 

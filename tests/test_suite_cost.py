@@ -60,3 +60,12 @@ def test_the_modes_rotate_and_a_save_writes_a_copy_of_the_baseline(
     assert [suite_cost.order(rep) for rep in range(3)] == [
         ("plain", "save", "gate"), ("save", "gate", "plain"), ("gate", "plain", "save")
     ]
+
+
+def test_summary_counts_reads_pytests_last_summary_line() -> None:
+    common = benchmark_module("_common")
+    out = "..F\n=== 1 failed, 12 passed, 3 warnings, 40 subtests passed in 35.61s ===\n"
+    assert common.summary_counts(out) == {
+        "failed": 1, "passed": 12, "warnings": 3, "subtests passed": 40
+    }  # fmt: skip
+    assert common.summary_counts("....\nKeyboardInterrupt\n") is None
