@@ -4,7 +4,7 @@ it regressed, prints the summary and writes the files at the end."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -107,7 +107,20 @@ class JaxPerfSession:
 
         if instructions.under_valgrind() or not self._reference_used():
             return
-        self.reference = reference.for_session(getattr(self.config, "cache", None))
+        from .environment import other_machine
+        from .measure import machine
+
+        here = machine.here()
+        known = [e for e in self._baseline_environments() if not other_machine([e], here)]
+        self.reference = reference.for_session(getattr(self.config, "cache", None), known)
+
+    def _baseline_environments(self) -> list[Mapping[str, Any]]:
+        """The baseline's environment blocks (its own and its entries'), each once."""
+        if self.baseline is None:
+            return []
+        envs = [self.baseline.environment]
+        envs += [r.environment for r in self.baseline.tests.values() if r.environment]
+        return list({id(env): env for env in envs}.values())
 
     def _reference_used(self) -> bool:
         """Whether anything can use this run's reference compile: a save stores it and a
@@ -123,9 +136,7 @@ class JaxPerfSession:
         from .environment import other_machine
         from .measure import machine
 
-        envs = [self.baseline.environment]
-        envs += [r.environment for r in self.baseline.tests.values() if r.environment]
-        return other_machine(envs, machine.here())
+        return other_machine(self._baseline_environments(), machine.here())
 
     def _self_check(self) -> None:
         """Once, before the first recorded test body: refuse (exit 4) rather than report

@@ -87,6 +87,32 @@ def test_a_cached_reference_is_checked_by_a_fresh_sample_and_replaced_when_they_
     assert again is not None and again.seconds == 0.5 and measured[-1] == reference.SAMPLES
 
 
+def test_a_reference_the_baseline_stores_is_checked_by_one_compile(
+    monkeypatch: pytest.MonkeyPatch, measured: list[int]
+) -> None:
+    stored = {**dict(MACHINE), REFERENCE_KEY: 0.2, SPREAD_KEY: 0.05, SAMPLES_KEY: 5}
+    # One compile within 10%: the baseline's value is kept, nothing more measured.
+    _fake(monkeypatch, measured, 0.21)
+    kept = reference.for_session(None, [stored, dict(stored)])
+    assert kept == Reference(0.2, 0.05, 5, MACHINE) and measured == [reference.CHECK_SAMPLES]
+    assert reference.CHECK_SAMPLES < reference.SAMPLES
+    # Disagreeing: the full sample, which replaces it where it disagrees too.
+    measured.clear()
+    _fake(monkeypatch, measured, 0.3)
+    fresh = reference.for_session(None, [stored])
+    assert fresh == Reference(0.3, 0.05, reference.SAMPLES, MACHINE)
+    assert measured == [reference.CHECK_SAMPLES, reference.SAMPLES]
+    # Measured for another jaxlib, or with no reference stored: not a value of this machine.
+    for env in (
+        {**stored, "jaxlib": "9.9.9"},
+        {k: v for k, v in stored.items() if k != REFERENCE_KEY},
+    ):
+        measured.clear()
+        _fake(monkeypatch, measured, 0.2)
+        got = reference.for_session(None, [env])
+        assert got is not None and got.samples == reference.SAMPLES
+
+
 def test_without_a_cache_every_session_measures_the_full_sample(
     monkeypatch: pytest.MonkeyPatch, measured: list[int]
 ) -> None:
@@ -320,6 +346,9 @@ def test_a_gate_measures_the_reference_only_where_something_can_use_it(
     assert runs("--jaxperf-save") == 1  # the baseline stores it
     path = jp.path / ".jaxperf" / "baseline.json"
     assert read_json(path)["environment"][REFERENCE_KEY] == 0.2
+    # A re-save checks the stored value with one compile (pytest's cache is off here).
+    assert runs("--jaxperf-save") == 1 and measured[-1] == reference.CHECK_SAMPLES
+    assert read_json(path)["environment"][SAMPLES_KEY] == reference.SAMPLES
     assert runs() == 0  # every entry from this machine: compile seconds compare directly
     data = read_json(path)
     data["environment"]["cpu"] = "Another CPU"
