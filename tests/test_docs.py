@@ -122,3 +122,23 @@ def test_the_readme_starts_with_the_two_commands_ci_runs() -> None:
     ci = (ROOT / ".ci/run").read_text()
     assert suite in ci, "the README's test command is what .ci/run runs"
     assert sys.version_info >= (3, 10)
+
+
+def test_the_declared_jax_range_is_the_tested_one() -> None:
+    """pyproject.toml's jax and jaxlib bounds: from the oldest version the nox matrix tests
+    to below the minor release after its newest (0.11 is read, not tested)."""
+    import ast
+
+    (deps,) = re.findall(r"^dependencies = (.*)$", (ROOT / "pyproject.toml").read_text(), re.M)
+    nox = ast.parse((ROOT / "noxfile.py").read_text())
+    names = {
+        t.id: node.value for node in nox.body if isinstance(node, ast.Assign)
+        for t in node.targets if isinstance(t, ast.Name)
+    }  # fmt: skip
+    newest = ast.literal_eval(names["NEWEST"])
+    versions = [newest if isinstance(e, ast.Name) else ast.literal_eval(e)
+                for e in names["JAX_VERSIONS"].elts]  # fmt: skip
+    oldest = min(versions, key=lambda v: tuple(map(int, v.split("."))))
+    major, minor = map(int, newest.split(".")[:2])
+    for name in ("jax", "jaxlib"):
+        assert f'"{name}>={oldest},<{major}.{minor + 1}"' in deps, deps
