@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -496,9 +497,31 @@ def test_scale_measures_gate_and_save_each_in_a_fresh_process(
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0].strip() for line in lines[1:]] == [
         "gate (read the baseline, compare every test)",
+        "of which reading the baseline (parse, check, records)",
         "save (merge the run into the baseline, write it)",
     ]
-    assert all(" MB = " in line and "x the file" in line for line in lines[1:])
+    assert all(" MB = " in line and "x the file" in line for line in lines[1::2])
+    assert " MB kept (the records)" in lines[2]
     # The save step wrote the merged baseline beside the one it started from.
     merged = store.merge(load(tmp_path / "baseline.json"), load(tmp_path / "run.json"))
     assert (tmp_path / "baseline.save").read_text(encoding="utf-8") == store.dumps(merged)
+
+
+@pytest.mark.e2e  # starts an interpreter
+def test_scale_prints_the_floor_under_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import benchmark_module
+
+    scale = benchmark_module("scale")
+    base, run = scale.build(5)
+    store.save(tmp_path / "baseline.json", base)
+    store.save(tmp_path / "run.json", run)
+    scale._floor(tmp_path / "baseline.json", tmp_path / "run.json", 1)
+    (line,) = capsys.readouterr().out.splitlines()
+    parsers = "orjson [0-9.]+ s, json" if store.parser() == "orjson" else "json"
+    assert re.fullmatch(
+        rf"   the floor of jaxperf compare: parsing both files, nothing else: {parsers} "
+        r"[0-9.]+ s; python -c pass [0-9.]+ s",
+        line,
+    ), line
