@@ -17,11 +17,13 @@ improvements, ~1% new tests and jittered timings), then measures, best of ``--re
    (the figure before that reuse), and ``jaxperf compare BASELINE REPORT`` in a fresh process,
    interpreter start included, wall and CPU seconds: on the files as the plugin saves them and
    as ``json.dumps(indent=1)`` writes them, read with orjson (the ``fast`` extra, where
-   installed) and with json (target for 10,000 tests: <= 0.5 s wall). Then, each in a fresh
+   installed) and with json (target for 10,000 tests: <= 0.5 s wall), and the floor under it:
+   parsing the two files and nothing else, and starting the interpreter. Then, each in a fresh
    process, what a ``--jaxperf`` run adds for the baseline: gating (read the baseline, compare
    every test) and saving (merge the run into it, write it); targets for 50,000 tests
    (``--tests 50000 --compare-only``): <= 2 s each, and the memory each adds (peak resident
-   size less the size before it) <= 2x the baseline file's size.
+   size less the size before it) <= 2x the baseline file's size; for the gate, also what
+   reading the baseline takes of it (its peak, and what its records keep).
 2. markdown (``--jaxperf-markdown``) and HTML (``--jaxperf-html``, needs matplotlib)
    generation without history. Target < 5 s together.
 3. a history of ``--runs`` runs: making and appending one entry per run, loading the whole
@@ -308,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                     f"     {layout}, {which}: {wall:.3f} s wall, {cpu:.3f} s CPU  "
                     f"({_met(wall, TARGET_CLI_S, True)})"
                 )
+        _floor(base_path, run_path, repeat)
         _breakdown(base_path, b, repeat)
         _gate_and_save(base_path, run_path, store.parser())
 
@@ -449,13 +452,18 @@ except OSError:
 with open("/proc/self/statm") as f:
     before = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 start = time.perf_counter()
+read = {}
 if step == "gate":
     known = store.read(baseline)
+    with open("/proc/self/statm") as f:
+        kept = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    read = {"read_s": time.perf_counter() - start, "read_peak": peak() - before,
+            "read_kept": kept - before}
     evaluate_all(known.run, run, Tolerances())
 else:
     store.save_merged(baseline, run, known)
 seconds = time.perf_counter() - start
-print(json.dumps({"seconds": seconds, "extra": peak() - before}))
+print(json.dumps({"seconds": seconds, "extra": peak() - before, **read}))
 """
 
 
@@ -483,6 +491,40 @@ def _gate_and_save(baseline: Path, report: Path, which: str) -> None:
             f"+{got['extra'] / 1e6:.0f} MB = {times:.2f}x the file "
             f"({_met(times, TARGET_MEMORY_X, True)})"
         )
+        if "read_s" in got:
+            print(
+                f"       of which reading the baseline (parse, check, records): "
+                f"{got['read_s']:.3f} s, peak +{got['read_peak'] / 1e6:.0f} MB, "
+                f"+{got['read_kept'] / 1e6:.0f} MB kept (the records)"
+            )
+
+
+def _floor(baseline: Path, report: Path, repeat: int) -> None:
+    """What parsing the two files alone takes, the least `jaxperf compare` can take after the
+    interpreter's start: with orjson (where installed) and with json, from their bytes."""
+    raws = [baseline.read_bytes(), report.read_bytes()]
+    parsers: list[tuple[str, Callable[[bytes], Any]]] = [("json", json.loads)]
+    try:
+        import orjson
+
+        parsers.insert(0, ("orjson", orjson.loads))
+    except ImportError:
+        pass
+    figures = []
+    for name, loads in parsers:
+        with store.collector_paused():  # as the command parses: no collection walks the objects
+            seconds, _ = best_of(repeat, lambda parse=loads: [parse(raw) for raw in raws])
+        figures.append(f"{name} {seconds:.3f} s")
+    print(
+        f"   the floor of jaxperf compare: parsing both files, nothing else: "
+        f"{', '.join(figures)}; python -c pass {_interpreter_start(repeat):.3f} s"
+    )
+
+
+def _interpreter_start(repeat: int) -> float:
+    """The wall seconds of starting and ending this interpreter with nothing to do."""
+    seconds, _ = best_of(repeat, lambda: subprocess.run([sys.executable, "-c", "pass"]))
+    return seconds
 
 
 def _breakdown(path: Path, report: RunRecord, repeat: int) -> None:

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import json
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -496,9 +499,158 @@ def test_scale_measures_gate_and_save_each_in_a_fresh_process(
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0].strip() for line in lines[1:]] == [
         "gate (read the baseline, compare every test)",
+        "of which reading the baseline (parse, check, records)",
         "save (merge the run into the baseline, write it)",
     ]
-    assert all(" MB = " in line and "x the file" in line for line in lines[1:])
+    assert all(" MB = " in line and "x the file" in line for line in lines[1::2])
+    assert " MB kept (the records)" in lines[2]
     # The save step wrote the merged baseline beside the one it started from.
     merged = store.merge(load(tmp_path / "baseline.json"), load(tmp_path / "run.json"))
     assert (tmp_path / "baseline.save").read_text(encoding="utf-8") == store.dumps(merged)
+
+
+@pytest.mark.e2e  # starts an interpreter
+def test_scale_prints_the_floor_under_compare(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conftest import benchmark_module
+
+    scale = benchmark_module("scale")
+    base, run = scale.build(5)
+    store.save(tmp_path / "baseline.json", base)
+    store.save(tmp_path / "run.json", run)
+    scale._floor(tmp_path / "baseline.json", tmp_path / "run.json", 1)
+    (line,) = capsys.readouterr().out.splitlines()
+    parsers = "orjson [0-9.]+ s, json" if store.parser() == "orjson" else "json"
+    assert re.fullmatch(
+        rf"   the floor of jaxperf compare: parsing both files, nothing else: {parsers} "
+        r"[0-9.]+ s; python -c pass [0-9.]+ s",
+        line,
+    ), line
+
+
+# -- jaxperf compare: the quick routes and the careful ones give the same output -----------------
+
+
+def _careful_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every quick route of reading and gating off: each file read the careful way (decoded,
+    parsed, its keys checked, each entry value by value), the gating worked out for every
+    test, and every test through every rule."""
+    monkeypatch.setattr(store, "_read_once", lambda raw: None)
+    monkeypatch.setattr(model, "_plain_tests", lambda tests: set())
+    monkeypatch.setattr(compare, "_unchanged", lambda *args: False)
+
+    def between(
+        cls: type[compare.Gating], baseline: Any, current: Any, tolerances: Tolerances, **kw: Any
+    ) -> compare.Gating:
+        return cls._between(
+            baseline, current, tolerances, kw.get("timing_mode", "gate"),
+            kw.get("gate_baseline", True), kw.get("timed_elsewhere"),
+        )  # fmt: skip
+
+    monkeypatch.setattr(compare.Gating, "between", classmethod(between))
+
+
+def _older(text: str) -> str:
+    """A file of the schema before program sizes, as that version wrote it."""
+    doc = json.loads(text)
+    doc["schema"] = "pytest-jaxperf/3"
+    for test in doc["tests"].values():
+        for counts in [test, test["eager"], *test["functions"].values()]:
+            for name in model.SIZE_FIELDS:
+                del counts[name]
+    return json.dumps(doc, indent=1)
+
+
+@functools.lru_cache(maxsize=1)
+def _compare_files() -> tuple[str, str]:
+    """A baseline and a report (as saved) with every kind of finding: regressions, an
+    improvement, new and missing tests, a gone function, a marker limit over, an entry
+    measured elsewhere, a test that failed by itself."""
+    from conftest import benchmark_module
+
+    base, run = benchmark_module("scale").build(150)
+    ids = sorted(run.tests)
+    faster = next(k for k in ids if run.tests[k].benchmarks)
+    for label, bench in run.tests[faster].benchmark_entries():  # faster: an improvement
+        rt = bench.runtime
+        assert rt is not None and rt.cpu_median_s is not None
+        quick = dataclasses.replace(
+            rt, samples_s=tuple(s / 4 for s in rt.samples_s), median_s=rt.median_s / 4,
+            min_s=rt.min_s / 4, cpu_median_s=rt.cpu_median_s / 4,
+        )  # fmt: skip
+        run.tests[faster].benchmarks[label] = dataclasses.replace(bench, runtime=quick)
+    gone = run.tests[ids[11]]
+    gone.functions = dict(list(gone.functions.items())[1:])  # a function gone
+    gone.recompute_totals()
+    run.tests[ids[12]].marker = {"max_traces": 0}  # over its limit
+    run.tests[ids[13]].environment = {**run.environment, "jax": "0.10.1"}  # timing not gated
+    run.tests[ids[14]].outcome = "failed"  # not compared
+    slow = max((k for k in ids[15:] if k in base.tests), key=lambda k: run.tests[k].total_s)
+    for fn in run.tests[slow].functions.values():  # the same counts, compiles 10x slower
+        fn.compile_s, fn.compile_cpu_s = fn.compile_s * 10, (fn.compile_cpu_s or 0.0) * 10
+    run.tests[slow].recompute_totals()
+    return store.dumps(base), store.dumps(run)
+
+
+def _broken(text: str, how: str) -> str:
+    if how == "truncated":
+        return text[:-40]
+    if how == "twice":
+        return _twice(text, next(iter(json.loads(text)["tests"])))
+    doc = json.loads(text)
+    entry = next(iter(doc["tests"].values()))
+    fn = next(iter(entry["functions"].values()))
+    if how == "nan":
+        fn["compile_s"] = math.nan
+    elif how == "bool-count":
+        fn["traces"] = True
+    else:
+        del entry["eager"]
+    return store.format_json(doc)  # as saved (a NaN as json writes it)
+
+
+CASES = ["as-saved", "older-baseline", "older-report", "indent-1"] + [
+    f"broken-{how}" for how in ("truncated", "twice", "nan", "bool-count", "missing-eager")
+]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_compare_gives_the_same_output_by_the_quick_and_the_careful_routes(
+    tmp_path: Path,
+    parser: str,
+    case: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pytest_jaxperf import cli
+
+    base, run = _compare_files()
+    if case == "older-baseline":
+        base = _older(base)
+    elif case == "older-report":
+        run = _older(run)
+    elif case == "indent-1":
+        base, run = (json.dumps(json.loads(t), indent=1) for t in (base, run))
+    elif case.startswith("broken-"):
+        base = _broken(base, case.removeprefix("broken-"))
+    (tmp_path / "baseline.json").write_text(base, encoding="utf-8")
+    (tmp_path / "run.json").write_text(run, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # no ini file: the defaults
+    got = {}
+    for route in ("quick", "careful"):
+        with monkeypatch.context() as patch:
+            if route == "careful":
+                _careful_routes(patch)
+            code = cli.main(["compare", "baseline.json", "run.json"])
+            got[route] = (code, *capsys.readouterr())
+    assert got["quick"] == got["careful"]
+    code, out, err = got["quick"]
+    if case.startswith("broken-"):
+        assert (code, out) == (2, "")
+        assert err.startswith("jaxperf: baseline.json ") and err.count("\n") == 1, err
+        return
+    assert code == 1 and err == ""
+    for word in ("improved: ", "function gone", "> limit 0", "not gated", "compile time of"):
+        assert word in out, word
+    assert "1 baseline tests are not in the report (not compared)" in out
