@@ -103,6 +103,15 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     if settings.tolerances.runtime_clock == "instructions":
         _under_valgrind(config)
+        from .measure import instructions
+
+        if instructions.native_pass():  # writes nothing: the valgrind run does
+            import dataclasses
+
+            settings = dataclasses.replace(
+                settings, save=False, json=None, markdown=None, html=None, history=None,
+                export=None,
+            )  # fmt: skip
     session = JaxPerfSession(config, settings, base)
     session.configure_dispatch()
     config.stash[SESSION_KEY] = session
@@ -129,10 +138,27 @@ def _under_valgrind(config: pytest.Config) -> None:
         )
         config.pluginmanager.register(_xdist.StopWorker(reason), "jaxperf-stop-worker")
         return
+    if instructions.native_pass():
+        # The native pass before valgrind's run: the child's own path, so that XLA gets the
+        # same programs (with the same metadata) to compile; nothing counted or written.
+        from .measure import _jaxhooks
+
+        _jaxhooks.cache_key_without_topology(instructions.native_pass() or "")
+        return
     if instructions.under_valgrind():
         problem = instructions.self_check()
         if problem is not None:
             raise pytest.UsageError(f"pytest-jaxperf: {problem}")
+        folder = instructions.private_cache()
+        if folder is not None:
+            import atexit
+
+            from .measure import _jaxhooks
+
+            atexit.register(instructions.remove_cache)
+            problem = _jaxhooks.cache_key_without_topology(folder)
+            if problem is not None:  # the parent found the hook: not expected
+                print(f"jaxperf: instructions clock: compiling under valgrind ({problem})")
         return
     # However xdist was asked to start workers: they would run outside valgrind.
     workers = _xdist.distribution(config)
@@ -143,7 +169,11 @@ def _under_valgrind(config: pytest.Config) -> None:
     capman = config.pluginmanager.getplugin("capturemanager")
     if capman is not None:
         capman.stop_global_capturing()
-    instructions.reexec(sys.orig_argv, os.environ, instructions.dump_dir())
+    from .measure import _jaxhooks
+
+    instructions.reexec(
+        sys.orig_argv, os.environ, instructions.dump_dir(), _jaxhooks.cache_key_problem()
+    )
 
 
 @pytest.fixture

@@ -75,6 +75,15 @@ def test_example_benchmarks_under_the_instructions_clock(
         *WIDE_TIMING, "-p", "no:cacheprovider",
     )  # fmt: skip
     output = result.stdout.str()
+    # One progress line per counted benchmark, past pytest's capture.
+    progress = re.findall(r"jaxperf: (\S+) benchmark '(\w+)': 5 of 5 calls counted under "
+                          r"valgrind, [\d.]+ s$", output, re.MULTILINE)  # fmt: skip
+    assert sorted(progress) == [
+        ("tests/test_integration.py::test_overlap_first_call_and_steady_state", "overlap"),
+        ("tests/test_layer.py::test_first_call_vs_steady_state", "dense_relu"),
+        ("tests/test_neighbours.py::test_pair_energy_vs_numpy", "pair_energy"),
+        ("tests/test_sampler.py::test_jax_vs_numpy_sampler", "metropolis"),
+    ], output
     if regression:
         assert result.ret == 1, output
         result.stdout.fnmatch_lines(lit(

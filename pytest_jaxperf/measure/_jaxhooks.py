@@ -197,6 +197,47 @@ def _pinned(settings: tuple[tuple[str, Any], ...]) -> Iterator[None]:
         yield
 
 
+def cache_key_problem() -> str | None:
+    """Why `cache_key_without_topology` cannot work with this JAX, or None."""
+    try:
+        from jax._src import cache_key
+    except ImportError as exc:
+        return f"jax {jax_version()} has no jax._src.cache_key ({exc})"
+    for name in ("_hash_accelerator_config", "_hash_devices"):
+        if not callable(getattr(cache_key, name, None)):
+            return f"jax {jax_version()} has no jax._src.cache_key.{name}"
+    return None
+
+
+def cache_key_without_topology(folder: str) -> str | None:
+    """Key the entries of the persistent compilation cache in `folder` (only there) without
+    the PJRT CPU topology's fingerprint, which follows the CPU the process sees (valgrind's
+    simulated one differs from the host's): the device kinds are hashed in its place.
+    `jax._src.cache_key._hash_accelerator_config(hash_obj, devices)`, looked up by name at
+    each key (jax 0.6.2 hashes the serialized topology there, 0.10.2 its fingerprint).
+    Returns why it could not be done, None when it was."""
+    problem = cache_key_problem()
+    if problem is not None:
+        return problem
+    from jax._src import cache_key
+
+    original = cache_key._hash_accelerator_config
+    devices = cache_key._hash_devices
+    if getattr(original, "_jaxperf_folder", None) == folder:
+        return None
+
+    def hash_accelerator_config(hash_obj: Any, accelerators: Any) -> None:
+        state = _config_state("jax_compilation_cache_dir")
+        if state is not None and state.value == folder:
+            devices(hash_obj, accelerators)
+        else:
+            original(hash_obj, accelerators)
+
+    hash_accelerator_config._jaxperf_folder = folder  # type: ignore[attr-defined]
+    cache_key._hash_accelerator_config = hash_accelerator_config
+    return None
+
+
 def jit_disabled() -> bool:
     """Whether jax_disable_jit is on (globally or in this thread): nothing is traced then."""
     state = _config_state("jax_disable_jit")

@@ -20,6 +20,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,11 @@ from typing import Any
 # Set in the child only: the valgrind version it runs under, and where callgrind dumps.
 UNDER_VALGRIND = "PYTEST_JAXPERF_VALGRIND"
 DUMP_DIR = "PYTEST_JAXPERF_CALLGRIND_DIR"
+# The private compilation cache (see compile_natively): set to its folder in the native pass
+# that fills it (the plugin only keys the cache there, no test is measured) and in the
+# valgrind child that loads from it.
+NATIVE_PASS = "PYTEST_JAXPERF_NATIVE_PASS"
+PRIVATE_CACHE = "PYTEST_JAXPERF_PRIVATE_CACHE"
 # XLA generates code for the widest ISA the CPU offers; valgrind simulates AVX2 at most (no
 # AVX-512), and a host without AVX2 would get other code: pinned, and part of the environment.
 ISA = "AVX2"
@@ -261,8 +267,18 @@ class Counter:
 _COUNTER: list[Counter] = []
 
 
-def counter() -> Counter:
-    """This process's counter (the valgrind child only)."""
+class _Uncounted:
+    """The native pass's counter: the calls run, nothing is counted."""
+
+    def count(self, call: Callable[[], object]) -> Dump:
+        call()
+        return Dump(total=0, spin=0)
+
+
+def counter() -> Counter | _Uncounted:
+    """This process's counter (the valgrind child only; the native pass runs the calls)."""
+    if native_pass():
+        return _Uncounted()
     if not _COUNTER:
         _COUNTER.append(Counter(Path(os.environ[DUMP_DIR])))
     return _COUNTER[0]
@@ -295,6 +311,90 @@ def sweep(folder: Path) -> None:
         pid = path.name.split(".")[2]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             path.unlink(missing_ok=True)
+    for path in folder.glob("xla-cache.*"):  # cache_dir's, of runs that ended
+        pid = path.name.split(".")[1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def native_pass() -> str | None:
+    """The private cache's folder in the native pass that fills it, else None."""
+    return os.environ.get(NATIVE_PASS) or None
+
+
+def private_cache() -> str | None:
+    """The private cache's folder in the valgrind child that loads from it, else None."""
+    return os.environ.get(PRIVATE_CACHE) or None
+
+
+def cache_dir(folder: Path, pid: int) -> Path:
+    """The private compilation cache of the run whose valgrind child has process id `pid`
+    (exec keeps it): never the user's, and swept like the dumps once that process ended."""
+    return folder / f"xla-cache.{pid}"
+
+
+def remove_cache() -> None:
+    """Remove this process's private compilation cache (the valgrind child, at its end)."""
+    folder = private_cache()
+    if folder is not None:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def compile_natively(
+    argv: Sequence[str],
+    child: Mapping[str, str],
+    cache: Path,
+    problem: str | None,
+    run: Callable[..., Any] = subprocess.run,
+    clock: Callable[[], float] = time.perf_counter,
+) -> tuple[dict[str, str], str]:
+    """Run this pytest natively first, with the valgrind child's pinned settings and a
+    private persistent compilation cache, and return the child's environment with that cache
+    and the line that says so: XLA compiles there at native speed what the child then loads
+    instead of compiling it under valgrind (about 50 times slower). `problem` (why JAX's
+    cache key cannot be made independent of the CPU, see _jaxhooks) or a native pass that
+    failed leaves the child as it was, and the line says why."""
+    if problem is not None:
+        return dict(child), f"jaxperf: instructions clock: compiling under valgrind ({problem})"
+    start = clock()
+    with_cache = {**child, **_cache_environment(str(cache))}
+    # The child's own environment but for the cache's role: the plugin takes the child's
+    # path there (what runs before a compile decides the program's metadata, and with it
+    # XLA's code), with the counted calls only run.
+    native = {k: v for k, v in with_cache.items() if k != PRIVATE_CACHE}
+    cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+    try:
+        # pytest's cache (--lf, --ff) is the valgrind run's to read and write.
+        proc = run([*argv, "-p", "no:cacheprovider"], env={**native, NATIVE_PASS: str(cache)},
+                   stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)  # fmt: skip
+        code: object = proc.returncode
+    except OSError as exc:
+        code = f"{type(exc).__name__}: {exc}"
+    programs = sum(1 for _ in cache.iterdir())
+    # pytest's 0, 1, 5: the tests ran (failing ones compiled too), or none were collected.
+    if code not in (0, 1, 5) or not programs:
+        shutil.rmtree(cache, ignore_errors=True)
+        return dict(child), (
+            f"jaxperf: instructions clock: compiling under valgrind (the native pass that "
+            f"compiles first ended with {code} and {programs} programs)"
+        )
+    return with_cache, (
+        f"jaxperf: instructions clock: {programs} programs compiled natively in "
+        f"{clock() - start:.1f} s; loaded under valgrind"
+    )
+
+
+def _cache_environment(folder: str) -> dict[str, str]:
+    # The environment JAX (0.6.2 .. 0.10.2) reads at its import: every program to and from
+    # `folder`, whatever its size and compile time, the user's own cache setting overridden.
+    return {
+        "JAX_ENABLE_COMPILATION_CACHE": "true",
+        "JAX_COMPILATION_CACHE_DIR": folder,
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1",
+        PRIVATE_CACHE: folder,
+    }
 
 
 def _alive(pid: int) -> bool:
@@ -307,10 +407,16 @@ def _alive(pid: int) -> bool:
     return True
 
 
-def reexec(argv: Sequence[str], env: Mapping[str, str], dump_dir: Path) -> None:
-    """Replace this process by pytest under valgrind (never returns)."""
+def reexec(
+    argv: Sequence[str], env: Mapping[str, str], dump_dir: Path, cache_problem: str | None
+) -> None:
+    """Replace this process by pytest under valgrind (never returns), after a native pass
+    that compiles into the private cache it hands valgrind's run (see compile_natively)."""
     valgrind = shutil.which("valgrind") or "valgrind"
     child = child_environment(env, valgrind_version(valgrind), dump_dir)
+    sweep(dump_dir)
+    child, line = compile_natively(argv, child, cache_dir(dump_dir, os.getpid()), cache_problem)
+    print(line, flush=True)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execvpe(valgrind, child_argv(valgrind, dump_dir, argv), child)
