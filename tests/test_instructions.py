@@ -80,9 +80,9 @@ def test_the_child_pins_what_the_count_depends_on(tmp_path: Path) -> None:
     assert argv[-3:] == ["python", "-m", "pytest"]
 
 
-def _native(tmp_path: Path, rc: int = 0, programs: int = 3, problem: str | None = None) -> tuple[
-    dict[str, str], str, list[tuple[list[str], dict[str, str]]]
-]:
+def _native(
+    tmp_path: Path, rc: int = 0, programs: int = 3, problem: str | None = None
+) -> tuple[dict[str, str], str, list[tuple[list[str], dict[str, str]]]]:
     child = instructions.child_environment(
         {"JAX_COMPILATION_CACHE_DIR": "/users/own/cache", "HOME": "/h"}, "valgrind-3.19.0",
         tmp_path,
@@ -357,13 +357,27 @@ def test_loop(jaxperf):
 CLOCK = ("--jaxperf", "--jaxperf-runtime-clock=instructions")
 
 
+NO_HOOK = """
+from pytest_jaxperf.measure import _jaxhooks
+
+_jaxhooks.cache_key_problem = lambda: "no cache-key hook in this jax"
+"""
+
+
 @needs_valgrind
 def test_instructions_per_call_gated_end_to_end(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     jp.makepyfile(test_mod=LOOP_TEST)
-    saved = jp.runpytest_subprocess(*CLOCK, "--jaxperf-save")
+    users_cache = jp.mkdir("users_cache")
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(users_cache))
+    # Saved compiling under valgrind, as with a JAX whose cache key cannot be changed.
+    conftest = jp.makeconftest(NO_HOOK)
+    saved = jp.runpytest_subprocess(*CLOCK, "--jaxperf-save", "--jaxperf-json=compiled.json")
     assert saved.ret == 0, saved.stdout.str()
+    saved.stdout.fnmatch_lines(lit("jaxperf: instructions clock: compiling under valgrind "
+                                   "(no cache-key hook in this jax)"))  # fmt: skip
+    conftest.unlink()
     saved.stdout.fnmatch_lines(lit("jaxperf: instructions clock: under valgrind-*, simulated "
                                    "ISA AVX2; instructions rtol 0.02"))  # fmt: skip
     assert not (jp.path / ".jaxperf/baseline.json").exists()
@@ -380,8 +394,31 @@ def test_instructions_per_call_gated_end_to_end(
         "valgrind, * s"
     ))  # fmt: skip
 
-    same = jp.runpytest_subprocess(*CLOCK)
-    assert same.ret == 0, same.stdout.str()
+    # Compiled natively first and loaded under valgrind: counts differ by a few hundredths
+    # of a percent between processes (docs/instructions.md), so the gate at a tenth of a
+    # percent, against the count with the compile under valgrind.
+    # Before jax 0.10 the native pass is not used (a count moved 0.3% on 0.6.2): one line.
+    from pytest_jaxperf.measure import _jaxhooks
+
+    problem = _jaxhooks.cache_key_problem()
+    before = sorted(users_cache.iterdir())  # what valgrind's compiles wrote, as ever
+    same = jp.runpytest_subprocess(
+        *CLOCK, "--jaxperf-instructions-rtol=0.001", "--jaxperf-json=loaded.json"
+    )
+    output = same.stdout.str()
+    assert same.ret == 0, output
+    if problem is not None:
+        same.stdout.fnmatch_lines(
+            lit(f"jaxperf: instructions clock: compiling under valgrind ({problem})")
+        )
+    else:
+        same.stdout.fnmatch_lines(lit("jaxperf: instructions clock: * programs compiled "
+                                      "natively in * s; loaded under valgrind"))  # fmt: skip
+        assert "instructions per call not gated" not in output
+        assert sorted(users_cache.iterdir()) == before  # the native pass's cache is private
+        loaded = read_json(jp.path / "loaded.json")["tests"]["test_mod.py::test_loop"]
+        compiled = read_json(jp.path / "compiled.json")["tests"]["test_mod.py::test_loop"]
+        assert (compiled["cache_hits"], loaded["cache_hits"]) == (0, 1)
 
     monkeypatch.setenv("TRIPS", "110")  # the same program, 10% more of its work
     slower = jp.runpytest_subprocess(*CLOCK)
@@ -390,45 +427,6 @@ def test_instructions_per_call_gated_end_to_end(
         "  instructions per call of benchmark 'loop': baseline * M -> now * M (+*%) "
         "[instructions_rtol 0.02]"
     ))  # fmt: skip
-
-
-NO_HOOK = """
-from pytest_jaxperf.measure import _jaxhooks
-
-_jaxhooks.cache_key_problem = lambda: "no cache-key hook in this jax"
-"""
-
-
-@needs_valgrind
-def test_programs_compiled_natively_count_as_those_compiled_under_valgrind(
-    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    jp.makepyfile(test_mod=LOOP_TEST)
-    users_cache = jp.mkdir("users_cache")
-    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(users_cache))
-    conftest = jp.makeconftest(NO_HOOK)  # as with a JAX whose cache key cannot be changed
-    compiled = jp.runpytest_subprocess(*CLOCK, "--jaxperf-save", "--jaxperf-json=compiled.json")
-    assert compiled.ret == 0, compiled.stdout.str()
-    compiled.stdout.fnmatch_lines(lit("jaxperf: instructions clock: compiling under valgrind "
-                                      "(no cache-key hook in this jax)"))  # fmt: skip
-    conftest.unlink()
-    before = sorted(users_cache.iterdir())  # what valgrind's compiles wrote, as ever
-    # Counts differ by a few hundredths of a percent between processes (docs/instructions.md):
-    # the gate at a tenth of a percent, against the count with the compile under valgrind.
-    loaded = jp.runpytest_subprocess(
-        *CLOCK, "--jaxperf-instructions-rtol=0.001", "--jaxperf-json=loaded.json"
-    )
-    output = loaded.stdout.str()
-    assert loaded.ret == 0, output
-    loaded.stdout.fnmatch_lines(lit("jaxperf: instructions clock: * programs compiled "
-                                    "natively in * s; loaded under valgrind"))  # fmt: skip
-    assert "instructions per call not gated" not in output
-    assert sorted(users_cache.iterdir()) == before  # the native pass's cache is private
-
-    def hits(name: str) -> int:
-        return int(read_json(jp.path / name)["tests"]["test_mod.py::test_loop"]["cache_hits"])
-
-    assert hits("compiled.json") == 0 and hits("loaded.json") == 1
 
 
 def test_a_missing_valgrind_stops_the_run_before_any_test(
