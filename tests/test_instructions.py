@@ -402,9 +402,11 @@ def test_instructions_per_call_gated_end_to_end(
 
     problem = _jaxhooks.cache_key_problem()
     before = sorted(users_cache.iterdir())  # what valgrind's compiles wrote, as ever
-    same = jp.runpytest_subprocess(
-        *CLOCK, "--jaxperf-instructions-rtol=0.001", "--jaxperf-json=loaded.json"
-    )
+    # Without the native pass the rerun loads what the save compiled into the user's cache;
+    # on jax 0.6.2 such a load counted 0.5% more than the compile (4.818 M against 4.796 M):
+    # within the default tolerance, not a tenth of a percent.
+    tight = ("--jaxperf-instructions-rtol=0.001",) if problem is None else ()
+    same = jp.runpytest_subprocess(*CLOCK, *tight, "--jaxperf-json=loaded.json")
     output = same.stdout.str()
     assert same.ret == 0, output
     if problem is not None:
