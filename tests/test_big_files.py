@@ -485,16 +485,23 @@ def test_save_writes_dumps_text_in_pieces(
     assert load(path) == run
 
 
+def _scale_with_files(tmp_path: Path, tests: int) -> Any:
+    """benchmarks/scale.py, with its synthetic baseline.json and run.json of `tests` tests
+    saved in `tmp_path`."""
+    from conftest import benchmark_module
+
+    scale = benchmark_module("scale")
+    base, run = scale.build(tests)
+    store.save(tmp_path / "baseline.json", base)
+    store.save(tmp_path / "run.json", run)
+    return scale
+
+
 @pytest.mark.e2e
 def test_scale_measures_gate_and_save_each_in_a_fresh_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from conftest import benchmark_module
-
-    scale = benchmark_module("scale")
-    base, run = scale.build(30)
-    store.save(tmp_path / "baseline.json", base)
-    store.save(tmp_path / "run.json", run)
+    scale = _scale_with_files(tmp_path, 30)
     scale._gate_and_save(tmp_path / "baseline.json", tmp_path / "run.json", "json")
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(":")[0].strip() for line in lines[1:]] == [
@@ -513,12 +520,7 @@ def test_scale_measures_gate_and_save_each_in_a_fresh_process(
 def test_scale_prints_the_floor_under_compare(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from conftest import benchmark_module
-
-    scale = benchmark_module("scale")
-    base, run = scale.build(5)
-    store.save(tmp_path / "baseline.json", base)
-    store.save(tmp_path / "run.json", run)
+    scale = _scale_with_files(tmp_path, 5)
     scale._floor(tmp_path / "baseline.json", tmp_path / "run.json", 1)
     (line,) = capsys.readouterr().out.splitlines()
     parsers = "orjson [0-9.]+ s, json" if store.parser() == "orjson" else "json"
