@@ -437,7 +437,7 @@ run = store.load(report)
 if step == "save":
     shutil.copyfile(baseline, baseline.with_suffix(".save"))
     baseline = baseline.with_suffix(".save")
-    known = store.read(baseline)
+    known = store.read(baseline, lazy=True)
 def peak():
     try:
         with open("/proc/self/status") as f:
@@ -454,7 +454,7 @@ with open("/proc/self/statm") as f:
 start = time.perf_counter()
 read = {}
 if step == "gate":
-    known = store.read(baseline)
+    known = store.read(baseline, lazy=True)
     with open("/proc/self/statm") as f:
         kept = int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     read = {"read_s": time.perf_counter() - start, "read_peak": peak() - before,

@@ -91,7 +91,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if problem is not None:
         raise pytest.UsageError(f"pytest-jaxperf: {problem}")
     try:
-        base = store.read(settings.baseline)
+        base = store.read(settings.baseline, lazy=True)
     except store.BaselineError as exc:
         raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     if settings.html is not None:

@@ -154,10 +154,12 @@ def read_regular(path: Path) -> tuple[bytes, os.stat_result]:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise OSError(errno.EINVAL, "not a regular file", str(path))
-        chunks = []
-        while chunk := os.read(fd, 1 << 20):
+        # One read of the whole size, so that a big file is held once: pieces joined would
+        # hold it twice meanwhile, and their freed memory often stays with the process.
+        chunks = [os.read(fd, st.st_size + 1)]
+        while chunks[-1] and (chunk := os.read(fd, 1 << 20)):
             chunks.append(chunk)
-        return b"".join(chunks), st
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks), st
     finally:
         os.close(fd)
 

@@ -125,10 +125,16 @@ class Resave:
 
     def __call__(self, old: RunRecord | None, run: RunRecord) -> RunRecord:
         self.tally, self._memo = Tally(), {}
-        entries: dict[str, tuple[RecordedTest, dict[str, Any]]] = {}
+        # None: an entry of a big baseline still unread (entries.py), measured in the file's
+        # environment; read only if this run touches it or the file's environment changes.
+        entries: dict[str, tuple[RecordedTest | None, dict[str, Any]]] = {}
+        unread = getattr(old.tests, "unread", None) if old is not None else None
         if old is not None:
-            for nodeid, stored in old.tests.items():
-                entries[nodeid] = (stored, old.environment_of(nodeid))
+            for nodeid in old.tests:
+                if unread is not None and unread(nodeid):
+                    entries[nodeid] = (None, old.environment)
+                else:
+                    entries[nodeid] = (old.tests[nodeid], old.environment_of(nodeid))
         for nodeid, rec in sorted(run.tests.items()):
             if rec.outcome != "passed":
                 continue
@@ -137,6 +143,8 @@ class Resave:
                 self.tally.added += 1
                 continue
             stored, where = entries[nodeid]
+            if stored is None:
+                stored = old.tests[nodeid] if old is not None else rec
             merged = self.entry(nodeid, stored, where, rec, run.environment)
             if merged is not None:
                 entries[nodeid] = merged
@@ -147,8 +155,16 @@ class Resave:
             old.environment if old else None,
             run.environment,
         )
-        tests = {k: placed(r, env, environment) for k, (r, env) in entries.items()}
-        return RunRecord(environment=environment, tests=tests)
+        if old is None or unread is None:
+            tests = {k: placed(r, env, environment) for k, (r, env) in entries.items() if r}
+            return RunRecord(environment=environment, tests=tests)
+        same = old.environment == environment
+        kept: dict[str, RecordedTest | None] = {}
+        for k, (r, env) in entries.items():
+            if r is None and not same:
+                r = old.tests[k]
+            kept[k] = None if r is None else placed(r, env, environment)
+        return RunRecord(environment=environment, tests=old.tests.updated(kept))  # type: ignore[attr-defined]
 
     def entry(
         self,

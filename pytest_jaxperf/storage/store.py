@@ -73,8 +73,10 @@ def load_run(path: str | os.PathLike[str]) -> RunRecord:
     return run
 
 
-def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
-    """load(), and the stamp of the version read (the same open file is read and stamped)."""
+def read(path: Path, hint: str = FIX_BASELINE, lazy: bool = False) -> Loaded:
+    """load(), and the stamp of the version read (the same open file is read and stamped).
+    With `lazy` (a session's baseline), a big file as the plugin saves it keeps its test
+    entries as text, each read when asked for (see entries.py)."""
     from .outputs import read_regular
 
     try:
@@ -84,6 +86,13 @@ def read(path: Path, hint: str = FIX_BASELINE) -> Loaded:
     except OSError as exc:
         raise BaselineError(f"cannot read {path}: {exc}") from None
     stamp = _stamp(st)
+    if lazy:
+        from . import entries
+
+        with collector_paused():
+            run = entries.read(path, raw, hint, _fast_loads or json.loads, _read_text)
+        if run is not None:
+            return Loaded(run, stamp)
     with collector_paused():
         run = _read_once(raw)
     if run is not None:
@@ -271,14 +280,26 @@ def collector_paused() -> Iterator[None]:
 def merge(old: RunRecord | None, run: RunRecord) -> RunRecord:
     """`old` updated with the passed tests of `run`; every other entry of `old` is kept, with
     the environment it was measured in (the file's environment becomes `run`'s)."""
-    tests: dict[str, RecordedTest] = {}
-    for nodeid, rec in (old.tests if old else {}).items():
-        measured_in = old.environment_of(nodeid) if old else run.environment
-        tests[nodeid] = placed(rec, measured_in, run.environment)
+    if old is None:
+        return RunRecord(
+            environment=dict(run.environment),
+            tests={k: rec for k, rec in run.tests.items() if rec.outcome == "passed"},
+        )
+    # Entries of a big baseline still unread (entries.py) stay text where the file's
+    # environment stays: placing them changes nothing.
+    unread = getattr(old.tests, "unread", None) if old.environment == run.environment else None
+    tests: dict[str, RecordedTest | None] = {}
+    for nodeid in old.tests:
+        if unread is not None and unread(nodeid):
+            tests[nodeid] = None
+        else:
+            tests[nodeid] = placed(old.tests[nodeid], old.environment_of(nodeid), run.environment)
     for nodeid, rec in run.tests.items():
         if rec.outcome == "passed":
             tests[nodeid] = rec
-    return RunRecord(environment=dict(run.environment), tests=tests)
+    if hasattr(old.tests, "updated"):
+        return RunRecord(environment=dict(run.environment), tests=old.tests.updated(tests))
+    return RunRecord(environment=dict(run.environment), tests=tests)  # type: ignore[arg-type]
 
 
 def placed(
@@ -391,8 +412,13 @@ def _pieces(run: RunRecord) -> Iterator[str]:
         return
     yield head + "{\n"
     separator = ""
+    # Entries of a baseline read lazily that nothing changed are written as they were read.
+    text_of: Callable[[str], str | None] = getattr(run.tests, "text", lambda nodeid: None)
     for key, nodeid in zip(keys, nodeids):
-        yield f"{separator}    {key}: {_test_text(run.tests[nodeid])}"
+        text = text_of(nodeid)
+        if text is None:
+            text = _test_text(run.tests[nodeid])
+        yield f"{separator}    {key}: {text}"
         separator = ",\n"
     yield "\n  }" + tail
 
