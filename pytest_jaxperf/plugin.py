@@ -114,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
             )  # fmt: skip
     session = JaxPerfSession(config, settings, base)
     session.configure_dispatch()
+    session.prestart_reference()
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, "jaxperf-session")
     if _xdist.loaded(config) and not _xdist.is_worker(config):

@@ -95,17 +95,14 @@ class JaxPerfSession:
         ~20x as long there, and its seconds are compared on the baseline's CPU model only),
         nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs compare on one machine), nor where
         the user said not to (--jaxperf-no-reference-compile)."""
+        from .measure import reference
+
         if (
             session.config.option.collectonly
-            or not self.settings.reference_compile
-            or self.config.stash.get(NO_REFERENCE_KEY, False)
-            or _xdist.is_worker(self.config)
+            or not self._reference_wanted()
             or not any(self._recorded(item) for item in session.items)
         ):
-            return
-        from .measure import instructions, reference
-
-        if instructions.under_valgrind() or not self._reference_used():
+            reference.discard()
             return
         from .environment import other_machine
         from .measure import machine
@@ -113,6 +110,27 @@ class JaxPerfSession:
         here = machine.here()
         known = [e for e in self._baseline_environments() if not other_machine([e], here)]
         self.reference = reference.for_session(getattr(self.config, "cache", None), known)
+
+    def _reference_wanted(self) -> bool:
+        """Whether this session measures the reference compile if it records any test (see
+        pytest_runtestloop)."""
+        from .measure import instructions
+
+        return not (
+            not self.settings.reference_compile
+            or self.config.stash.get(NO_REFERENCE_KEY, False)
+            or _xdist.is_worker(self.config)
+            or instructions.under_valgrind()
+            or not self._reference_used()
+        )
+
+    def prestart_reference(self) -> None:
+        """At start-up, where this session will likely measure the reference compile: its
+        child process starts now, so that its JAX import overlaps the collection."""
+        from .measure import reference
+
+        if not self.config.option.collectonly and self._reference_wanted():
+            reference.prestart()
 
     def _baseline_environments(self) -> list[Mapping[str, Any]]:
         """The baseline's environment blocks (its own and its entries'), each once."""
@@ -398,6 +416,11 @@ class JaxPerfSession:
             self.records[nodeid] = recorded_test_from_json(rec, nodeid)
         for nodeid, out in data["verdicts"].items():
             self.verdicts[nodeid] = compare.Verdict.from_json(out)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        from .measure import reference
+
+        reference.discard()  # a child started for a session that never asked it
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if _xdist.is_worker(self.config):

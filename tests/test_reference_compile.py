@@ -354,3 +354,39 @@ def test_a_gate_measures_the_reference_only_where_something_can_use_it(
     data["environment"]["cpu"] = "Another CPU"
     path.write_text(json.dumps(data), encoding="utf-8")
     assert runs() == 1  # an entry from another CPU model: scaled by the two references
+
+
+def test_the_child_starts_before_the_collection_and_none_is_left_running(
+    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp = reference_on
+    monkeypatch.setattr(reference, "_MEASURED", [])
+    monkeypatch.setattr(reference, "SAMPLES", 2)
+    spawned: list[Any] = []
+    real = reference._spawn
+
+    def spawn() -> Any:
+        spawned.append(real())
+        return spawned[-1]
+
+    monkeypatch.setattr(reference, "_spawn", spawn)
+    jp.makeconftest(
+        "from pytest_jaxperf.measure import reference\n"
+        "def pytest_collection_modifyitems(items):\n"
+        "    with open('waiting.txt', 'w') as f:\n"
+        "        f.write(str(len(reference._WAITING)))\n"
+    )
+    jp.makepyfile(test_one=ONE_JITTED_TEST)
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    # Started at configure, waiting while pytest collected; used for the measurement.
+    assert (jp.path / "waiting.txt").read_text() == "1"
+    assert len(spawned) == 1 and spawned[0].returncode == 0
+    env = read_json(jp.path / ".jaxperf" / "baseline.json")["environment"]
+    assert env[SAMPLES_KEY] == 2 and env[REFERENCE_KEY] > 0
+    # A session that records nothing ends the child it started, unused.
+    reference._MEASURED.clear()
+    jp.makepyfile(test_one="def test_plain():\n    pass\n")
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    assert (jp.path / "waiting.txt").read_text() == "1"
+    assert len(spawned) == 2 and spawned[1].returncode is not None
+    assert reference._WAITING == [] and reference._MEASURED == []

@@ -9,6 +9,7 @@ in the report's environment (`environment.REFERENCE_KEY`, `SPREAD_KEY`,
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -185,22 +186,69 @@ def _child_env() -> dict[str, str]:
     return env
 
 
+def _waiting_child() -> None:
+    """The child's side, started before it is needed: JAX imported (most of the child's
+    cost), then the number of samples read from stdin; none (end of input) measures none."""
+    import jax  # noqa: F401
+
+    from . import machine, recorder  # noqa: F401
+
+    line = sys.stdin.readline()
+    if line.strip():
+        _child(int(line))
+
+
+def _spawn() -> subprocess.Popen[str]:
+    code = "from pytest_jaxperf.measure.reference import _waiting_child; _waiting_child()"
+    return subprocess.Popen(
+        [sys.executable, "-c", code], env=_child_env(), stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+# A child started early (prestart()), whose JAX import overlaps pytest's collection.
+_WAITING: list[subprocess.Popen[str]] = []
+
+
+def prestart() -> None:
+    """Start the child that in_child() will use, where it is the measurement and none was
+    taken in this process: its JAX import (about 1.5 of its 1.7 CPU seconds for a check)
+    then runs while pytest collects, and only its compiles are left when the first test is
+    about to run. Nothing of the suite runs in it."""
+    if _MEASURED or _WAITING or MEASURE is not in_child:
+        return
+    with contextlib.suppress(OSError):  # in_child tries again, and says None if it cannot
+        _WAITING.append(_spawn())
+
+
+def discard() -> None:
+    """End the child prestart() started and nobody used (nothing was recorded, say)."""
+    while _WAITING:
+        proc = _WAITING.pop()
+        proc.kill()
+        proc.communicate()
+
+
 def in_child(samples: int) -> Reference | None:
     """`samples` compiles in a fresh Python process (nothing of this one's state, threads or
     settings): None where it failed."""
-    code = f"from pytest_jaxperf.measure.reference import _child; _child({int(samples)})"
     try:
-        proc = subprocess.run(
-            [sys.executable, "-c", code], env=_child_env(), capture_output=True, text=True,
-            timeout=TIMEOUT_S, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
-        data = json.loads(proc.stdout.strip().splitlines()[-1])
+        proc = _WAITING.pop() if _WAITING else _spawn()
+    except OSError:
+        return None
+    try:
+        out, _ = proc.communicate(f"{int(samples)}\n", timeout=TIMEOUT_S)
+        data = json.loads(out.strip().splitlines()[-1])
         times = [float(t) for t in data["samples"]]
         if proc.returncode != 0 or not times or min(times) <= 0:
             return None
         return Reference.of(times, data["machine"])
     except (OSError, subprocess.SubprocessError, ValueError, LookupError, TypeError):
         return None
+    finally:
+        if proc.poll() is None:  # timed out
+            proc.kill()
+            proc.communicate()
 
 
 # The measurement the session calls (replaced by tests to watch when and where it runs).
