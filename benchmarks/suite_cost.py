@@ -124,8 +124,27 @@ def table(workdirs: list[Path]) -> None:
             f"{cpu['gate'] / cpu['plain']:>8.3f} {others:>8.1f}  "
             + ("equal" if len(outcomes) == 1 else "DIFFER: " + " | ".join(sorted(outcomes)))
         )
+        paired = {
+            (m, k): _paired(by[m], by["plain"], k) for m in ("save", "gate") for k in ("wall", "cpu")
+        }
+        if all(v is not None for v in paired.values()):
+            print(
+                f"{'':<10} paired by round: save/plain {paired['save', 'wall']:.3f} (CPU "
+                f"{paired['save', 'cpu']:.3f}), gate/plain {paired['gate', 'wall']:.3f} (CPU "
+                f"{paired['gate', 'cpu']:.3f})"
+            )
     print(f"\n(medians over the reps; target <= {TARGET} for every ratio; others s: the median "
-          "CPU seconds other processes used during a run)")  # fmt: skip
+          "CPU seconds other processes used during a run; paired by round: the median over the "
+          "rounds of each round's ratio, steadier where the machine's speed drifts between "
+          "rounds)")  # fmt: skip
+
+
+def _paired(runs: list[dict[str, Any]], plain: list[dict[str, Any]], key: str) -> float | None:
+    """The median over the rounds of a mode's `key` over plain's in the same round; None
+    where a round lacks one of them."""
+    base = {r["rep"]: r[key] for r in plain}
+    ratios = [r[key] / base[r["rep"]] for r in runs if r.get("rep") in base]
+    return statistics.median(ratios) if ratios and len(ratios) == len(runs) else None
 
 
 def main() -> int:

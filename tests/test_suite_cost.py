@@ -35,11 +35,15 @@ def test_the_table_prints_medians_and_ratios_and_flags_differing_outcomes(
     ]  # fmt: skip
     (tmp_path / "runs.jsonl").write_text("\n".join(rows) + "\n")
     suite_cost.table([tmp_path])
-    line = next(ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("s "))
+    out = capsys.readouterr().out
+    line = next(ln for ln in out.splitlines() if ln.startswith("s "))
     # Medians: plain 11.0, save 11.5, gate 10.4 wall; CPU 12.0, 12.6, 12.3.
     assert line.split()[1:11] == ["10", "3", "11.0", "11.5", "10.4", "1.045", "0.945",
                                   "1.050", "1.025", "1.0"]  # fmt: skip
     assert line.endswith("equal")
+    # Paired by round: save 1.05, 9.0, 0.38 and gate 1.02, 0.945, 0.353 of plain (CPU: save
+    # 1.05, 8.25, 1.05; gate 1.0, 1.05, 1.025): their medians.
+    assert "paired by round: save/plain 1.050 (CPU 1.050), gate/plain 0.945 (CPU 1.025)" in out
     (tmp_path / "runs.jsonl").write_text(
         "\n".join([*rows, _row("gate", 3, 10.0, 12.0, {"passed": 9, "failed": 1})]) + "\n"
     )
