@@ -125,7 +125,9 @@ def table(workdirs: list[Path]) -> None:
             + ("equal" if len(outcomes) == 1 else "DIFFER: " + " | ".join(sorted(outcomes)))
         )
         paired = {
-            (m, k): _paired(by[m], by["plain"], k) for m in ("save", "gate") for k in ("wall", "cpu")
+            (m, k): _paired(by[m], by["plain"], k)
+            for m in ("save", "gate")
+            for k in ("wall", "cpu")
         }
         if all(v is not None for v in paired.values()):
             print(
