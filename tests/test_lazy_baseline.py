@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 from conftest import lit
+from test_big_files import big_run
 
 from pytest_jaxperf import model
 from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.storage import entries, resave, store
 from pytest_jaxperf.storage.store import BaselineError
-
-from test_big_files import big_run
 
 
 @pytest.fixture(autouse=True)
