@@ -30,10 +30,12 @@ PROGRAM = "dense-grad-scan-while/2"
 # What a value is keyed by: the machine, the backend and the versions compiling.
 _CACHE_KEYS = ("backend", "device_kind", "cpu", "cpu_count", "jax", "jaxlib")
 # Compiles timed in the child: their median is the reference, (max - min) / median its
-# spread. One where a known value (pytest's cache, the baseline) is only being checked: the
-# child's jax import is most of its cost (1.7 s for 1 compile, 3.8 s for 5, on 2 vCPUs of an
-# Intel Xeon), and a sample that disagrees sends it to the full sample anyway. On this
-# project's loaded 2-core machine one compile took 0.41-0.57 s within one process.
+# spread. One where a known value (pytest's cache, the baseline) is only being checked. The
+# child is started at configure (prestart): its jax import and an untimed first compile run
+# while pytest collects, so that what is left before the first test is the samples (0.7 s
+# for one on 2 vCPUs of an Intel Xeon, where a cold child took 1.6 s), and a single warm
+# sample compares with a median. On this project's loaded 2-core machine one compile took
+# 0.39-0.57 s within one process.
 SAMPLES = 5
 CHECK_SAMPLES = 1
 # A cached value and a fresh sample agree when they differ by no more than the larger of
@@ -187,12 +189,14 @@ def _child_env() -> dict[str, str]:
 
 
 def _waiting_child() -> None:
-    """The child's side, started before it is needed: JAX imported (most of the child's
-    cost), then the number of samples read from stdin; none (end of input) measures none."""
-    import jax  # noqa: F401
+    """The child's side, started before it is needed: JAX imported and the program compiled
+    once untimed (the backend's start and every first-compile cost out of the samples: a
+    check's single sample is then comparable with a median), then the number of samples
+    read from stdin; none (end of input) measures none."""
+    from . import machine
 
-    from . import machine, recorder  # noqa: F401
-
+    machine.capture()
+    measure(1)
     line = sys.stdin.readline()
     if line.strip():
         _child(int(line))
