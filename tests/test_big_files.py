@@ -507,12 +507,15 @@ def test_scale_measures_gate_and_save_each_in_a_fresh_process(
     assert [line.split(":")[0].strip() for line in lines[1:]] == [
         "gate (read the baseline, compare every test)",
         "of which reading the baseline (parse, check, records)",
-        "save (merge the run into the baseline, write it)",
+        "save (merge the run into the baseline by --jaxperf-save's rules, write it)",
     ]
     assert all(" MB = " in line and "x the file" in line for line in lines[1::2])
     assert " MB kept (the records)" in lines[2]
-    # The save step wrote the merged baseline beside the one it started from.
-    merged = store.merge(load(tmp_path / "baseline.json"), load(tmp_path / "run.json"))
+    # The save step wrote the baseline merged as a session merges it, beside the one it
+    # started from.
+    run = load(tmp_path / "run.json")
+    assert run is not None
+    merged = scale._resave(run)(load(tmp_path / "baseline.json"), run)
     assert (tmp_path / "baseline.save").read_text(encoding="utf-8") == store.dumps(merged)
 
 

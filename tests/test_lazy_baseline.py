@@ -137,7 +137,7 @@ def test_a_save_writes_the_same_bytes_as_after_a_whole_read(
     def merge_how() -> Any:
         if how == "merge":
             return store.merge
-        return resave.Resave(resave.Measured.of(env, "full", "wall"), Tolerances())
+        return resave.Resave(resave.Measured.of(env, "gate", "wall"), Tolerances())
 
     lazy, whole, parsed = _saved_both_ways(saved, run, merge_how, monkeypatch)
     assert lazy == whole
@@ -177,7 +177,7 @@ def test_a_wrong_value_fails_only_the_test_that_reads_it(saved: Path) -> None:
         environment=dict(run.environment),
         tests={"tests/test_m0.py::test_04": big_run().tests["tests/test_m0.py::test_04"]},
     )
-    how = resave.Resave(resave.Measured.of(run.environment, "full", "wall"), Tolerances())
+    how = resave.Resave(resave.Measured.of(run.environment, "gate", "wall"), Tolerances())
     with pytest.raises(BaselineError):
         store.save_merged(saved, run2, store.read(saved, lazy=True), how)
     assert saved.read_bytes() == before
