@@ -25,10 +25,12 @@ starts late gets what is left, and its checks FAIL rather than the script runnin
 
 Checks: the backend is the GPU; the start-up self-check passed there (whatever the jax
 version); traces, lowerings and compiles per test and per function identical on both
-backends, and jaxpr equations too; trace / lower / backend-compile seconds measured for every
-compile on the device; the twice-the-work benchmark ~2x the once one (timed calls wait for
-the device); device peak memory recorded for every benchmark on the GPU and shown in its
-line, and recorded nowhere on the CPU; the instructions clock refused in one line.
+backends, and jaxpr equations too; the reference compile measured in every run on the device
+(its child process starts while pytest collects); trace / lower / backend-compile seconds
+measured for every compile on the device; the twice-the-work benchmark ~2x the once one
+(timed calls wait for the device); device peak memory recorded for every benchmark on the
+GPU and shown in its line, and recorded nowhere on the CPU; the instructions clock refused
+in one line.
 
 Exit status 1 when a check failed, else 0."""
 
@@ -53,6 +55,7 @@ from _common import DROPPED, EXAMPLE, REGRESSION_VARIABLE, ROOT, clean_env
 sys.path.insert(0, str(ROOT))
 
 from pytest_jaxperf import RunRecord, load_run  # noqa: E402
+from pytest_jaxperf.environment import REFERENCE_KEY, SAMPLES_KEY, SPREAD_KEY  # noqa: E402
 from pytest_jaxperf.model import BenchmarkEntry  # noqa: E402
 
 GPU_TESTS = Path(__file__).resolve().parent / "gpu_tests" / "test_gpu.py"
@@ -307,6 +310,27 @@ def check_self_check(runs: Iterable[Run]) -> Check:
     return Check(name, "PASS", f"{where}: passed in {len(runs)} runs, every metric measured")
 
 
+def check_reference(runs: Iterable[Run]) -> Check:
+    """The reference compile was measured in every run on this backend: its child process,
+    started while pytest collects, took nothing from the suite's own (no failed run) and
+    reported a number."""
+    runs = list(runs)
+    name = f"reference compile on {runs[0].label}"
+    figures = []
+    for run in runs:
+        if (missing := _missing(run)) is not None:
+            return Check(name, "FAIL", missing.detail)
+        assert run.report is not None
+        env = run.report.environment
+        if REFERENCE_KEY not in env:
+            return Check(name, "FAIL", f"{run.name}: not measured (no {REFERENCE_KEY})")
+        figures.append(
+            f"{run.name} {env[REFERENCE_KEY]:.3f} s ({env.get(SAMPLES_KEY)} samples, spread "
+            f"{env.get(SPREAD_KEY, 0.0):.0%})"
+        )
+    return Check(name, "PASS", ", ".join(figures))
+
+
 def check_backend(runs: Iterable[Run]) -> Check:
     """The device-side runs ran on a GPU."""
     runs = list(runs)
@@ -463,6 +487,7 @@ def main(argv: list[str] | None = None) -> int:
     checks = [
         Check("backend", "SKIP", no_gpu) if args.cpu_self_test else safe(check_backend, dev),
         safe(check_self_check, dev),
+        safe(check_reference, dev),
         *(safe(check_counts, a, b) for a, b in zip(cpu, dev)),
         *(safe(check_counts, a, b, ("jaxpr_eqns",), "jaxpr equations") for a, b in zip(cpu, dev)),
         safe(check_compile_split, dev),

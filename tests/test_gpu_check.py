@@ -257,3 +257,20 @@ def test_the_instructions_clock_names_the_backend_before_a_missing_valgrind(
     problem = instructions.startup_problem("cuda", None)
     assert problem is not None and "JAX_PLATFORMS=cuda asks for another backend" in problem
     assert "valgrind on PATH" in (instructions.startup_problem("cpu", None) or "")
+
+
+def test_the_reference_compile_must_be_measured_in_every_run(gc: ModuleType) -> None:
+    from pytest_jaxperf.environment import REFERENCE_KEY, SAMPLES_KEY, SPREAD_KEY
+
+    measured = _report()
+    measured.environment.update({REFERENCE_KEY: 0.151, SAMPLES_KEY: 5, SPREAD_KEY: 0.04})
+    check = gc.check_reference([_run(gc, measured), _run(gc, measured, name="example")])
+    assert check.line() == (
+        "PASS  reference compile on cuda: gpu_tests 0.151 s (5 samples, spread 4%), "
+        "example 0.151 s (5 samples, spread 4%)"
+    )
+    check = gc.check_reference([_run(gc, measured), _run(gc, _report(), name="example")])
+    assert check.line() == (
+        "FAIL  reference compile on cuda: example: not measured (no reference_compile_cpu_s)"
+    )
+    assert gc.check_reference([_run(gc, None, rc=1)]).status == "FAIL"

@@ -141,6 +141,7 @@ def test_the_child_inherits_none_of_the_suites_jax_or_xla_settings(
     env = reference._child_env()
     assert "XLA_FLAGS" not in env and "JAX_ENABLE_X64" not in env
     assert env["JAX_PLATFORMS"] == "cpu"
+    assert env["XLA_PYTHON_CLIENT_PREALLOCATE"] == "false"  # no GPU memory taken from the suite
 
 
 @pytest.mark.e2e
