@@ -62,7 +62,10 @@ class _Source:
         except (ValueError, RecursionError):
             # Not readable on its own: the whole file says what is wrong with it, or is a
             # valid file laid out otherwise, read whole from now on.
-            text = self.raw.decode("utf-8", errors="replace")
+            try:
+                text = self.raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise BaselineError(f"cannot read {self.path}: {exc}") from None
             self.whole = dict(self._read_whole(self.path, text, self.hint).tests)
             return self.whole[nodeid]
         try:
