@@ -219,9 +219,9 @@ _WAITING: list[subprocess.Popen[str]] = []
 
 def prestart() -> None:
     """Start the child that in_child() will use, where it is the measurement and none was
-    taken in this process: its JAX import (about 1.5 of its 1.7 CPU seconds for a check)
-    then runs while pytest collects, and only its compiles are left when the first test is
-    about to run. Nothing of the suite runs in it."""
+    taken in this process: its JAX import and an untimed compile then run while pytest
+    collects, and only the samples are left when the first test is about to run. Nothing of
+    the suite runs in it."""
     if _MEASURED or _WAITING or MEASURE is not in_child:
         return
     with contextlib.suppress(OSError):  # in_child tries again, and says None if it cannot
