@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from conftest import lit
+from test_baseline_end_to_end import SRC
 from test_big_files import big_run
 
 from pytest_jaxperf import model
@@ -200,39 +201,24 @@ def test_a_test_kept_twice_is_refused_at_once(saved: Path) -> None:
         store.read(saved, lazy=True)
 
 
-SRC = """
-import jax
-import jax.numpy as jnp
-import pytest
-
-@jax.jit
-def f(x):
-    return x * 2
-
-@pytest.mark.jaxperf
-def test_f():
-    f(jnp.ones(3)){more}
-
-@pytest.mark.jaxperf
-def test_g():
-    f(jnp.ones(5))
-"""
-
-
 def test_a_session_gates_and_saves_with_a_lazy_baseline(jp: pytest.Pytester) -> None:
-    jp.makepyfile(test_mod=SRC.format(more=""))
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(3))"))
     jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2)
     baseline = jp.path / ".jaxperf" / "baseline.json"
-    # Entries of other tests, as a big suite's baseline has them: copies of test_g's.
+    # Entries of other tests, as a big suite's baseline has them: copies of test_other's.
     run = store.load(baseline)
     assert run is not None
     for i in range(50):
-        run.tests[f"other.py::test_{i:02}"] = run.tests["test_mod.py::test_g"]
+        run.tests[f"other.py::test_{i:02}"] = run.tests["test_mod.py::test_other"]
     store.save(baseline, run)
-    others = {k: v for k, v in json.loads(baseline.read_text())["tests"].items() if "other" in k}
+    others = {
+        k: v
+        for k, v in json.loads(baseline.read_text())["tests"].items()
+        if k.startswith("other.py")
+    }
 
     # A retrace is gated as ever, the entries read one by one.
-    jp.makepyfile(test_mod=SRC.format(more="; f(jnp.ones(4))"))
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(3)); f(jnp.ones(4))"))
     result = jp.runpytest("--jaxperf", "--jaxperf-compile-floor=1000")
     result.assert_outcomes(passed=1, failed=1)
     result.stdout.fnmatch_lines(["*traces of f (defined at test_mod.py:5): baseline 1 -> now 2*"])
@@ -240,28 +226,28 @@ def test_a_session_gates_and_saves_with_a_lazy_baseline(jp: pytest.Pytester) -> 
     # A broken entry of a test that does not run changes nothing; one that runs fails it,
     # naming the file and the entry.
     _broken(baseline, "other.py::test_07", '"compile_s": ', '"compile_s": -')
-    _broken(baseline, "test_mod.py::test_g", '"compile_s": ', '"compile_s": -')
-    result = jp.runpytest("--jaxperf", "--jaxperf-compile-floor=1000", "-k", "test_g")
+    _broken(baseline, "test_mod.py::test_other", '"compile_s": ', '"compile_s": -')
+    result = jp.runpytest("--jaxperf", "--jaxperf-compile-floor=1000", "-k", "test_other")
     result.assert_outcomes(passed=0, failed=1)
     result.stdout.fnmatch_lines(
         lit(
             "pytest-jaxperf: *baseline.json is not a pytest-jaxperf baseline: "
-            "tests['test_mod.py::test_g'].compile_s: expected seconds, got -*; fix it, or "
+            "tests['test_mod.py::test_other'].compile_s: expected seconds, got -*; fix it, or "
             "delete it and re-create it with --jaxperf-save",
-            "test_mod.py::test_g * failed",
+            "test_mod.py::test_other * failed",
         )
     )
 
     # A save that does not touch the broken entries keeps them, and every other entry, as
     # they were.
     broken = baseline.read_text()
-    jp.makepyfile(test_mod=SRC.format(more="; f(jnp.ones(4))"))
+    jp.makepyfile(test_mod=SRC.format(body="f(jnp.ones(3)); f(jnp.ones(4))"))
     jp.runpytest("--jaxperf", "--jaxperf-save", "-k", "test_f").assert_outcomes(passed=1)
     saved = baseline.read_text()
     assert saved != broken
     assert '"compile_s": -' in saved.split('"other.py::test_07"')[1].split("\n    }")[0]
     after = json.loads(saved)["tests"]
     assert after["test_mod.py::test_f"]["traces"] == 2
-    assert {k: v for k, v in after.items() if "other" in k and k != "other.py::test_07"} == {
-        k: v for k, v in others.items() if k != "other.py::test_07"
-    }
+    assert {
+        k: v for k, v in after.items() if k.startswith("other.py") and k != "other.py::test_07"
+    } == {k: v for k, v in others.items() if k != "other.py::test_07"}
