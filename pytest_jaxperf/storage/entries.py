@@ -105,20 +105,21 @@ class Entries(Mapping[str, RecordedTest]):
     def __contains__(self, nodeid: object) -> bool:
         return nodeid in self._items
 
+    def _span(self, nodeid: str) -> Span | None:
+        """Where the entry's text is, while it is text the records do not replace."""
+        item = self._items[nodeid]
+        return item if isinstance(item, tuple) and self._source.whole is None else None
+
     def text(self, nodeid: str) -> str | None:
         """The entry's text as read, where it was not read into a record; else None."""
-        item = self._items[nodeid]
-        if not isinstance(item, tuple) or self._source.whole is not None:
-            return None
-        return self._source.raw[item[0] : item[1]].decode("utf-8")
+        span = self._span(nodeid)
+        return None if span is None else self._source.raw[span[0] : span[1]].decode("utf-8")
 
     def unread(self, nodeid: str) -> bool:
         """Whether the entry is still text that holds no environment of its own (it was
         measured in the file's): a save can copy it as it is."""
-        item = self._items[nodeid]
-        if not isinstance(item, tuple) or self._source.whole is not None:
-            return False
-        return self._source.raw.find(_OWN_ENVIRONMENT, item[0], item[1]) < 0
+        span = self._span(nodeid)
+        return span is not None and self._source.raw.find(_OWN_ENVIRONMENT, *span) < 0
 
     def may_have_environment(self) -> list[str]:
         """The ids of the entries that may hold an environment of their own (the others
