@@ -391,3 +391,25 @@ def test_the_child_starts_before_the_collection_and_none_is_left_running(
     assert (jp.path / "waiting.txt").read_text() == "1"
     assert len(spawned) == 2 and spawned[1].returncode is not None
     assert reference._WAITING == [] and reference._MEASURED == []
+
+
+def test_a_check_that_disagrees_measures_the_full_sample_in_the_same_warm_child(
+    monkeypatch: pytest.MonkeyPatch, measured: list[int]
+) -> None:
+    monkeypatch.setattr(reference, "SAMPLES", 2)
+    spawned: list[Any] = []
+    real = reference._spawn
+
+    def spawn() -> Any:
+        spawned.append(real())
+        return spawned[-1]
+
+    monkeypatch.setattr(reference, "_spawn", spawn)
+    # A value stored for this machine that no compile of the program matches (50 s).
+    stored = {**dict(_here()), REFERENCE_KEY: 50.0, SPREAD_KEY: 0.05, SAMPLES_KEY: 5}
+    reference.prestart()
+    fresh = reference.for_session(None, [stored])
+    assert fresh is not None and fresh.samples == 2 and fresh.seconds < 50.0
+    # One child answered the check and then the full sample, and ended by itself.
+    assert len(spawned) == 1 and spawned[0].returncode == 0
+    assert reference._WAITING == [] and reference._KEPT == []

@@ -16,6 +16,7 @@ import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -174,7 +175,8 @@ def _child(samples: int) -> None:
 
     times = measure(samples)
     env = machine.capture()
-    print(json.dumps({"samples": times, "machine": {k: env.get(k) for k in _CACHE_KEYS}}))
+    line = json.dumps({"samples": times, "machine": {k: env.get(k) for k in _CACHE_KEYS}})
+    print(line, flush=True)  # the parent reads it while this process waits for more
 
 
 def _child_env() -> dict[str, str]:
@@ -194,27 +196,31 @@ def _child_env() -> dict[str, str]:
 def _waiting_child() -> None:
     """The child's side, started before it is needed: JAX imported and the program compiled
     once untimed (the backend's start and every first-compile cost out of the samples: a
-    check's single sample is then comparable with a median), then the number of samples
-    read from stdin; none (end of input) measures none."""
+    check's single sample is then comparable with a median), then, for each line read from
+    stdin, that many samples; an empty line or the end of input ends it."""
     from . import machine
 
     machine.capture()
     measure(1)
-    line = sys.stdin.readline()
-    if line.strip():
+    while line := sys.stdin.readline().strip():
         _child(int(line))
 
 
 def _spawn() -> subprocess.Popen[str]:
+    # stderr not piped: JAX's warnings, unread while the child waits, could fill the pipe.
     code = "from pytest_jaxperf.measure.reference import _waiting_child; _waiting_child()"
     return subprocess.Popen(
         [sys.executable, "-c", code], env=_child_env(), stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )  # fmt: skip
 
 
 # A child started early (prestart()), whose JAX import overlaps pytest's collection.
 _WAITING: list[subprocess.Popen[str]] = []
+# The child that measured, waiting for a second request of the same session; and how long it
+# is given to end by itself once its input is closed.
+_KEPT: list[subprocess.Popen[str]] = []
+_END_S = 10.0
 
 
 def prestart() -> None:
@@ -229,33 +235,64 @@ def prestart() -> None:
 
 
 def discard() -> None:
-    """End the child prestart() started and nobody used (nothing was recorded, say)."""
+    """End the child prestart() started and nobody used (nothing was recorded, say), and the
+    one in_child() kept for a second measurement."""
     while _WAITING:
-        proc = _WAITING.pop()
+        _end(_WAITING.pop())
+    while _KEPT:
+        proc = _KEPT.pop()
+        with contextlib.suppress(OSError, subprocess.SubprocessError):
+            proc.communicate(timeout=_END_S)  # stdin closed: it ends by itself
+        _end(proc)
+
+
+def _end(proc: subprocess.Popen[str]) -> None:
+    if proc.poll() is None:
         proc.kill()
-        proc.communicate()
+    proc.communicate()
 
 
 def in_child(samples: int) -> Reference | None:
-    """`samples` compiles in a fresh Python process (nothing of this one's state, threads or
-    settings): None where it failed."""
+    """`samples` compiles in a child Python process (nothing of this one's state, threads or
+    settings): None where it failed. The child is kept, warm, for the session's next call
+    (a check that disagreed asks for the full sample: no second JAX import and backend start
+    for it); discard() ends it."""
     try:
-        proc = _WAITING.pop() if _WAITING else _spawn()
+        proc = (_KEPT or _WAITING).pop() if _KEPT or _WAITING else _spawn()
     except OSError:
         return None
+    kept = False
     try:
-        out, _ = proc.communicate(f"{int(samples)}\n", timeout=TIMEOUT_S)
-        data = json.loads(out.strip().splitlines()[-1])
+        data = json.loads(_ask(proc, samples))
         times = [float(t) for t in data["samples"]]
-        if proc.returncode != 0 or not times or min(times) <= 0:
+        if not times or min(times) <= 0:
             return None
-        return Reference.of(times, data["machine"])
-    except (OSError, subprocess.SubprocessError, ValueError, LookupError, TypeError):
+        result = Reference.of(times, data["machine"])
+        _KEPT.append(proc)
+        kept = True
+        return result
+    except (OSError, ValueError, LookupError, TypeError):
         return None
     finally:
-        if proc.poll() is None:  # timed out
-            proc.kill()
-            proc.communicate()
+        if not kept:
+            _end(proc)
+
+
+def _ask(proc: subprocess.Popen[str], samples: int) -> str:
+    """The child's answer to `samples` (one JSON line), or ValueError where it ended without
+    one or took over TIMEOUT_S. Read in a thread: a pipe has no portable read timeout."""
+    stdin, stdout = proc.stdin, proc.stdout
+    if stdin is None or stdout is None:
+        raise ValueError("the reference child has no pipes")
+    stdin.write(f"{int(samples)}\n")
+    stdin.flush()
+    answer: list[str] = []
+    reader = threading.Thread(target=lambda: answer.append(stdout.readline()), daemon=True)
+    reader.start()
+    reader.join(TIMEOUT_S)
+    if not answer or not answer[0].strip():
+        raise ValueError("the reference child gave no answer")
+    return answer[0]
 
 
 # The measurement the session calls (replaced by tests to watch when and where it runs).
@@ -286,15 +323,18 @@ def for_session(cache: Any | None, known: Sequence[Mapping[str, Any]] = ()) -> R
         (*(str(env.get(k)) for k in (REFERENCE_KEY, SPREAD_KEY, SAMPLES_KEY, *_CACHE_KEYS)),):
         env for env in known if REFERENCE_KEY in env
     }.values())  # fmt: skip
-    fresh = MEASURE(CHECK_SAMPLES if isinstance(cached, dict) or known else SAMPLES)
-    if fresh is None:
-        return None
-    chosen = _agreeing(cached, known, fresh)
-    if chosen is None and fresh.samples < SAMPLES:
-        fresh = MEASURE(SAMPLES)
+    try:
+        fresh = MEASURE(CHECK_SAMPLES if isinstance(cached, dict) or known else SAMPLES)
         if fresh is None:
             return None
         chosen = _agreeing(cached, known, fresh)
+        if chosen is None and fresh.samples < SAMPLES:
+            fresh = MEASURE(SAMPLES)  # in the same child, warm
+            if fresh is None:
+                return None
+            chosen = _agreeing(cached, known, fresh)
+    finally:
+        discard()
     if chosen is None:
         chosen = fresh
         if cache is not None:
