@@ -40,12 +40,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from _common import PYTEST, clean_env, fmt, print_total, summary_counts, usage
+from _common import DROPPED, PYTEST, clean_env, fmt, print_total, summary_counts, usage
 
 MODES = ("plain", "save", "gate")
 TARGET = 1.03
 # What the summary line counts as tests (not "warnings", nor subtests).
 OUTCOMES = ("passed", "failed", "skipped", "error", "errors", "xfailed", "xpassed")
+# The runs' environment: bytecode written and reused, as in a user's install (the warm-up run
+# writes it). Without it every run compiles the plugin's modules from source, about 0.3 s of
+# CPU that an installed plugin does not pay (0.48 s against 0.18 s of imports, measured).
+ENV = clean_env(drop=(*DROPPED, "PYTHONDONTWRITEBYTECODE"))
 
 
 def order(rep: int) -> tuple[str, ...]:
@@ -70,7 +74,7 @@ def run(python: str, cwd: Path, args: list[str], log: Path) -> dict[str, Any]:
     with usage() as used, log.open("w") as f:
         f.write(f"$ {' '.join(cmd)}\n")
         f.flush()
-        proc = subprocess.run(cmd, cwd=cwd, env=clean_env(), stdout=f, stderr=subprocess.STDOUT)
+        proc = subprocess.run(cmd, cwd=cwd, env=ENV, stdout=f, stderr=subprocess.STDOUT)
     text = log.read_text(errors="replace")
     counts = summary_counts(text)
     if proc.returncode not in (0, 1) or counts is None:
