@@ -46,6 +46,10 @@ _PROBE_EQNS, _PROBE_MIN_OPS = 2, 4
 _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
 _MAX_SEEN = 2000
+# Bounds the traces under way whose identity is kept (`Recorder._identified`): nested
+# traces are few; more are traces that raised before their end.
+_MAX_IDENTIFIED = 256
+_Identified = tuple[weakref.ref[Any] | int, tuple[int, ...], Identity | None]
 # Bounds the programs a test keeps for confirming a compile-time breach (`Scope.programs`).
 MAX_KEPT = 64
 CLEARED = (
@@ -321,6 +325,10 @@ class Recorder:
         # The static arguments of each function's last trace (held: JAX's cache holds them
         # too), to name the leaf of one that changed.
         self._last_static: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
+        # The user function each trace under way stands for, as its start found it, so that
+        # its end (the trace's seconds) need not resolve it again: by (id of the callable,
+        # id of its DebugInfo), with the callable and the ids of its static arguments.
+        self._identified: dict[tuple[int, int], _Identified] = {}
         # id() of every callable traced for a jit or eagerly since the last isolation, and of
         # those isolation kept: only these can have earlier entries in JAX's trace cache, so
         # only their traces pay for reading its keys (which costs what the cache holds).
@@ -406,6 +414,13 @@ class Recorder:
                 self._aliases[str(src)] = ident
         return ident
 
+    def _identified_at_end(self, fun: Any, dbg: Any, static: tuple[Any, ...]) -> Identity | None:
+        """`_identify` of a trace that is ending: what its start found, where it saw it."""
+        seen = self._identified.pop((id(fun), id(dbg)), None)
+        if seen is not None and _same(seen[0], fun) and seen[1] == tuple(map(id, static)):
+            return seen[2]
+        return self._identify(fun, dbg, static)
+
     def _lowered(self, jaxpr: Any) -> Identity | None:
         fun = hooks.jitted_callable()
         if fun is not None and not hooks.is_jit_wrapper(fun):
@@ -451,6 +466,13 @@ class Recorder:
             if not call.by_jit and hooks.find_frame("_trace_for_jit", start=4) is not None:
                 return  # JAX's own staging inside a jit trace (pmap's shard_map): counted there
             ident = self._identify(call.fun, call.debug_info, call.static)
+            if len(self._identified) >= _MAX_IDENTIFIED:  # traces that raised: never ended
+                self._identified.clear()
+            self._identified[(id(call.fun), id(call.debug_info))] = (
+                _ref(call.fun),
+                tuple(map(id, call.static)),
+                ident,
+            )
             if ident is None:
                 return
             last = self._last_key.get(id(call.fun))
@@ -517,7 +539,7 @@ class Recorder:
                 return
             if event == hooks.TRACE_EVENT:
                 traced = hooks.traced_for_jit()
-                ident = None if traced is None else self._identify(*traced)
+                ident = None if traced is None else self._identified_at_end(*traced)
                 scope.on_trace_time(ident, duration_secs, cpu)
             elif event == hooks.LOWER_EVENT:
                 lowering = hooks.lowering()
