@@ -732,6 +732,21 @@ class _TraceToJaxpr(_HookSet):
         # `_earlier_keys`).
         self._misses: int | None = None
         self._epoch = 0
+        self._names_options: bool | None = None
+
+    def _jax_names_options(self) -> bool:
+        """Whether JAX's explanation of a trace-context miss names the options that differ
+        (`config.trace_context_names`, jaxlib extension >= 455; not jax 0.9): a snapshot of
+        every option per trace (about 35 us) is then not needed to name them."""
+        if self._names_options is None:
+            from jax._src import config
+
+            try:
+                names = config.trace_context_names()
+                self._names_options = len(names) == len(config.trace_context())
+            except Exception:
+                self._names_options = False
+        return self._names_options
 
     def missing(self) -> list[str]:
         from jax._src import core, util
@@ -845,7 +860,8 @@ class _TraceToJaxpr(_HookSet):
         return (same or keys), bool(same)
 
     def cache_key(self, call: TraceCall) -> Any:
-        return self._key(call), _config_values(), self._epoch
+        config = None if self._jax_names_options() else _config_values()
+        return self._key(call), config, self._epoch
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = find_frame("_trace_for_jit", start=4)

@@ -47,7 +47,7 @@ _PHASES = (hooks.TRACE_EVENT, hooks.LOWER_EVENT, hooks.COMPILE_EVENT)
 # Bounds the callables remembered between two isolations (a jit inside a loop of 10,000).
 _MAX_SEEN = 2000
 # Bounds the traces under way whose identity is kept (`Recorder._identified`): nested
-# traces are few; more are traces that raised before their end.
+# traces are few; the older ones are traces that raised or whose end JAX does not announce.
 _MAX_IDENTIFIED = 256
 _Identified = tuple[weakref.ref[Any] | int, tuple[int, ...], Identity | None]
 # Bounds the programs a test keeps for confirming a compile-time breach (`Scope.programs`).
@@ -466,8 +466,9 @@ class Recorder:
             if not call.by_jit and hooks.find_frame("_trace_for_jit", start=4) is not None:
                 return  # JAX's own staging inside a jit trace (pmap's shard_map): counted there
             ident = self._identify(call.fun, call.debug_info, call.static)
-            if len(self._identified) >= _MAX_IDENTIFIED:  # traces that raised: never ended
-                self._identified.clear()
+            if len(self._identified) >= _MAX_IDENTIFIED:
+                # The oldest: a trace that raised, or one whose end is not announced.
+                self._identified.pop(next(iter(self._identified)), None)
             self._identified[(id(call.fun), id(call.debug_info))] = (
                 _ref(call.fun),
                 tuple(map(id, call.static)),
