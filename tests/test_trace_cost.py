@@ -204,3 +204,24 @@ def test_each_trace_resolves_its_user_function_once(
     traces, reasons = run(jp, NEW_SHAPES.format(n=30))
     assert traces == 30 and len(reasons) == MAX_REASONS
     assert len(resolved) == 30  # before: 60, twice per trace
+
+
+def test_a_debug_infos_identity_is_read_once_per_source_string() -> None:
+    # JAX derives a DebugInfo's name, file and line from its func_src_info string alone
+    # (a regex per property): read once per string, then kept.
+    from jax._src import api_util
+
+    from pytest_jaxperf.measure import identity
+
+    def f(x: Any) -> Any:
+        return x
+
+    first = api_util.debug_info("test", f, (1,), {})
+    again = api_util.debug_info("test", f, (2,), {})
+    assert first is not again and first.func_src_info == again.func_src_info
+    identity._BY_SRC_INFO.clear()
+    found = identity.from_debug_info(first)
+    assert found == identity._from_debug_info(again)
+    assert found is not None and (found.name, found.lineno) == ("f", f.__code__.co_firstlineno)
+    assert identity.from_debug_info(again) is found  # kept, not read again
+    assert identity._BY_SRC_INFO == {first.func_src_info: found}
