@@ -224,4 +224,4 @@ def test_a_debug_infos_identity_is_read_once_per_source_string() -> None:
     assert found == identity._from_debug_info(again)
     assert found is not None and (found.name, found.lineno) == ("f", f.__code__.co_firstlineno)
     assert identity.from_debug_info(again) is found  # kept, not read again
-    assert identity._BY_SRC_INFO == {first.func_src_info: found}
+    assert {first.func_src_info: found} == identity._BY_SRC_INFO

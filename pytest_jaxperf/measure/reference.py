@@ -217,9 +217,11 @@ def _spawn() -> subprocess.Popen[str]:
 
 # A child started early (prestart()), whose JAX import overlaps pytest's collection.
 _WAITING: list[subprocess.Popen[str]] = []
-# The child that measured, waiting for a second request of the same session; and how long it
-# is given to end by itself once its input is closed.
+# The child that measured, waiting for a second request of the same session; those whose
+# input was closed since (they end by themselves, reaped by discard()); and how long one is
+# given to end so.
 _KEPT: list[subprocess.Popen[str]] = []
+_ENDING: list[subprocess.Popen[str]] = []
 _END_S = 10.0
 
 
@@ -234,16 +236,32 @@ def prestart() -> None:
         _WAITING.append(_spawn())
 
 
-def discard() -> None:
-    """End the child prestart() started and nobody used (nothing was recorded, say), and the
-    one in_child() kept for a second measurement."""
-    while _WAITING:
-        _end(_WAITING.pop())
+def release() -> None:
+    """Let the child in_child() kept end by itself (its input closed), without waiting for
+    its exit before the first test: discard() reaps it."""
     while _KEPT:
         proc = _KEPT.pop()
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            proc.communicate(timeout=_END_S)  # stdin closed: it ends by itself
-        _end(proc)
+        with contextlib.suppress(OSError):
+            if proc.stdin is not None:
+                proc.stdin.close()
+        _ENDING.append(proc)
+
+
+def discard() -> None:
+    """End the child prestart() started and nobody used (nothing was recorded, say), and
+    reap the one in_child() kept."""
+    while _WAITING:
+        _end(_WAITING.pop())
+    release()
+    while _ENDING:
+        proc = _ENDING.pop()
+        try:
+            proc.wait(timeout=_END_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def _end(proc: subprocess.Popen[str]) -> None:
@@ -256,7 +274,7 @@ def in_child(samples: int) -> Reference | None:
     """`samples` compiles in a child Python process (nothing of this one's state, threads or
     settings): None where it failed. The child is kept, warm, for the session's next call
     (a check that disagreed asks for the full sample: no second JAX import and backend start
-    for it); discard() ends it."""
+    for it); release() lets it end."""
     try:
         proc = (_KEPT or _WAITING).pop() if _KEPT or _WAITING else _spawn()
     except OSError:
@@ -334,7 +352,7 @@ def for_session(cache: Any | None, known: Sequence[Mapping[str, Any]] = ()) -> R
                 return None
             chosen = _agreeing(cached, known, fresh)
     finally:
-        discard()
+        release()
     if chosen is None:
         chosen = fresh
         if cache is not None:
