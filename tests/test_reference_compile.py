@@ -357,12 +357,8 @@ def test_a_gate_measures_the_reference_only_where_something_can_use_it(
     assert runs() == 1  # an entry from another CPU model: scaled by the two references
 
 
-def test_the_child_starts_before_the_collection_and_none_is_left_running(
-    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    jp = reference_on
-    monkeypatch.setattr(reference, "_MEASURED", [])
-    monkeypatch.setattr(reference, "SAMPLES", 2)
+def _spawns(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The reference's child processes, real, as they are started."""
     spawned: list[Any] = []
     real = reference._spawn
 
@@ -371,6 +367,16 @@ def test_the_child_starts_before_the_collection_and_none_is_left_running(
         return spawned[-1]
 
     monkeypatch.setattr(reference, "_spawn", spawn)
+    return spawned
+
+
+def test_the_child_starts_before_the_collection_and_none_is_left_running(
+    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp = reference_on
+    monkeypatch.setattr(reference, "_MEASURED", [])
+    monkeypatch.setattr(reference, "SAMPLES", 2)
+    spawned = _spawns(monkeypatch)
     jp.makeconftest(
         "from pytest_jaxperf.measure import reference\n"
         "def pytest_collection_modifyitems(items):\n"
@@ -397,14 +403,7 @@ def test_a_check_that_disagrees_measures_the_full_sample_in_the_same_warm_child(
     monkeypatch: pytest.MonkeyPatch, measured: list[int]
 ) -> None:
     monkeypatch.setattr(reference, "SAMPLES", 2)
-    spawned: list[Any] = []
-    real = reference._spawn
-
-    def spawn() -> Any:
-        spawned.append(real())
-        return spawned[-1]
-
-    monkeypatch.setattr(reference, "_spawn", spawn)
+    spawned = _spawns(monkeypatch)
     # A value stored for this machine that no compile of the program matches (50 s).
     stored = {**dict(_here()), REFERENCE_KEY: 50.0, SPREAD_KEY: 0.05, SAMPLES_KEY: 5}
     reference.prestart()
