@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -35,6 +36,15 @@ MACHINE = (("backend", "cpu"), ("device_kind", "cpu"), ("cpu", "A test CPU nobod
 class Cache(dict):  # pytest's config.cache: get(key, default), set(key, value)
     def set(self, key: str, value: Any) -> None:
         self[key] = value
+
+
+
+@pytest.fixture(autouse=True)
+def _no_child_left() -> Iterator[None]:
+    """A child one test prestarted or kept (in_child keeps it for a second request) is
+    ended with it, not handed to the next test."""
+    yield
+    reference.discard()
 
 
 @pytest.fixture
