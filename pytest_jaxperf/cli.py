@@ -66,6 +66,26 @@ GATING_OPTIONS = (
 )
 
 
+def _add_settings_arguments(parser: argparse.ArgumentParser) -> None:
+    """The gating flags and the ini file's location, as `pytest --jaxperf` takes them."""
+    for opt in OPTIONS:
+        if opt.dest in GATING_OPTIONS:
+            _add_gating_option(parser, opt.dest, opt.flag, opt.kind, opt.help)
+    parser.add_argument(
+        "--rootdir",
+        metavar="DIR",
+        help="read the jaxperf_* options of the ini file that pytest --rootdir=DIR DIR would "
+        "read (found from DIR)",
+    )
+    parser.add_argument(
+        "-c",
+        "--config-file",
+        metavar="FILE",
+        help="read the jaxperf_* options of this ini file, as pytest -c FILE would "
+        "(default: the ini file pytest finds from the current directory)",
+    )
+
+
 def _add_gating_option(
     parser: argparse.ArgumentParser, dest: str, flag: str, kind: str, text: str
 ) -> None:
@@ -108,22 +128,7 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
     )
     cmp.add_argument("baseline", type=Path, metavar="BASELINE")
     cmp.add_argument("reports", type=Path, nargs="+", metavar="REPORT")
-    for opt in OPTIONS:
-        if opt.dest in GATING_OPTIONS:
-            _add_gating_option(cmp, opt.dest, opt.flag, opt.kind, opt.help)
-    cmp.add_argument(
-        "--rootdir",
-        metavar="DIR",
-        help="read the jaxperf_* options of the ini file that pytest --rootdir=DIR DIR would "
-        "read (found from DIR)",
-    )
-    cmp.add_argument(
-        "-c",
-        "--config-file",
-        metavar="FILE",
-        help="read the jaxperf_* options of this ini file, as pytest -c FILE would "
-        "(default: the ini file pytest finds from the current directory)",
-    )
+    _add_settings_arguments(cmp)
     cmp.add_argument(
         "--markdown",
         type=Path,
@@ -137,10 +142,12 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
         "merge",
         help="merge the reports of a suite's shards into a baseline (exit 2 on bad input)",
         description="Merge the passed tests of each shard's report (pytest --jaxperf "
-        "--jaxperf-json) into the baseline OUT, as pytest --jaxperf-save merges a run's: "
-        "entries of OUT that no shard passed are kept, each entry keeps the environment it "
-        "was measured in, and OUT is written atomically under its lock. A test in two "
-        "reports is an error, and nothing is written.",
+        "--jaxperf-json) into the baseline OUT, as pytest --jaxperf-save merges a run's, "
+        "with the same settings (these flags over the ini file's jaxperf_* options): a value "
+        "a shard did not measure (timings under pytest-xdist, say) or measured within its "
+        "tolerance keeps the stored one, entries of OUT that no shard passed are kept, each "
+        "entry keeps the environment it was measured in, and OUT is written atomically under "
+        "its lock. A test in two reports is an error, and nothing is written.",
     )
     mrg.add_argument("shards", type=Path, nargs="*", metavar="SHARD")
     mrg.add_argument(
@@ -151,6 +158,7 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
         metavar="OUT",
         help="the baseline to merge into (created when missing), e.g. .jaxperf/baseline.json",
     )
+    _add_settings_arguments(mrg)
     mrg.set_defaults(run=_merge)
 
     res = commands.add_parser(
@@ -374,7 +382,8 @@ def _merge(args: argparse.Namespace, out: TextIO) -> int:
     if found is not None:
         raise _UsageError(found)
     try:
-        merged = merge_into(args.output, runs)
+        settings, _ = _settings(args)
+        merged = merge_into(args.output, runs, settings.tolerances, settings.timing_mode)
     except OutputError as exc:  # another run held the lock too long
         raise _UsageError(str(exc)) from None
     except OSError as exc:  # the disk filled up, say; the file is as it was (atomic write)

@@ -15,8 +15,10 @@ from conftest import read_json
 from filelock import FileLock
 
 from pytest_jaxperf.cli import main
+from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.storage import outputs, store
+from pytest_jaxperf.storage.resave import Measured, Resave
 
 OTHER_CPU = {**ENV, "cpu": "Other CPU"}
 OLD_JAX = {**ENV, "jax": "0.10.1", "jaxlib": "0.10.1"}
@@ -51,8 +53,8 @@ def test_merge_writes_every_shards_passed_tests_each_with_its_environment(
     code, stdout, err = _main(capsys, "merge", a, b, "-o", out)
     assert (code, err) == (0, "")
     assert stdout.splitlines() == [
-        f"jaxperf: merged 2 shard reports into {out}: 3 passed tests written, "
-        "0 other entries kept, 3 in all",
+        f"jaxperf: merged 2 shard reports into {out}: 3 passed tests "
+        "(0 entries updated, 3 added, 0 as stored), 0 other entries kept, 3 in all",
         f"note: 1 test of {b} keeps the environment it was measured in "
         "(cpu AMD EPYC -> Other CPU); each is gated against its own",
     ]
@@ -94,8 +96,8 @@ def test_merge_into_a_baseline_updates_it_as_jaxperf_save_does(
     code, stdout, _ = _main(capsys, "merge", a, b, "-o", out)
     assert code == 0
     assert stdout.splitlines() == [
-        f"jaxperf: merged 2 shard reports into {out}: 2 passed tests written, "
-        "2 other entries kept, 4 in all",
+        f"jaxperf: merged 2 shard reports into {out}: 2 passed tests "
+        "(1 entry updated, 1 added, 0 as stored), 2 other entries kept, 4 in all",
         f"not merged: t::failing: failed in {a} (a baseline takes passed tests only; "
         "its entry there is kept)",
         f"not merged: t::regressed: regressed in {b} (a baseline takes passed tests only; "
@@ -117,8 +119,85 @@ def test_merge_into_a_baseline_updates_it_as_jaxperf_save_does(
     assert merged.tests["t::a"].environment is None
     # The same file as one --jaxperf-save of the whole, unsplit run.
     serial = _save(tmp_path / "serial.json", OLD_JAX, **old)
-    store.save_merged(serial, RunRecord(environment=dict(ENV), tests=shard_tests))
+    saving = Resave(Measured.of(ENV, "gate", "cpu"), Tolerances())
+    store.save_merged(serial, RunRecord(environment=dict(ENV), tests=shard_tests), how=saving)
     assert out.read_text() == serial.read_text()
+
+
+def test_merge_keeps_the_timings_a_shard_under_xdist_did_not_measure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The committed baseline, timed serially; the shard ran on pytest-xdist workers, whose
+    # timings --jaxperf-save never stores (ten workers timed beside each other).
+    serial = {**ENV, "xdist_workers": 0}
+    out = _save(
+        tmp_path / "baseline.json", serial, **{"t::a": rec(fn("f", "m.py:1", 1, compile_s=0.1))}
+    )
+    shard = _save(
+        tmp_path / "a.json",
+        {**ENV, "xdist_workers": 4},
+        **{"t::a": rec(fn("f", "m.py:1", 2, compile_s=0.9))},
+    )
+    code, stdout, err = _main(capsys, "merge", shard, "-o", out)
+    assert (code, err) == (0, "")
+    assert stdout.splitlines()[0] == (
+        f"jaxperf: merged 1 shard report into {out}: 1 passed test "
+        "(1 entry updated, 0 added, 0 as stored), 0 other entries kept, 1 in all"
+    )
+    merged = store.load(out)
+    assert merged is not None
+    (f,) = merged.tests["t::a"].functions.values()
+    # The counts are the shard's; the compile seconds still the serial run's, and so is the
+    # environment they are gated in (a plain merge took 0.9 s measured under xdist).
+    assert (f.traces, f.compile_s, f.compile_cpu_s) == (2, 0.1, 0.1)
+    assert merged.environment_of("t::a") == serial
+
+
+def test_merge_of_an_unchanged_shard_rewrites_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = _save(
+        tmp_path / "baseline.json", ENV, **{"t::a": rec(fn("f", "m.py:1", 1, compile_s=0.5))}
+    )
+    before = out.read_text()
+    # The same counts; compile seconds within the tolerance (rtol 1 by default).
+    shard = _save(tmp_path / "a.json", ENV, **{"t::a": rec(fn("f", "m.py:1", 1, compile_s=0.7))})
+    code, stdout, _ = _main(capsys, "merge", shard, "-o", out)
+    assert code == 0
+    assert stdout.splitlines()[0] == (
+        f"jaxperf: merged 1 shard report into {out}: 1 passed test "
+        "(0 entries updated, 0 added, 1 as stored), 0 other entries kept, 1 in all"
+    )
+    assert out.read_text() == before
+    # Past the tolerance given on the command line (as pytest takes it), the entry is updated.
+    code, stdout, _ = _main(capsys, "merge", shard, "-o", out, "--compile-rtol=0.1")
+    assert code == 0
+    assert "(1 entry updated, 0 added, 0 as stored)" in stdout.splitlines()[0]
+    merged = store.load(out)
+    assert merged is not None
+    assert [f.compile_s for f in merged.tests["t::a"].functions.values()] == [0.7]
+
+
+def test_merge_that_would_lose_a_stored_value_is_refused_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Stored on an older jax; the shard (a newer jax, under xdist) measured counts but no
+    # timings: the entry could keep neither environment whole.
+    out = _save(
+        tmp_path / "baseline.json", OLD_JAX, **{"t::a": rec(fn("f", "m.py:1", 1, compile_s=0.1))}
+    )
+    before = out.read_text()
+    shard = _save(
+        tmp_path / "a.json",
+        {**ENV, "xdist_workers": 2},
+        **{"t::a": rec(fn("f", "m.py:1", 2, compile_s=0.3))},
+    )
+    code, stdout, err = _main(capsys, "merge", shard, "-o", out)
+    assert (code, stdout) == (2, "")
+    assert len(err.splitlines()) == 1
+    assert "t::a: its compile seconds in the baseline was measured elsewhere" in err
+    assert "pytest-xdist workers" in err
+    assert out.read_text() == before
 
 
 def test_a_test_in_two_shards_is_an_error_naming_it_and_both_files(
@@ -363,8 +442,8 @@ def test_two_shards_merged_gate_a_later_run_as_one_serial_save_does(
     )
     assert (merged.returncode, merged.stderr) == (0, "")
     assert merged.stdout.splitlines() == [
-        "jaxperf: merged 2 shard reports into .jaxperf/merged.json: 4 passed tests written, "
-        "0 other entries kept, 4 in all",
+        "jaxperf: merged 2 shard reports into .jaxperf/merged.json: 4 passed tests "
+        "(0 entries updated, 4 added, 0 as stored), 0 other entries kept, 4 in all",
         "not merged: test_split.py::test_failing: failed in shard-1.json (a baseline takes "
         "passed tests only; it has no entry)",
         "not merged: test_split.py::test_skipped: skipped in shard-2.json (a baseline takes "

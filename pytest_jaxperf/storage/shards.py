@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import Tolerances
 from ..model import RunRecord
-from .store import BaselineError, load, merge, placed, save
+from .resave import Measured, Resave, Tally
+from .store import BaselineError, load, placed, save
 
 # What to do about a shard report that is missing or cannot be read.
 FIX_SHARD = "pass the report each shard wrote with pytest --jaxperf --jaxperf-json=PATH"
@@ -31,17 +33,25 @@ class Merged:
     path: Path
     shards: list[Shard]
     result: RunRecord
-    # Passed tests of the shards, now in the file with this run's numbers.
+    # Passed tests of the shards, merged into the file by --jaxperf-save's rules.
     written: list[str] = field(default_factory=list)
     # Tests of the shards that did not pass, by outcome: a baseline takes passed tests only,
     # so the file keeps what it had for them (an earlier entry, or none).
     left_out: dict[str, str] = field(default_factory=dict)
+    # What became of the file's entries (`resave.Tally`: updated, added; the rest kept).
+    tally: Tally = field(default_factory=Tally)
 
     @property
     def kept(self) -> int:
         """Entries of the file that no shard replaced (tests not run in any shard, or not
         passed there)."""
         return len(self.result.tests) - len(self.written)
+
+    @property
+    def unchanged(self) -> int:
+        """Passed tests of the shards whose entries stay as they were: every value measured
+        within its tolerance of the stored one, or not measured by the shard."""
+        return len(self.written) - self.tally.updated - self.tally.added
 
 
 def load_shards(paths: Sequence[Path]) -> list[Shard]:
@@ -129,29 +139,45 @@ def _commonest(environments: list[dict[str, Any]]) -> dict[str, Any] | None:
     return None if best is None else best[0]
 
 
-def merge_into(path: Path, shards: Sequence[Shard]) -> Merged:
-    """Merge the passed tests of `shards` into the baseline at `path`, as `--jaxperf-save`
-    merges a run's: every other entry of the file is kept with the environment it was measured
-    in. The read, merge and atomic write happen under the lock beside the file, so a run
-    saving into it meanwhile keeps its entries. A broken file raises BaselineError and is left
-    as it is."""
+def merge_into(
+    path: Path, shards: Sequence[Shard], tolerances: Tolerances, timing_mode: str = "gate"
+) -> Merged:
+    """Merge the passed tests of `shards` into the baseline at `path` as `--jaxperf-save`
+    merges a run's, one shard after the other (`resave.Resave`, with `tolerances` and
+    `timing_mode` as the shards' pytest resolved them): a value a shard did not measure
+    (timings under pytest-xdist, say) keeps the stored one, a timing within its tolerance
+    keeps the stored one, and every other entry of the file is kept with the environment it
+    was measured in. The read, merge and atomic write happen under the lock beside the file,
+    so a run saving into it meanwhile keeps its entries. A broken file raises BaselineError
+    and is left as it is; so does a shard that would lose a stored value it did not measure
+    (`resave.SaveRefused`), and then nothing is written."""
     from .outputs import locked
 
     # A broken file stops the merge here, before anything (the lock file included) is made;
     # it is read again under the lock, where it counts.
     load(path)
-    run = combine(shards)
+    tally = Tally()
     with locked(path):
-        result = merge(load(path), run)
+        result = load(path)
+        for shard in shards:
+            env = shard.run.environment
+            # A report measured under valgrind is the instructions clock's, whatever the ini.
+            clock = "instructions" if env.get("valgrind") else tolerances.runtime_clock
+            how = Resave(Measured.of(env, timing_mode, clock), tolerances)
+            result = how(result, shard.run)
+            tally.updated += how.tally.updated
+            tally.added += how.tally.added
+        if result is None:  # no shard, and no file: load_shards refuses that earlier
+            raise BaselineError(f"{path}: nothing to merge; {FIX_SHARD}")
         save(path, result)
+    outcomes = {n: rec.outcome for shard in shards for n, rec in shard.run.tests.items()}
     return Merged(
         path=path,
         shards=list(shards),
         result=result,
-        written=sorted(n for n, rec in run.tests.items() if rec.outcome == "passed"),
-        left_out={
-            n: rec.outcome for n, rec in sorted(run.tests.items()) if rec.outcome != "passed"
-        },
+        written=sorted(n for n, outcome in outcomes.items() if outcome == "passed"),
+        left_out={n: o for n, o in sorted(outcomes.items()) if o != "passed"},
+        tally=tally,
     )
 
 
@@ -162,7 +188,9 @@ def merge_lines(merged: Merged) -> list[str]:
     n = len(m.shards)
     lines = [
         f"jaxperf: merged {n} shard report{'s' if n != 1 else ''} into {m.path}: "
-        f"{len(m.written)} passed test{'s' if len(m.written) != 1 else ''} written, "
+        f"{len(m.written)} passed test{'s' if len(m.written) != 1 else ''} "
+        f"({m.tally.updated} entr{'ies' if m.tally.updated != 1 else 'y'} updated, "
+        f"{m.tally.added} added, {m.unchanged} as stored), "
         f"{m.kept} other entr{'ies' if m.kept != 1 else 'y'} kept, "
         f"{len(m.result.tests)} in all"
     ]
@@ -176,7 +204,7 @@ def merge_lines(merged: Merged) -> list[str]:
     for shard in m.shards:
         own = [n for n in m.written if n in shard.run.tests and m.result.tests[n].environment]
         if own:
-            differences = _differences(m.result.environment, shard.run.environment_of(own[0]))
+            differences = _differences(m.result.environment, m.result.environment_of(own[0]))
             many = len(own) != 1
             lines.append(
                 f"note: {len(own)} test{'s' if many else ''} of {shard.path} "
