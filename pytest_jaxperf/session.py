@@ -109,7 +109,18 @@ class JaxPerfSession:
 
         here = machine.here()
         known = [e for e in self._baseline_environments() if not other_machine([e], here)]
-        self.reference = reference.for_session(getattr(self.config, "cache", None), known)
+        settled = None
+        s = self.settings
+        if s.save and s.json is None and s.history is None:
+            # Only the save uses it, and the re-save keeps the stored value unless a fresh
+            # one is off by more than the compile tolerance: a check within it settles it.
+            from .storage.resave import seconds_close
+
+            def settled(stored: float, checked: float) -> bool:
+                return seconds_close(stored, checked, s.tolerances)
+
+        cache = getattr(self.config, "cache", None)
+        self.reference = reference.for_session(cache, known, settled)
 
     def _reference_wanted(self) -> bool:
         """Whether this session measures the reference compile if it records any test (see

@@ -247,7 +247,7 @@ def _counts(new: C, old: Counts | None, kinds: set[str], close: set[str], tol: T
     keep_all, keep_close = COMPILE not in kinds, COMPILE in close
     for name in SECONDS_FIELDS:
         before, now = getattr(old, name), getattr(new, name)
-        if before != now and (keep_all or (keep_close and _seconds_close(before, now, tol))):
+        if before != now and (keep_all or (keep_close and seconds_close(before, now, tol))):
             changes[name] = before
     if not changes:
         return new
@@ -257,7 +257,7 @@ def _counts(new: C, old: Counts | None, kinds: set[str], close: set[str], tol: T
     return out
 
 
-def _seconds_close(before: float | None, now: float | None, tol: Tolerances) -> bool:
+def seconds_close(before: float | None, now: float | None, tol: Tolerances) -> bool:
     """Whether compile-time gating would call `now` the same as `before`."""
     if before is None or now is None:
         return before is now
@@ -287,7 +287,7 @@ def _benchmark(
     compile_fields = ("first_call_s", "trace_s", "lower_s", "compile_s")
     for name in compile_fields:
         before, now = getattr(old, name), getattr(new, name)
-        if COMPILE not in kinds or (COMPILE in close and _seconds_close(before, now, tol)):
+        if COMPILE not in kinds or (COMPILE in close and seconds_close(before, now, tol)):
             changes[name] = before
     runtime_fields = ("runtime", "eager_median_s", "break_even_calls")
     if (
@@ -335,7 +335,7 @@ def _scaling_close(new: ScalingEntry, old: ScalingEntry, kind: str, tol: Toleran
     if (new.metric, new.sizes, new.max_exponent) != (old.metric, old.sizes, old.max_exponent):
         return False
     if kind == COMPILE:
-        return all(_seconds_close(b, n, tol) for b, n in zip(old.values, new.values))
+        return all(seconds_close(b, n, tol) for b, n in zip(old.values, new.values))
     bound = 1 + tol.runtime_rtol
     return all(b > 0 and n > 0 and 1 / bound <= n / b <= bound
                for b, n in zip(old.values, new.values))  # fmt: skip
@@ -383,7 +383,7 @@ def _as_stored(
     measured = {k for k in {*env, *stored} if k.startswith("reference_")} | {"not_measured"}
     if any(env.get(k) != stored.get(k) for k in {*env, *stored} - measured):
         return dict(env)
-    if REFERENCE_KEY in env and not _seconds_close(
+    if REFERENCE_KEY in env and not seconds_close(
         stored.get(REFERENCE_KEY), env.get(REFERENCE_KEY), tol
     ):
         return dict(env)
