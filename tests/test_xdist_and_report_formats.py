@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -45,6 +47,34 @@ def test_xdist_loaded_by_name_with_autoload_off_still_merges_the_workers(
     result.assert_outcomes(passed=6)
     assert len(_counts(jp.path / "p.json")) == 6
     assert read_json(jp.path / "p.json")["environment"]["xdist_workers"] == 2
+
+
+def test_a_shard_run_under_xdist_merges_without_touching_the_serial_timings(
+    jp: pytest.Pytester,
+) -> None:
+    jp.makepyfile(test_suite=SUITE)
+    jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", *FAST).assert_outcomes(passed=6)
+    baseline = jp.path / ".jaxperf" / "baseline.json"
+    before = baseline.read_text()
+    # A CI shard: -n 2, saving into its own throwaway file, its report merged afterwards.
+    jp.runpytest_subprocess(
+        "--jaxperf", "-n", "2", "--jaxperf-save", "--jaxperf-baseline=own.json",
+        "--jaxperf-json=shard.json", *FAST,
+    ).assert_outcomes(passed=6)  # fmt: skip
+    assert read_json(jp.path / "shard.json")["environment"]["xdist_workers"] == 2
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "merge", "shard.json", "-o", str(baseline)],
+        cwd=jp.path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (merged.returncode, merged.stderr) == (0, "")
+    assert merged.stdout.splitlines()[0] == (
+        f"jaxperf: merged 1 shard report into {baseline}: 6 passed tests "
+        "(0 entries updated, 0 added, 6 as stored), 0 other entries kept, 6 in all"
+    )
+    # Same counts; the timings were taken beside another worker: the file is as saved,
+    # its serial compile and runtime seconds still gated by a serial run.
+    assert baseline.read_text() == before
+    assert read_json(baseline)["environment"]["xdist_workers"] == 0
 
 
 def test_xdist_matches_serial_and_controller_writes_once(jp: pytest.Pytester) -> None:
