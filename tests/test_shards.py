@@ -197,6 +197,7 @@ def test_merge_that_would_lose_a_stored_value_is_refused_and_writes_nothing(
     assert len(err.splitlines()) == 1
     assert "t::a: its compile seconds in the baseline was measured elsewhere" in err
     assert "pytest-xdist workers" in err
+    assert err.rstrip().endswith("; merge into another file (-o) or delete the entry first")
     assert out.read_text() == before
 
 

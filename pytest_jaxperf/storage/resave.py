@@ -118,6 +118,8 @@ class Resave:
 
     measured: Measured
     tolerances: Tolerances
+    # What a refusal tells the user to do instead (`jaxperf merge` names its own -o).
+    instead: str = "save into another file (--jaxperf-baseline) or delete the entry first"
     tally: Tally = field(default_factory=Tally)
     _memo: dict[int, tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = field(
         default_factory=dict, repr=False
@@ -197,7 +199,7 @@ class Resave:
         raise SaveRefused(
             f"{nodeid}: its {kind} in the baseline was measured elsewhere "
             f"({', '.join(_differences(kind, where, here))}) and this run did not measure it "
-            f"({why}); save into another file (--jaxperf-baseline) or delete the entry first"
+            f"({why}); {self.instead}"
         )
 
     def _between(

@@ -16,6 +16,8 @@ from .store import BaselineError, load, placed, save
 
 # What to do about a shard report that is missing or cannot be read.
 FIX_SHARD = "pass the report each shard wrote with pytest --jaxperf --jaxperf-json=PATH"
+# What to do where a shard would lose a stored value it did not measure.
+_INSTEAD = "merge into another file (-o) or delete the entry first"
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,7 @@ def merge_into(
             env = shard.run.environment
             # A report measured under valgrind is the instructions clock's, whatever the ini.
             clock = "instructions" if env.get("valgrind") else tolerances.runtime_clock
-            how = Resave(Measured.of(env, timing_mode, clock), tolerances)
+            how = Resave(Measured.of(env, timing_mode, clock), tolerances, _INSTEAD)
             result = how(result, shard.run)
             tally.updated += how.tally.updated
             tally.added += how.tally.added
