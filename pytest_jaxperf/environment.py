@@ -13,7 +13,7 @@ TIMING_KEYS = (
     "cpu_count", "cpu_dispatch", "xdist_workers", "valgrind",
 )  # fmt: skip
 # Compared only when both sides have them (older reports lack them).
-_OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers", "program_flags"})
+OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers", "program_flags"})
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only: what the
 # same code lowers to (the versions, the backend and its device kind, x64, the XLA flags and
 # JAX options in `program_flags`) and how many devices a sharded program is split over (a
@@ -56,7 +56,7 @@ def _differences(
     found = []
     for key in keys:
         before, now = baseline.get(key), current.get(key)
-        if before == now or (key in _OPTIONAL_KEYS and (key not in baseline or key not in current)):
+        if before == now or (key in OPTIONAL_KEYS and (key not in baseline or key not in current)):
             continue
         if isinstance(before, Mapping) and isinstance(now, Mapping):
             found += _flag_differences(before, now)

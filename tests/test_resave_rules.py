@@ -12,7 +12,7 @@ import pytest
 from _records import fn, rec
 
 from pytest_jaxperf.config import Tolerances
-from pytest_jaxperf.environment import REFERENCE_KEY
+from pytest_jaxperf.environment import REFERENCE_KEY, timing_differences
 from pytest_jaxperf.model import BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
 from pytest_jaxperf.storage import resolve as resolving
 from pytest_jaxperf.storage.resave import Measured, Resave, SaveRefused
@@ -91,6 +91,25 @@ def test_a_save_under_xdist_keeps_the_serial_timings_and_environment() -> None:
     entry = saved.tests["t::a"]
     assert (entry.traces, entry.compile_s, entry.environment) == (2, 0.2, None)
     assert entry.benchmarks["b"].runtime == _runtime(1e-3)  # type: ignore[union-attr]
+
+
+def test_an_xdist_save_into_a_file_older_than_its_keys_does_not_relabel_serial_timings() -> None:
+    # Saved before environments named xdist_workers or cpu_dispatch: the kept serial
+    # timings must not be labelled with the xdist run's values, or every later serial gate
+    # would skip them as measured beside other workers.
+    older = {k: v for k, v in HERE.items() if k not in ("xdist_workers", "cpu_dispatch")}
+    base, _ = _save(None, _test(compile_s=0.2, b=_bench(1e-3)), older)
+    workers = {**HERE, "xdist_workers": 2, "cpu_dispatch": "async"}
+    saved, _ = _save(base, _test(traces=2, compile_s=3.0, b=_bench(9e-3)), workers)
+    entry = saved.tests["t::a"]
+    assert (entry.traces, entry.compile_s) == (2, 0.2)
+    assert entry.benchmarks["b"].runtime == _runtime(1e-3)  # type: ignore[union-attr]
+    where = saved.environment_of("t::a")
+    assert "xdist_workers" not in where and "cpu_dispatch" not in where
+    assert timing_differences(where, HERE) == []
+    # A serial run that measured everything labels the entry as it ran.
+    serial, _ = _save(saved, _test(traces=2, compile_s=3.0, b=_bench(9e-3)), HERE)
+    assert serial.environment_of("t::a") == HERE
 
 
 def test_a_benchmark_the_run_did_not_run_is_kept() -> None:

@@ -16,8 +16,12 @@ from typing import Any, TypeVar
 from ..compare import Gating, Verdict, _runtime
 from ..config import Tolerances
 from ..environment import (
+    INSTRUCTION_KEYS,
     JIT_DISABLED,
+    OPTIONAL_KEYS,
     REFERENCE_KEY,
+    STATIC_KEYS,
+    TIMING_KEYS,
     UNDER_VALGRIND,
     instruction_differences,
     static_differences,
@@ -48,6 +52,9 @@ _STATIC = (COUNTS, SIZES)
 # The order a refusal looks for the value it names.
 _ORDER = (RUNTIME, INSTRUCTIONS, COMPILE, COUNTS, SIZES)
 _TIMED = (COMPILE, RUNTIME)
+# The environment keys each kind of value depends on (`_differences`).
+_KEYS = {COUNTS: STATIC_KEYS, SIZES: STATIC_KEYS, INSTRUCTIONS: INSTRUCTION_KEYS,
+         COMPILE: TIMING_KEYS, RUNTIME: TIMING_KEYS}  # fmt: skip
 # What the self-check's not-measured metrics are a part of.
 _KIND_OF_UNMEASURED = {"traces": COUNTS, "compiles": COUNTS, PROGRAM_SIZE: SIZES}
 
@@ -192,7 +199,8 @@ class Resave:
                     return None
                 if not as_run:
                     return as_was
-            return out, _with_unmeasured(here, where, here, new)
+            label = _unknown_dropped(here, where, kinds_old)
+            return out, _with_unmeasured(label, where, here, new)
         # Neither environment holds all the values: keeping both would mislabel some.
         kind = next(k for k in _ORDER if k in kinds_old and k in differ)
         why = self.measured.missing.get(kind, "its benchmark was not run")
@@ -393,6 +401,17 @@ def _as_stored(
     if "not_measured" in env:
         out["not_measured"] = env["not_measured"]
     return out
+
+
+def _unknown_dropped(
+    here: dict[str, Any], where: Mapping[str, Any], kept: set[str]
+) -> dict[str, Any]:
+    """`here` without the keys a file older than them lacks where a value it keeps depends
+    on them: that value's setting is unknown, and labelling it with this run's (an xdist
+    run's `xdist_workers`) would make later runs skip or misjudge it."""
+    unknown = {k for k in OPTIONAL_KEYS - where.keys() if k in here}
+    drop = {k for k in unknown if any(k in _KEYS[kind] for kind in kept)}
+    return {k: v for k, v in here.items() if k not in drop} if drop else here
 
 
 def _with_unmeasured(
