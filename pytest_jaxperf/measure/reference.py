@@ -355,7 +355,8 @@ def for_session(
             return None
         chosen = _agreeing(cached, known, fresh)
         if chosen is None and settled is not None:
-            chosen = _settled(known, fresh, settled)
+            now = fresh.seconds
+            chosen = _agreeing(None, known, fresh, lambda c: settled(c.seconds, now))
         if chosen is None and fresh.samples < SAMPLES:
             fresh = MEASURE(SAMPLES)  # in the same child, warm
             if fresh is None:
@@ -372,20 +373,14 @@ def for_session(
 
 
 def _agreeing(
-    cached: Any, known: Sequence[Mapping[str, Any]], fresh: Reference
+    cached: Any,
+    known: Sequence[Mapping[str, Any]],
+    fresh: Reference,
+    agree: Callable[[Reference], bool] | None = None,
 ) -> Reference | None:
-    """The first known value measured on `fresh`'s machine that `fresh` agrees with."""
+    """The first known value measured on `fresh`'s machine that `fresh` agrees with (or, with
+    `agree`, for which `agree` holds)."""
     candidates = [Reference.from_cache(cached, fresh.machine)]
     candidates += [Reference.from_environment(env, fresh.machine) for env in known]
-    return next((c for c in candidates if c is not None and c.agrees(fresh)), None)
-
-
-def _settled(
-    known: Sequence[Mapping[str, Any]], fresh: Reference, settled: Callable[[float, float], bool]
-) -> Reference | None:
-    """The first value of `known` measured on `fresh`'s machine for which `settled(its
-    seconds, fresh's)` holds."""
-    candidates = (Reference.from_environment(env, fresh.machine) for env in known)
-    return next(
-        (c for c in candidates if c is not None and settled(c.seconds, fresh.seconds)), None
-    )
+    agree = agree or (lambda c: c.agrees(fresh))
+    return next((c for c in candidates if c is not None and agree(c)), None)
