@@ -153,6 +153,38 @@ def test_no_explanation_once_the_causes_kept_are_full(
     assert counts.listings <= 1
 
 
+# A function defined anew on each call and jitted (equinox's filter_eval_shape, diffrax's
+# error lambdas): each trace is of a new callable, so none has keys in JAX's cache to read.
+REDEFINED = """
+import jax
+import jax.numpy as jnp
+
+def test_it():
+    x = jnp.ones(3)
+    for _ in range({n}):
+        def f(v):
+            return v * 2.0
+        jax.jit(f)(x)
+"""
+
+
+@pytest.mark.parametrize("n", [20, 200])
+def test_a_new_callable_at_a_collected_ones_address_reads_no_cache(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, n: int
+) -> None:
+    counts = spy(monkeypatch)
+    traces, reasons = run(jp, REDEFINED.format(n=n))
+    assert traces == n
+    assert reasons == [
+        "function re-defined on every call (jit inside a loop?): a new f object was traced; "
+        "create and jit it once, outside the loop"
+    ]
+    # JAX wraps each in a new object, often at the address of one already collected: that
+    # is no earlier trace of it. Before: a listing of the whole cache per trace.
+    assert counts.listings == 0
+    assert counts.explanations == 0
+
+
 @pytest.mark.parametrize(
     ("clear", "shape"),
     [

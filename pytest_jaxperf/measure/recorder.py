@@ -329,10 +329,13 @@ class Recorder:
         # its end (the trace's seconds) need not resolve it again: by (id of the callable,
         # id of its DebugInfo), with the callable and the ids of its static arguments.
         self._identified: dict[tuple[int, int], _Identified] = {}
-        # id() of every callable traced for a jit or eagerly since the last isolation, and of
-        # those isolation kept: only these can have earlier entries in JAX's trace cache, so
-        # only their traces pay for reading its keys (which costs what the cache holds).
-        self._may_be_cached: set[int] = set()
+        # Every callable traced for a jit or eagerly since the last isolation, and those
+        # isolation kept, by id(): only these can have earlier entries in JAX's trace cache,
+        # so only their traces pay for reading its keys (which costs what the cache holds).
+        # The reference tells a callable from a new one at the same address: JAX wraps the
+        # function anew on each call (diffrax's tests: 674 traces in 16 tests listed the
+        # cache for a new wrapper whose id an earlier, collected one had held).
+        self._may_be_cached: dict[int, weakref.ref[Any] | int] = {}
         # Functions traced while a fixture was set up, per live fixture: kept by isolation.
         # (callable, DebugInfo of its trace), as isolation's `_traced` holds them.
         self._collecting: list[list[tuple[weakref.ref[Any] | int, Any]]] = []
@@ -442,9 +445,11 @@ class Recorder:
                 self._traced.append((_ref(call.fun), call.debug_info))
             else:
                 self._walk = True
-            cached_before = id(call.fun) in self._may_be_cached
+            known = self._may_be_cached.get(id(call.fun))
+            cached_before = known is not None and _same(known, call.fun)
             if call.by_jit or call.eager:
-                self._may_be_cached.add(id(call.fun))
+                if not cached_before:
+                    self._may_be_cached[id(call.fun)] = _ref(call.fun)
                 if not self._collecting:
                     # Any trace may fill a cache that holds a user function (an eager
                     # primitive's, around the user's body): the next isolation must run.
@@ -616,7 +621,7 @@ class Recorder:
         self.last_programs = ({}, {})
         if not self._dirty and self._traces is not None:
             return  # nothing was traced since the last isolation
-        kept = {_key(r) for funs in self._fixture_funs.values() for r, _ in funs}
+        kept = {_key(r): r for funs in self._fixture_funs.values() for r, _ in funs}
         seen = [f for k, r in self._seen.items() if k not in kept and (f := _get(r)) is not None]
 
         def keep(fun: Any, dbg: Callable[[], Any]) -> bool:
