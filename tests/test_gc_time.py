@@ -4,6 +4,7 @@ backend compile are not charged to it (fake clocks, collector events called by h
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import subprocess
 import sys
@@ -200,6 +201,43 @@ def test_without_collections_the_phase_keeps_its_seconds(
         _phase(recorder, clocks, hooks.COMPILE_EVENT, [("work", 0.6, 1), ("work", 0.2, 2)])
     assert scope.eager.compile_s == pytest.approx(0.8)
     assert scope.eager.compile_cpu_s == pytest.approx(0.8)
+
+
+def test_the_recorders_own_listener_work_is_not_charged_to_the_phases_around_it(
+    recorder: Recorder, clocks: FakeClocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Explaining a nested function's retrace (0.15 s: it read JAX's whole trace cache), and
+    # sizing the program of a lowering that ended inside the trace (0.05 s, a collection of
+    # 0.02 s inside it), ran inside the outer trace: its seconds are the user's 0.3 alone.
+    done = Recorder._phase_done
+
+    def explain(call: object) -> None:
+        clocks.work(0.15)
+
+    def size(self: Recorder, *args: object) -> None:
+        clocks.work(0.03)
+        _collect(self.gc, clocks, 0.02)
+        done(self, *args)
+
+    monkeypatch.setattr(recorder, "_trace", explain)
+    monkeypatch.setattr(Recorder, "_phase_done", size)
+    with _scope(recorder, tmp_path) as scope:
+        outer = clocks.wall
+        recorder._on_phase_start(hooks.TRACE_EVENT, outer)
+        clocks.work(0.1)
+        recorder._on_trace(object())  # type: ignore[arg-type]
+        _phase(recorder, clocks, hooks.LOWER_EVENT, [("work", 0.1, 1)])
+        clocks.work(0.1)
+        recorder._on_duration(hooks.TRACE_EVENT, clocks.wall - outer)
+    # The lowering keeps its 0.1 s: its sizing came after its end.
+    assert scope.eager.lower_s == pytest.approx(0.1)
+    assert scope.eager.trace_s == pytest.approx(0.1 + 0.1 + 0.1)
+    assert scope.eager.trace_cpu_s == pytest.approx(0.3)
+    assert recorder.gc.watching == 0
+    # Outside any phase the listener's work is not even timed.
+    recorder._on_trace(object())  # type: ignore[arg-type]
+    # Taken out: 0.15 + 0.03 of the listeners' own and the collection's 0.02, once each.
+    assert dataclasses.astuple(recorder.gc.totals()) == pytest.approx((0.2, 0.2, 0.2))
 
 
 def test_the_recorder_listens_to_the_collector_once_installed() -> None:

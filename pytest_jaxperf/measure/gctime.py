@@ -1,5 +1,6 @@
-"""Time spent in Python's garbage collector, per thread, so that a compile phase is not
-charged for a collection that happened to run inside it.
+"""Time spent in Python's garbage collector, and in the plugin's own listeners, per
+thread, so that a compile phase is not charged for a collection that happened to run inside
+it, nor for the recorder's work on the traces and compiles nested in it.
 
 A trace or a lowering allocates heavily; CPython then runs a collection on whatever thread
 allocated, of the whole heap when it is a full one, and on a large heap (a test suite that
@@ -18,10 +19,18 @@ Per thread: a collection blocks the thread it runs on, whose phase's wall second
 the process CPU clock counts every thread's collections, so a phase's CPU seconds lose
 those of all threads (`Totals.all_cpu`).
 
+The recorder's listeners run inside the phase whose events they handle, and inside every
+phase enclosing it (a jitted function's trace holds the traces of the jitted functions it
+calls): in diffrax's 16 `test_subsaveat` tests, 2,433 listener calls inside open phases
+took 0.36 s that was charged to the user's trace and compile seconds. `own_start` and
+`own_stop` around a listener add its seconds, less the collections inside them, to the same
+totals.
+
 No lock: CPython runs one collection at a time, its callbacks included, so the updates
 never race each other; and a collection starts at any allocation, also inside a reader
 holding a lock, whose callback would then wait on its own thread for ever (it did, in an
-equinox suite). A reader may see one collection's update half done: a few microseconds.
+equinox suite). A reader may see one collection's update half done, and a listener's
+`own_stop` may race a collection on another thread: a few microseconds either way.
 """
 
 from __future__ import annotations
@@ -91,6 +100,29 @@ class GcClock:
             self._cpu_s[tid] = self._cpu_s.get(tid, 0.0) + cpu
             self._all_cpu_s += cpu
             self.collections += 1
+        except Exception:  # pragma: no cover - a clock that fails: nothing is subtracted
+            pass
+
+    def own_start(self) -> tuple[float, float, Totals] | None:
+        """The clocks at the start of a listener's work, where a phase is open (else None:
+        there is nothing to take its seconds out of)."""
+        if self.watching <= 0:
+            return None
+        return self._wall(), self._cpu(), self.totals()
+
+    def own_stop(self, started: tuple[float, float, Totals] | None) -> None:
+        """Adds the listener's seconds since `own_start` (less the collections inside them,
+        already counted) to the calling thread's totals."""
+        if started is None:
+            return
+        try:
+            tid = self._thread()
+            inside = self.totals().since(started[2])
+            wall = max(0.0, self._wall() - started[0] - inside.wall)
+            cpu = max(0.0, self._cpu() - started[1] - inside.cpu)
+            self._wall_s[tid] = self._wall_s.get(tid, 0.0) + wall
+            self._cpu_s[tid] = self._cpu_s.get(tid, 0.0) + cpu
+            self._all_cpu_s += cpu
         except Exception:  # pragma: no cover - a clock that fails: nothing is subtracted
             pass
 

@@ -440,6 +440,14 @@ class Recorder:
 
     # -- listeners ------------------------------------------------------------------------
     def _on_trace(self, call: hooks.TraceCall) -> None:
+        # Its seconds are not those of the phases it runs inside (see `gctime`).
+        started = self.gc.own_start()
+        try:
+            self._trace(call)
+        finally:
+            self.gc.own_stop(started)
+
+    def _trace(self, call: hooks.TraceCall) -> None:
         try:
             if len(self._traced) < _MAX_SEEN:
                 self._traced.append((_ref(call.fun), call.debug_info))
@@ -543,20 +551,31 @@ class Recorder:
                 )
             if not scope.owns_current_thread():
                 return
-            if event == hooks.TRACE_EVENT:
-                traced = hooks.traced_for_jit()
-                ident = None if traced is None else self._identified_at_end(*traced)
-                scope.on_trace_time(ident, duration_secs, cpu)
-            elif event == hooks.LOWER_EVENT:
-                lowering = hooks.lowering()
-                lowered = self._lowered(lowering.jaxpr)
-                scope.on_lowering(lowered, duration_secs, cpu, program_metrics.size(lowering))
-                scope.keep_program(lowered, lowering.jaxpr)
-            else:
-                ops = program_metrics.xla_ops(hooks.compiled_executable())
-                scope.on_compile(duration_secs, cpu, ops)
+            # What follows (identifying the function, sizing its program) runs inside the
+            # phases enclosing this one: not their seconds (see `gctime`).
+            started = self.gc.own_start()
+            try:
+                self._phase_done(scope, event, duration_secs, cpu)
+            finally:
+                self.gc.own_stop(started)
         except Exception:
             scope.listener_errors += 1
+
+    def _phase_done(
+        self, scope: Scope, event: str, duration_secs: float, cpu: float | None
+    ) -> None:
+        if event == hooks.TRACE_EVENT:
+            traced = hooks.traced_for_jit()
+            ident = None if traced is None else self._identified_at_end(*traced)
+            scope.on_trace_time(ident, duration_secs, cpu)
+        elif event == hooks.LOWER_EVENT:
+            lowering = hooks.lowering()
+            lowered = self._lowered(lowering.jaxpr)
+            scope.on_lowering(lowered, duration_secs, cpu, program_metrics.size(lowering))
+            scope.keep_program(lowered, lowering.jaxpr)
+        else:
+            ops = program_metrics.xla_ops(hooks.compiled_executable())
+            scope.on_compile(duration_secs, cpu, ops)
 
     def _on_event(self, event: str, **kwargs: Any) -> None:
         scope = self.active
