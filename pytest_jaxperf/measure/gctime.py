@@ -103,26 +103,31 @@ class GcClock:
         except Exception:  # pragma: no cover - a clock that fails: nothing is subtracted
             pass
 
-    def own_start(self) -> tuple[float, float, Totals] | None:
-        """The clocks at the start of a listener's work, where a phase is open (else None:
-        there is nothing to take its seconds out of)."""
+    def own_start(self) -> tuple[int, float, float, float, float] | None:
+        """The clocks and this thread's collector totals at the start of a listener's work,
+        where a phase is open (else None: there is nothing to take its seconds out of).
+        Plain floats: this runs on every trace."""
         if self.watching <= 0:
             return None
-        return self._wall(), self._cpu(), self.totals()
+        tid = self._thread()
+        return (tid, self._wall(), self._cpu(),
+                self._wall_s.get(tid, 0.0), self._cpu_s.get(tid, 0.0))  # fmt: skip
 
-    def own_stop(self, started: tuple[float, float, Totals] | None) -> None:
+    def own_stop(self, started: tuple[int, float, float, float, float] | None) -> None:
         """Adds the listener's seconds since `own_start` (less the collections inside them,
-        already counted) to the calling thread's totals."""
+        already counted) to the thread's totals."""
         if started is None:
             return
         try:
-            tid = self._thread()
-            inside = self.totals().since(started[2])
-            wall = max(0.0, self._wall() - started[0] - inside.wall)
-            cpu = max(0.0, self._cpu() - started[1] - inside.cpu)
-            self._wall_s[tid] = self._wall_s.get(tid, 0.0) + wall
-            self._cpu_s[tid] = self._cpu_s.get(tid, 0.0) + cpu
-            self._all_cpu_s += cpu
+            tid, wall0, cpu0, gc_wall0, gc_cpu0 = started
+            gc_wall, gc_cpu = self._wall_s.get(tid, 0.0), self._cpu_s.get(tid, 0.0)
+            wall = self._wall() - wall0 - (gc_wall - gc_wall0)
+            cpu = self._cpu() - cpu0 - (gc_cpu - gc_cpu0)
+            if wall > 0:
+                self._wall_s[tid] = gc_wall + wall
+            if cpu > 0:
+                self._cpu_s[tid] = gc_cpu + cpu
+                self._all_cpu_s += cpu
         except Exception:  # pragma: no cover - a clock that fails: nothing is subtracted
             pass
 
