@@ -206,7 +206,7 @@ def test_without_collections_the_phase_keeps_its_seconds(
 def test_the_recorders_own_listener_work_is_not_charged_to_the_phases_around_it(
     recorder: Recorder, clocks: FakeClocks, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Explaining a nested function's retrace (0.15 s: it read JAX's whole trace cache), and
+    # Explaining a nested function's retrace (0.15 s on these fake clocks), and
     # sizing the program of a lowering that ended inside the trace (0.05 s, a collection of
     # 0.02 s inside it), ran inside the outer trace: its seconds are the user's 0.3 alone.
     done = Recorder._phase_done
