@@ -116,7 +116,7 @@ def judge(
     first = {_key(b): b for b in verdict.breaches if b.metric == COMPILE_TIME and b.gated}
     breaches = []
     for b in again.breaches:
-        if b.metric == COMPILE_TIME and b.gated and how == _NOTHING:
+        if b.metric == COMPILE_TIME and b.gated and _nothing(remeasured):
             b = dataclasses.replace(b, detail=_join(b.detail, _UNCONFIRMABLE))
         elif b.metric == COMPILE_TIME and b.gated:
             was = first.get(_key(b))
@@ -168,17 +168,20 @@ def not_confirmed_line(b: Breach, confirmed_s: float, how: str, cost: str = "") 
 # Where no program was compiled again (a test that only traced: diffrax's tests whose solve
 # raises inside the trace), nothing confirms the one sample, and the breach says so rather
 # than "confirmed". Its trace seconds read 0.17-0.44 s in fresh processes of one quiet VM.
-_NOTHING = "no program could be compiled again, as first recorded"
 _UNCONFIRMABLE = (
     "not confirmed: no program could be compiled again (trace seconds cannot be), so it "
     "fails on its one sample"
 )
 
 
+def _nothing(remeasured: Remeasured) -> bool:
+    return not remeasured.repeats or not remeasured.functions
+
+
 def _how(remeasured: Remeasured) -> str:
+    if _nothing(remeasured):
+        return "no program could be compiled again, as first recorded"
     n = remeasured.repeats
-    if not n or not remeasured.functions:
-        return _NOTHING
     return f"fastest of {n} recompile{'s' if n != 1 else ''} (trace as recorded)"
 
 

@@ -50,9 +50,11 @@ UNDER_VALGRIND = "measured under valgrind, whose seconds follow which tests ran 
 JIT_DISABLED = "jax_disable_jit is on"
 
 
-def _differences(
+def differences(
     keys: tuple[str, ...], baseline: Mapping[str, Any], current: Mapping[str, Any]
 ) -> list[str]:
+    """'jax 0.10.1 -> 0.10.2' for each of `keys` that differs (a key of OPTIONAL_KEYS only
+    where both sides have it)."""
     found = []
     for key in keys:
         before, now = baseline.get(key), current.get(key)
@@ -78,7 +80,7 @@ def _flag_differences(before: Mapping[str, Any], now: Mapping[str, Any]) -> list
 
 def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """'jax 0.10.1 -> 0.10.2' for each timing-relevant difference; empty when comparable."""
-    found = _differences(TIMING_KEYS, baseline, current)
+    found = differences(TIMING_KEYS, baseline, current)
     if current.get("valgrind"):
         found.append(UNDER_VALGRIND)
     return found
@@ -86,12 +88,12 @@ def timing_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) 
 
 def instruction_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Differences that change instructions per call; empty when they are comparable."""
-    return _differences(INSTRUCTION_KEYS, baseline, current)
+    return differences(INSTRUCTION_KEYS, baseline, current)
 
 
 def static_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
     """Differences that change program metrics; empty when they are comparable."""
-    return _differences(STATIC_KEYS, baseline, current)
+    return differences(STATIC_KEYS, baseline, current)
 
 
 @dataclass(frozen=True)
@@ -112,7 +114,7 @@ def machine_scale(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> Ma
     """The scale between the two machines where the machine (CPU model, core count) is the
     only timing difference and both measured the reference compile; else None."""
     every = timing_differences(baseline, current)
-    machine = _differences(MACHINE_KEYS, baseline, current)
+    machine = differences(MACHINE_KEYS, baseline, current)
     if not machine or len(every) != len(machine) or too_noisy(baseline, current):
         return None
     before, now = baseline.get(REFERENCE_KEY), current.get(REFERENCE_KEY)
@@ -130,7 +132,7 @@ def too_noisy(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | 
     the only difference: a reference whose samples spread more than NOISY_SPREAD (a
     reference saved before its spread was stored is taken as it is), or none measured by
     this run where the baseline has one. None otherwise."""
-    machine = _differences(MACHINE_KEYS, baseline, current)
+    machine = differences(MACHINE_KEYS, baseline, current)
     if not machine:
         return None
     if REFERENCE_KEY in baseline and REFERENCE_KEY not in current:
@@ -152,14 +154,14 @@ def too_noisy(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> str | 
 def other_machine(envs: Iterable[Mapping[str, Any]], here: Mapping[str, Any]) -> bool:
     """Whether any of `envs` was measured on another machine (CPU model, core count) than
     `here`: only against such an environment does a reference compile scale anything."""
-    return any(_differences(MACHINE_KEYS, env, here) for env in envs)
+    return any(differences(MACHINE_KEYS, env, here) for env in envs)
 
 
 def reference_missing(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> bool:
     """Whether compile seconds would be compared across the two machines but for the
     baseline's reference compile (saved before it existed): re-saving it gates them."""
     every = timing_differences(baseline, current)
-    machine = _differences(MACHINE_KEYS, baseline, current)
+    machine = differences(MACHINE_KEYS, baseline, current)
     return (
         bool(machine)
         and len(every) == len(machine)

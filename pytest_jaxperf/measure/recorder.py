@@ -440,10 +440,14 @@ class Recorder:
 
     # -- listeners ------------------------------------------------------------------------
     def _on_trace(self, call: hooks.TraceCall) -> None:
-        # Its seconds are not those of the phases it runs inside (see `gctime`).
+        self._as_own(self._trace, call)
+
+    def _as_own(self, work: Callable[..., None], *args: Any) -> None:
+        """`work(*args)`, a listener's, whose seconds are not those of the phases it runs
+        inside (see `gctime`): a trace's cause, a nested phase's sizing."""
         started = self.gc.own_start()
         try:
-            self._trace(call)
+            work(*args)
         finally:
             self.gc.own_stop(started)
 
@@ -551,13 +555,9 @@ class Recorder:
                 )
             if not scope.owns_current_thread():
                 return
-            # What follows (identifying the function, sizing its program) runs inside the
-            # phases enclosing this one: not their seconds (see `gctime`).
-            started = self.gc.own_start()
-            try:
-                self._phase_done(scope, event, duration_secs, cpu)
-            finally:
-                self.gc.own_stop(started)
+            # Identifying the function and sizing its program run inside the phases
+            # enclosing this one.
+            self._as_own(self._phase_done, scope, event, duration_secs, cpu)
         except Exception:
             scope.listener_errors += 1
 

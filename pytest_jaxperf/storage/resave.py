@@ -22,10 +22,7 @@ from ..environment import (
     REFERENCE_KEY,
     STATIC_KEYS,
     TIMING_KEYS,
-    UNDER_VALGRIND,
-    instruction_differences,
-    static_differences,
-    timing_differences,
+    differences,
     under_xdist,
     unmeasured,
 )
@@ -52,7 +49,7 @@ _STATIC = (COUNTS, SIZES)
 # The order a refusal looks for the value it names.
 _ORDER = (RUNTIME, INSTRUCTIONS, COMPILE, COUNTS, SIZES)
 _TIMED = (COMPILE, RUNTIME)
-# The environment keys each kind of value depends on (`_differences`).
+# The environment keys each kind of value depends on.
 _KEYS = {COUNTS: STATIC_KEYS, SIZES: STATIC_KEYS, INSTRUCTIONS: INSTRUCTION_KEYS,
          COMPILE: TIMING_KEYS, RUNTIME: TIMING_KEYS}  # fmt: skip
 # What the self-check's not-measured metrics are a part of.
@@ -375,12 +372,7 @@ def _unrun_kinds(stored: RecordedTest, rec: RecordedTest) -> set[str]:
 
 def _differences(kind: str, before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
     """How two environments differ in what values of `kind` depend on."""
-    if kind in _STATIC:
-        return static_differences(before, now)
-    if kind == INSTRUCTIONS:
-        return instruction_differences(before, now)
-    found = timing_differences(before, now)
-    return [d for d in found if d != UNDER_VALGRIND]
+    return differences(_KEYS[kind], before, now)
 
 
 def _as_stored(
