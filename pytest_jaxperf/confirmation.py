@@ -6,8 +6,10 @@ The session asks `needed(verdict)`; only then are the test's kept programs lower
 compiled again, fastest of `repeats`; `judge` puts each function's fastest lower and
 backend seconds (never more than first recorded) into a copy of the record and has
 `compare.evaluate` judge it again. A breach that holds is marked "confirmed" with the
-repeat count; one that does not becomes a one-line note and the test passes. A clean run
-pays nothing; a real regression pays its lowerings and compiles `repeats` times at most.
+repeat count; one that does not becomes a one-line note and the test passes. Where no
+program could be compiled again, nothing can confirm the breach: it is left out of the
+verdict, which says so ("not gated"). A clean run pays nothing; a real regression pays its
+lowerings and compiles `repeats` times at most.
 
 Trace seconds are kept as recorded: the user's Python cannot be run again without the
 test's arguments (the collector's share of them is already out, see `measure.gctime`).
@@ -19,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .compare import COMPILE_TIME, Breach, Verdict, compile_seconds
+from .compare import COMPILE_TIME, Breach, Verdict, compile_seconds, status_of
 from .config import Clock
 from .model import FunctionRecord, RecordedTest
 
@@ -105,20 +107,22 @@ def judge(
     remeasured: Remeasured,
     evaluate: Callable[[RecordedTest], Verdict],
     clock: Clock = "cpu",
+    new: bool = False,
 ) -> Verdict:
     """The verdict on the confirmed figures (`evaluate` judges a record as the first
-    verdict was judged; `clock` is the compile clock it gated on): compile-time breaches
-    that still hold say they were confirmed and how; each that does not is one line of
-    `info`, and no longer fails the test."""
+    verdict was judged; `clock` is the compile clock it gated on; `new`: the test has no
+    baseline entry): compile-time breaches that still hold say they were confirmed and how;
+    each that does not is one line of `info`, and no longer fails the test. Where nothing
+    was compiled again, the breaches are left out of the verdict (see `_unconfirmable`)."""
     confirmed = confirmed_record(record, remeasured)
     again = evaluate(confirmed)
+    if _nothing(remeasured):
+        return _unconfirmable(again, remeasured, new)
     how = _how(remeasured)
     first = {_key(b): b for b in verdict.breaches if b.metric == COMPILE_TIME and b.gated}
     breaches = []
     for b in again.breaches:
-        if b.metric == COMPILE_TIME and b.gated and _nothing(remeasured):
-            b = dataclasses.replace(b, detail=_join(b.detail, _UNCONFIRMABLE))
-        elif b.metric == COMPILE_TIME and b.gated:
+        if b.metric == COMPILE_TIME and b.gated:
             was = first.get(_key(b))
             at_first = f", {was.current:.3f} s at first" if was is not None else ""
             b = dataclasses.replace(
@@ -139,10 +143,14 @@ def judge(
             again.info.append(
                 not_confirmed_line(b, compile_seconds(target, on), how, _cost(remeasured))
             )
+    _say_left_out(again, remeasured)
+    return again
+
+
+def _say_left_out(verdict: Verdict, remeasured: Remeasured) -> None:
     if remeasured.left_out:
         left = ", ".join(f"{k} ({why})" for k, why in sorted(remeasured.left_out.items()))
-        again.info.append(f"compile time not re-measured for {left}: first figures kept")
-    return again
+        verdict.info.append(f"compile time not re-measured for {left}: first figures kept")
 
 
 NOT_CONFIRMED = " not confirmed: "
@@ -166,12 +174,42 @@ def not_confirmed_line(b: Breach, confirmed_s: float, how: str, cost: str = "") 
 
 
 # Where no program was compiled again (a test that only traced: diffrax's tests whose solve
-# raises inside the trace), nothing confirms the one sample, and the breach says so rather
-# than "confirmed". Its trace seconds read 0.17-0.44 s in fresh processes of one quiet VM.
-_UNCONFIRMABLE = (
-    "not confirmed: no program could be compiled again (trace seconds cannot be), so it "
-    "fails on its one sample"
+# raises inside the trace; or none of its programs could be), nothing confirms the one
+# sample, and a breach fails only once confirmed. Such trace seconds read 0.17-0.44 s in
+# fresh processes of one quiet VM, against 0.170-0.187 s saved: failing on them failed one
+# gate of unchanged code in ten. The note is the same for every test, so the summary
+# counts them on one line; the figures are in each test's line of `info`.
+UNCONFIRMABLE_NOTE = (
+    "compile time not gated: a breach that no program could be compiled again to confirm "
+    "(trace seconds cannot be re-measured)"
 )
+
+
+def _unconfirmable(verdict: Verdict, remeasured: Remeasured, new: bool) -> Verdict:
+    """`verdict` without its gated compile-time breaches, each a line of `info` with its
+    figures, and the note that leaves compile time out of the verdict."""
+    kept = []
+    for b in verdict.breaches:
+        if b.metric == COMPILE_TIME and b.gated:
+            verdict.info.append(_unconfirmable_line(b))
+        else:
+            kept.append(b)
+    if len(kept) < len(verdict.breaches):
+        verdict.breaches = kept
+        verdict.notes.append(UNCONFIRMABLE_NOTE)
+        verdict.status = status_of(verdict, new)
+    _say_left_out(verdict, remeasured)
+    return verdict
+
+
+def _unconfirmable_line(b: Breach) -> str:
+    where = "all functions" if b.function is None else b.function.name
+    against = "limit" if b.against == "limit" else "baseline"
+    return (
+        f"compile time of {where}{NOT_CONFIRMED}{b.current:.3f} s ({against} "
+        f"{b.reference:.3f} s), and no program could be compiled again to re-measure it "
+        "(trace seconds cannot be): not failed"
+    )
 
 
 def _nothing(remeasured: Remeasured) -> bool:
@@ -179,14 +217,12 @@ def _nothing(remeasured: Remeasured) -> bool:
 
 
 def _how(remeasured: Remeasured) -> str:
-    if _nothing(remeasured):
-        return "no program could be compiled again, as first recorded"
     n = remeasured.repeats
     return f"fastest of {n} recompile{'s' if n != 1 else ''} (trace as recorded)"
 
 
 def _cost(remeasured: Remeasured) -> str:
-    return f"; confirming took {remeasured.seconds:.2f} s" if remeasured.repeats else ""
+    return f"; confirming took {remeasured.seconds:.2f} s"
 
 
 def _key(b: Breach) -> tuple[str, str | None, float]:

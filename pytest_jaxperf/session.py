@@ -376,10 +376,12 @@ class JaxPerfSession:
             return compare.evaluate(r, base, limits, gating)
 
         def holds(m: confirmation.Remeasured) -> bool:
-            return confirmation.needed(confirmation.judge(verdict, record, m, again, clock))
+            return confirmation.needed(
+                confirmation.judge(verdict, record, m, again, clock, new=base is None)
+            )
 
         measured = recompile.remeasure(self.config.rootpath, confirmation.REPEATS, holds)
-        confirmed = confirmation.judge(verdict, record, measured, again, clock)
+        confirmed = confirmation.judge(verdict, record, measured, again, clock, new=base is None)
         self.notes += [f"{item.nodeid}: {line}" for line in confirmation.unconfirmed(confirmed)]
         return confirmed
 
