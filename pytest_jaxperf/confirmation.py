@@ -163,14 +163,17 @@ def unconfirmed(verdict: Verdict) -> list[str]:
 
 def not_confirmed_line(b: Breach, confirmed_s: float, how: str, cost: str = "") -> str:
     """One line: a compile-time breach that the recompiles did not confirm."""
-    where = "all functions" if b.function is None else b.function.name
-    against = (
-        f"limit {b.reference:.3f} s" if b.against == "limit" else (f"baseline {b.reference:.3f} s")
-    )
+    where, against = _named(b)
     return (
         f"compile time of {where}{NOT_CONFIRMED}{b.current:.3f} s at first, {how} "
         f"{confirmed_s:.3f} s ({against}): not failed{cost}"
     )
+
+
+def _named(b: Breach) -> tuple[str, str]:
+    """What a compile-time breach is of, and what it went over."""
+    where = "all functions" if b.function is None else b.function.name
+    return where, f"{'limit' if b.against == 'limit' else 'baseline'} {b.reference:.3f} s"
 
 
 # Where no program was compiled again (a test that only traced: diffrax's tests whose solve
@@ -203,12 +206,10 @@ def _unconfirmable(verdict: Verdict, remeasured: Remeasured, new: bool) -> Verdi
 
 
 def _unconfirmable_line(b: Breach) -> str:
-    where = "all functions" if b.function is None else b.function.name
-    against = "limit" if b.against == "limit" else "baseline"
+    where, against = _named(b)
     return (
-        f"compile time of {where}{NOT_CONFIRMED}{b.current:.3f} s ({against} "
-        f"{b.reference:.3f} s), and no program could be compiled again to re-measure it "
-        "(trace seconds cannot be): not failed"
+        f"compile time of {where}{NOT_CONFIRMED}{b.current:.3f} s ({against}), and no "
+        "program could be compiled again to re-measure it (trace seconds cannot be): not failed"
     )
 
 
