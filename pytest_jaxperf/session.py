@@ -51,6 +51,9 @@ class JaxPerfSession:
         self.notes: list[str] = []
         # The machine's reference compile, measured before the first test (None: not).
         self.reference: Reference | None = None
+        # Whether it is left for the end of a save, and measured there only if the save
+        # writes anything this run measured (see _reference_deferred).
+        self.reference_pending = False
         # What --jaxperf-save did to the baseline, one line for the summary.
         self.saved: str | None = None
 
@@ -94,7 +97,8 @@ class JaxPerfSession:
         once would only skew it), nor under valgrind (the instructions clock: a compile takes
         ~20x as long there, and its seconds are compared on the baseline's CPU model only),
         nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs compare on one machine), nor where
-        the user said not to (--jaxperf-no-reference-compile)."""
+        the user said not to (--jaxperf-no-reference-compile). A save alone into a baseline of
+        this machine model leaves it for its end (`_reference_deferred`)."""
         from .measure import reference
 
         if (
@@ -104,23 +108,56 @@ class JaxPerfSession:
         ):
             reference.discard()
             return
+        if self._reference_deferred():
+            self.reference_pending = True
+            return
+        self._measure_reference()
+
+    def _measure_reference(self) -> None:
+        """The reference compile (see pytest_runtestloop), checked against the values known
+        for this machine where there are any."""
         from .environment import other_machine
-        from .measure import machine
+        from .measure import machine, reference
 
         here = machine.here()
         known = [e for e in self._baseline_environments() if not other_machine([e], here)]
         settled = None
-        s = self.settings
-        if s.save and s.json is None and s.history is None:
+        if self._save_only():
             # Only the save uses it, and the re-save keeps the stored value unless a fresh
             # one is off by more than the compile tolerance: a check within it settles it.
             from .storage.resave import seconds_close
 
+            tol = self.settings.tolerances
+
             def settled(stored: float, checked: float) -> bool:
-                return seconds_close(stored, checked, s.tolerances)
+                return seconds_close(stored, checked, tol)
 
         cache = getattr(self.config, "cache", None)
         self.reference = reference.for_session(cache, known, settled)
+
+    def _save_only(self) -> bool:
+        """Whether the save is the only use of this run's reference compile: no report or
+        history file carries it."""
+        s = self.settings
+        return s.save and s.json is None and s.history is None
+
+    def _reference_deferred(self) -> bool:
+        """Whether the reference compile waits for the end of the session, for a save alone
+        into a baseline whose every environment is this machine model's and one holds its
+        reference: nothing compares across machines meanwhile, and a re-save that writes
+        nothing this run measured (every entry kept as stored) needs no check of the stored
+        value. Where it writes something, the check runs then (`_save`)."""
+        if not self._save_only():
+            return False
+        from .environment import REFERENCE_KEY, other_machine
+        from .measure import machine
+
+        envs = self._baseline_environments()
+        return (
+            bool(envs)
+            and not other_machine(envs, machine.here())
+            and any(REFERENCE_KEY in env for env in envs)
+        )
 
     def _reference_wanted(self) -> bool:
         """Whether this session measures the reference compile if it records any test (see
@@ -140,7 +177,11 @@ class JaxPerfSession:
         child process starts now, so that its JAX import overlaps the collection."""
         from .measure import reference
 
-        if not self.config.option.collectonly and self._reference_wanted():
+        if (
+            not self.config.option.collectonly
+            and self._reference_wanted()
+            and not self._reference_deferred()
+        ):
             reference.prestart()
 
     def _baseline_environments(self) -> list[Mapping[str, Any]]:
@@ -481,8 +522,21 @@ class JaxPerfSession:
             resave.Measured.of(run.environment, s.timing_mode, s.tolerances.runtime_clock),
             s.tolerances,
         )
+
+        def merge(old: RunRecord | None, run: RunRecord) -> RunRecord:
+            merged = how(old, run)
+            if self.reference_pending and (how.tally.updated or how.tally.added):
+                # The save writes what this run measured: its machine's reference with it,
+                # checked now as it would have been before the first test.
+                self.reference_pending = False
+                self._measure_reference()
+                if self.reference is not None and self.reference.matches(run.environment):
+                    run.environment.update(self.reference.fields())
+                merged = how(old, run)
+            return merged
+
         saved = self._write_file(
-            "jaxperf_baseline", s.baseline, lambda: store.save_merged(s.baseline, run, known, how)
+            "jaxperf_baseline", s.baseline, lambda: store.save_merged(s.baseline, run, known, merge)
         )
         if saved is not None:
             path = s.baseline

@@ -5,8 +5,10 @@ the wider tolerance across CPU models (injected measurements and numbers, then e
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -386,13 +388,20 @@ def test_a_gate_measures_the_reference_only_where_something_can_use_it(
     assert runs("--jaxperf-save") == 1  # the baseline stores it
     path = jp.path / ".jaxperf" / "baseline.json"
     assert read_json(path)["environment"][REFERENCE_KEY] == 0.2
-    # A re-save checks the stored value with one compile (pytest's cache is off here).
+    # A re-save that keeps every entry as stored writes nothing this run measured: it
+    # checks nothing, and the file is as it was.
+    before = path.read_bytes()
+    assert runs("--jaxperf-save") == 0 and path.read_bytes() == before
+    # One that writes what it measured (the entry gone, so added again) checks the stored
+    # value with one compile (pytest's cache is off here).
+    _forget_entries(path)
     assert runs("--jaxperf-save") == 1 and measured[-1] == reference.CHECK_SAMPLES
     assert read_json(path)["environment"][SAMPLES_KEY] == reference.SAMPLES
     # A check 50% off, within the compile tolerance (2x): the save keeps the stored value
     # without measuring the full sample; a run that also writes a report measures it (the
     # report carries the fresh value to another machine's comparison).
     _fake(monkeypatch, measured, 0.3, _here())
+    _forget_entries(path)
     assert runs("--jaxperf-save") == 1 and measured[-1] == reference.CHECK_SAMPLES
     assert read_json(path)["environment"][REFERENCE_KEY] == 0.2
     assert runs("--jaxperf-save", "--jaxperf-json=run.json") == 2
@@ -405,6 +414,64 @@ def test_a_gate_measures_the_reference_only_where_something_can_use_it(
     data["environment"]["cpu"] = "Another CPU"
     path.write_text(json.dumps(data), encoding="utf-8")
     assert runs() == 1  # an entry from another CPU model: scaled by the two references
+
+
+def _forget_entries(path: Path) -> None:
+    """The baseline at `path` without its test entries (its environment kept)."""
+    data = read_json(path)
+    data["tests"] = {}
+    path.write_text(json.dumps(data), encoding="utf-8")
+
+
+TEST_THAT_SAYS_IT_RAN = ONE_JITTED_TEST + """
+def test_ran():
+    import os
+    os.environ["JAXPERF_TEST_RAN"] = "1"
+"""
+
+
+def test_a_save_checks_the_stored_reference_at_its_end_and_only_if_it_writes_a_measurement(
+    reference_on: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp = reference_on
+    monkeypatch.setattr(reference, "_MEASURED", [])
+    monkeypatch.delenv("JAXPERF_TEST_RAN", raising=False)
+    # Each measurement: its samples, and whether a test had run when it was taken.
+    taken: list[tuple[int, str | None]] = []
+    spread = 0.05
+
+    def measure(samples: int) -> Reference:
+        taken.append((samples, os.environ.get("JAXPERF_TEST_RAN")))
+        return Reference(seconds, spread, samples, _here())
+
+    monkeypatch.setattr(reference, "MEASURE", measure)
+    spawned = _spawns(monkeypatch)
+    jp.makepyfile(test_two=TEST_THAT_SAYS_IT_RAN)
+
+    def save() -> None:
+        reference._MEASURED.clear()
+        monkeypatch.delenv("JAXPERF_TEST_RAN", raising=False)
+        jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2)
+
+    seconds = 0.2
+    save()  # the first save: no stored value, the full sample before the first test
+    assert taken == [(reference.SAMPLES, None)]
+    path = jp.path / ".jaxperf" / "baseline.json"
+    # A re-save of the same code: nothing measured, no child started (none prestarted).
+    started = len(spawned)
+    save()
+    assert len(taken) == 1 and len(spawned) == started
+    # Entries to write: the check comes after the tests, and a value off by more than the
+    # compile tolerance is measured in full there and stored with the entries it measured.
+    seconds = 0.5
+    _forget_entries(path)
+    save()
+    assert taken[1:] == [(reference.CHECK_SAMPLES, "1"), (reference.SAMPLES, "1")]
+    data = read_json(path)
+    assert data["environment"][REFERENCE_KEY] == 0.5
+    assert {t.get("environment", {}).get(REFERENCE_KEY, 0.5) for t in data["tests"].values()} == {
+        0.5
+    }
 
 
 def _spawns(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
@@ -440,10 +507,13 @@ def test_the_child_starts_before_the_collection_and_none_is_left_running(
     assert len(spawned) == 1 and spawned[0].returncode == 0
     env = read_json(jp.path / ".jaxperf" / "baseline.json")["environment"]
     assert env[SAMPLES_KEY] == 2 and env[REFERENCE_KEY] > 0
-    # A session that records nothing ends the child it started, unused.
+    # A session that records nothing ends the child it started, unused (one writing a
+    # report: a save alone into this baseline would leave the reference for its end).
     reference._MEASURED.clear()
     jp.makepyfile(test_one="def test_plain():\n    pass\n")
-    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    jp.runpytest("--jaxperf", "--jaxperf-save", "--jaxperf-json=run.json").assert_outcomes(
+        passed=1
+    )
     assert (jp.path / "waiting.txt").read_text() == "1"
     assert len(spawned) == 2 and spawned[1].returncode is not None
     assert reference._WAITING == [] and reference._MEASURED == []
