@@ -335,7 +335,7 @@ def evaluate(
         verdict = Verdict()
         if record.benchmarks:
             _benchmarks_vs_baseline(verdict, record, base, gating)
-            verdict.status = status_of(verdict)
+            verdict.status = verdict_status(verdict)
         return verdict
     verdict = Verdict()
     for metric, why in sorted(gating.not_measured.items()):
@@ -346,7 +346,7 @@ def evaluate(
     _count_and_time_limits(verdict, record, limits, gating)
     _size_limits(verdict, record, limits, gating)
     if base is None:
-        verdict.status = status_of(verdict, new=True)
+        verdict.status = verdict_status(verdict, new=True)
         return verdict
     _benchmarks_vs_baseline(verdict, record, base, gating)
     matched = match_functions(record.functions, base.functions)
@@ -354,7 +354,7 @@ def evaluate(
     _counts_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
     _sizes_vs_baseline(verdict, record, base, matched, gating)
     _compile_time_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
-    verdict.status = status_of(verdict)
+    verdict.status = verdict_status(verdict)
     return verdict
 
 
@@ -394,7 +394,7 @@ def _unchanged(record: RecordedTest, base: RecordedTest, gating: Gating) -> bool
     return not (grew or shrank)
 
 
-def status_of(verdict: Verdict, new: bool = False) -> Status:
+def verdict_status(verdict: Verdict, new: bool = False) -> Status:
     """The most pressing of the test's findings (see `Status`)."""
     if verdict.errors:
         return "BAD LIMIT"

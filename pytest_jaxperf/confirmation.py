@@ -21,7 +21,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from .compare import COMPILE_TIME, Breach, Verdict, compile_seconds, status_of
+from .compare import COMPILE_TIME, Breach, Verdict, compile_seconds, verdict_status
 from .config import Clock
 from .model import FunctionRecord, RecordedTest
 
@@ -200,7 +200,7 @@ def _unconfirmable(verdict: Verdict, remeasured: Remeasured, new: bool) -> Verdi
     if len(kept) < len(verdict.breaches):
         verdict.breaches = kept
         verdict.notes.append(UNCONFIRMABLE_NOTE)
-        verdict.status = status_of(verdict, new)
+        verdict.status = verdict_status(verdict, new)
     _say_left_out(verdict, remeasured)
     return verdict
 
