@@ -27,6 +27,7 @@ from pytest_jaxperf.environment import (
 )
 from pytest_jaxperf.measure import reference
 from pytest_jaxperf.measure.reference import Reference
+from pytest_jaxperf.storage import resave
 
 AMD = {"jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "x64": False, "cpu": "AMD EPYC",
        "cpu_count": 2, REFERENCE_KEY: 0.2, SPREAD_KEY: 0.1, SAMPLES_KEY: 5}  # fmt: skip
@@ -463,14 +464,34 @@ def test_a_save_checks_the_stored_reference_at_its_end_and_only_if_it_writes_a_m
     assert len(taken) == 1 and len(spawned) == started
     # Entries to write: the check comes after the tests, and a value off by more than the
     # compile tolerance is measured in full there and stored with the entries it measured.
+    # The merge is made first as if the check kept the stored value; again where it did not.
+    merges: list[int] = []
+    merge = resave.Resave.__call__
+
+    def counted(self: Any, old: Any, run: Any) -> Any:
+        merges.append(1)
+        return merge(self, old, run)
+
+    monkeypatch.setattr(resave.Resave, "__call__", counted)
     seconds = 0.5
     _forget_entries(path)
     save()
     assert taken[1:] == [(reference.CHECK_SAMPLES, "1"), (reference.SAMPLES, "1")]
+    assert len(merges) == 2
     data = read_json(path)
     assert data["environment"][REFERENCE_KEY] == 0.5
     assert {t.get("environment", {}).get(REFERENCE_KEY, 0.5) for t in data["tests"].values()} == {
         0.5
+    }
+    # A check that agrees keeps the stored value: one merge, the entries written as before.
+    merges.clear()
+    _forget_entries(path)
+    save()
+    assert taken[3:] == [(reference.CHECK_SAMPLES, "1")] and len(merges) == 1
+    again = read_json(path)
+    assert again["environment"] == data["environment"]
+    assert {k: t.get("environment") for k, t in again["tests"].items()} == {
+        k: t.get("environment") for k, t in data["tests"].items()
     }
 
 
