@@ -150,15 +150,11 @@ class JaxPerfSession:
         value. Where it writes something, the check runs then (`_save`)."""
         if not self._save_only():
             return False
-        from .environment import REFERENCE_KEY, other_machine
+        from .environment import other_machine
         from .measure import machine
 
         envs = self._baseline_environments()
-        return (
-            bool(envs)
-            and not other_machine(envs, machine.here())
-            and any(REFERENCE_KEY in env for env in envs)
-        )
+        return not other_machine(envs, machine.here()) and bool(self._stored_reference())
 
     def _stored_reference(self) -> dict[str, Any]:
         """The reference fields of the first baseline environment of this machine that holds
