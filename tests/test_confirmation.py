@@ -4,12 +4,12 @@ run through the real recompiles asserts wording and counts, never a timing verdi
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from _records import fn, rec
+from conftest import read_json
 
 from pytest_jaxperf import confirmation
 from pytest_jaxperf.compare import COMPILE_TIME, Gating, Verdict, evaluate
@@ -136,7 +136,8 @@ def test_a_test_that_only_traced_is_not_failed_on_its_one_trace_sample() -> None
     assert out.notes == [confirmation.UNCONFIRMABLE_NOTE]
     (line,) = confirmation.unconfirmed(out)
     assert line.startswith("compile time of all functions not confirmed: 0.440 s (limit 0.010 s)")
-    # With a baseline entry: "ok", as any test whose breach did not hold.
+    # With a baseline entry: as any test whose breach did not hold (here "improved": the
+    # baseline's one compile is gone).
     base_limits = evaluate(traced, BASE, limits, Gating(Tolerances()))
     out = judge(base_limits, traced, Remeasured({}, 0, 0.0), _judge(traced, limits))
     assert not out.failed and out.status == "improved"
@@ -260,8 +261,7 @@ def test_a_breach_of_a_test_that_only_traced_is_left_out_and_said(jp: pytest.Pyt
             "cannot be): not failed",
         ]
     )
-    test = json.loads((jp.path / "run.json").read_text())["tests"]
-    (entry,) = test.values()
+    (entry,) = read_json(jp.path / "run.json")["tests"].values()
     assert (entry["traces"], entry["compiles"], entry["outcome"]) == (1, 0, "passed")
 
 
