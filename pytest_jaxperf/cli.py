@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn, TextIO
 
@@ -21,7 +22,7 @@ from .config import (
     Tolerances,
     parse_number,
 )
-from .model import RecordedTest, RunRecord
+from .model import RecordedTest, Remeasured, RunRecord
 from .report import terminal, wording
 from .report.summary import RunSummary, not_gated_lines
 from .storage.outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
@@ -63,6 +64,7 @@ GATING_OPTIONS = (
     "jaxperf_runtime_clock",
     "jaxperf_instructions_rtol",
     "jaxperf_cross_machine_compile_rtol",
+    "jaxperf_strict",
 )
 
 
@@ -95,6 +97,8 @@ def _add_gating_option(
         parser.add_argument(
             name, dest=dest, type=_seconds_or_ratio, metavar=metavar, help=f"as {flag}: {text}"
         )
+    elif kind == "codes":
+        parser.add_argument(name, dest=dest, metavar="CODE,...", help=f"as {flag}: {text}")
     else:
         choices = CHOICES[kind]
         parser.add_argument(name, dest=dest, choices=choices, help=f"as {flag}: {text}")
@@ -278,7 +282,9 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     # marker keyword is then named with the report it came from.
     for shard in runs:
         try:
-            verdicts |= evaluate_all(base, shard.run, settings.tolerances, settings.timing_mode)
+            verdicts |= evaluate_all(
+                base, shard.run, settings.tolerances, settings.timing_mode, settings.strict
+            )
         except ConfigError as exc:  # a marker keyword saved in the report
             raise _UsageError(f"{shard.path}: {exc}") from None
         tests |= shard.run.tests
@@ -352,13 +358,20 @@ def _settings_line(settings: Settings, inifile: Path | None) -> str:
 
 
 def evaluate_all(
-    base: RunRecord, run: RunRecord, tolerances: Tolerances, timing_mode: TimingMode = "gate"
+    base: RunRecord,
+    run: RunRecord,
+    tolerances: Tolerances,
+    timing_mode: TimingMode = "gate",
+    strict: frozenset[str] = frozenset(),
 ) -> dict[str, compare.Verdict]:
     """The plugin's verdict for every test of `run` that passed or that the plugin failed
     ('regressed'), with the marker keywords saved in its record, each entry against the
-    baseline entry's own environment (`timing_mode` as the run's). A test that failed by
-    itself recorded only part of its work, so it is not compared. A bad saved keyword raises
-    ConfigError."""
+    baseline entry's own environment (`timing_mode` as the run's), a compile-time breach
+    judged with the re-measurement the plugin wrote into the run file (`confirmation`). A
+    test that failed by itself recorded only part of its work, so it is not compared. A bad
+    saved keyword raises ConfigError."""
+    from .confirmation import verdict_of
+
     verdicts = {}
     for nodeid, rec in run.tests.items():
         if not rec.comparable:
@@ -368,8 +381,15 @@ def evaluate_all(
             timing_mode=timing_mode,
         )  # fmt: skip
         limits = MarkerLimits.from_json(rec.marker, f"test {nodeid}")
-        verdicts[nodeid] = compare.evaluate(rec, base.tests.get(nodeid), limits, gating)
+        verdicts[nodeid] = verdict_of(
+            rec, base.tests.get(nodeid), limits, gating, _stored(rec), strict
+        )
     return verdicts
+
+
+def _stored(rec: RecordedTest) -> Callable[[Callable[[Remeasured], bool]], Remeasured | None]:
+    """What the plugin re-measured for `rec`'s test, as `confirmation.verdict_of` asks it."""
+    return lambda _holds: rec.confirmation
 
 
 # -- merge -----------------------------------------------------------------------------------

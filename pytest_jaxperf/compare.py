@@ -36,6 +36,7 @@ from .model import (
     function_to_json,
     short_name,
 )
+from .notgated import Note, code_of, strict_lines
 
 COMPILE_TIME = "compile time"
 # Said after the machines' differences when the baseline has no reference compile.
@@ -58,10 +59,11 @@ _SIZE_UNIT = {"jaxpr_eqns": "lowerings", "hlo_ops": "lowerings", "xla_ops": "com
 # a marker limit naming nothing the test ran, a marker limit exceeded, a gated breach of
 # the baseline, breaches shown but not gated (saving, --jaxperf-timing=report), a user
 # function the baseline has and the test no longer traced (neutral: removed, or no longer
-# jitted), better than the baseline, within it, not in it.
+# jitted), better than the baseline, within it, not in it. "NOT GATED": a metric left out of
+# the verdict for a reason the user made fail (--jaxperf-strict, see `notgated`).
 Status = Literal[
-    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "reported only", "function gone", "improved", "ok",
-    "new",
+    "BAD LIMIT", "OVER LIMIT", "REGRESSED", "NOT GATED", "reported only", "function gone",
+    "improved", "ok", "new",
 ]  # fmt: skip
 STATUSES: tuple[Status, ...] = get_args(Status)
 
@@ -103,27 +105,32 @@ class Verdict:
     status: Status = "ok"
     breaches: list[Breach] = field(default_factory=list)
     improvements: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)  # why something was not gated
+    # Why something was not gated: `notgated.Note`s (a plain str read from an old run file).
+    notes: list[str] = field(default_factory=list)
     # How something was gated, where the user may want to know (shown, not "not gated").
     info: list[str] = field(default_factory=list)
     # Baseline functions this test no longer traced: neither better nor worse, but shown.
     gone: list[FunctionRecord] = field(default_factory=list)
     # Marker limits naming a function or benchmark the test did not have: each fails it.
     errors: list[str] = field(default_factory=list)
+    # Notes whose code --jaxperf-strict makes fail, one line each (see `apply_strict`).
+    strict: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        return bool(self.errors) or any(b.gated for b in self.breaches)
+        return bool(self.errors) or bool(self.strict) or any(b.gated for b in self.breaches)
 
     def to_json(self) -> dict[str, Any]:
         return {
             "status": self.status,
             "breaches": [b.to_json() for b in self.breaches],
             "improvements": list(self.improvements),
-            "notes": list(self.notes),
+            "notes": list(map(str, self.notes)),
+            "codes": [code_of(n) for n in self.notes],
             "info": list(self.info),
             "gone": [function_to_json(f) for f in self.gone],
             "errors": list(self.errors),
+            "strict": list(self.strict),
         }
 
     @classmethod
@@ -132,10 +139,14 @@ class Verdict:
             status=_parse_status(d["status"]),
             breaches=[Breach.from_json(b) for b in d["breaches"]],
             improvements=list(d["improvements"]),
-            notes=list(d["notes"]),
+            notes=[
+                n if c is None else Note(n, c)
+                for n, c in zip(d["notes"], d.get("codes", [None] * len(d["notes"])))
+            ],
             info=list(d.get("info", [])),
             gone=[function_from_json(f, "gone") for f in d.get("gone", [])],
             errors=list(d.get("errors", [])),
+            strict=list(d.get("strict", [])),
         )
 
 
@@ -339,7 +350,7 @@ def evaluate(
         return verdict
     verdict = Verdict()
     for metric, why in sorted(gating.not_measured.items()):
-        verdict.notes.append(f"{metric} not measured ({why}): not gated")
+        verdict.notes.append(Note(f"{metric} not measured ({why}): not gated", "not_measured"))
     tol = gating.tol if limits is NO_LIMITS else limits.tolerances(gating.tol)
     if tol is not gating.tol:
         gating = dataclasses.replace(gating, tol=tol)
@@ -398,10 +409,12 @@ def verdict_status(verdict: Verdict, new: bool = False) -> Status:
     """The most pressing of the test's findings (see `Status`)."""
     if verdict.errors:
         return "BAD LIMIT"
-    if any(b.against == "limit" for b in verdict.breaches):
+    if any(b.against == "limit" and b.gated for b in verdict.breaches):
         return "OVER LIMIT"
-    if verdict.failed:
+    if any(b.gated for b in verdict.breaches):
         return "REGRESSED"
+    if verdict.strict:
+        return "NOT GATED"
     if verdict.breaches:
         return "reported only"
     if new:
@@ -555,9 +568,8 @@ def _sizes_vs_baseline(
     if "the baseline" in unmeasured:
         _note(verdict, _NO_SIZES)
     if "this run" in unmeasured:
-        _note(
-            verdict, "program sizes not gated: this run has none (the lowered program was not read)"
-        )
+        _note(verdict, Note("program sizes not gated: this run has none (the lowered program "
+                            "was not read)", "not_measured"))  # fmt: skip
 
 
 def _size_totals_vs_baseline(
@@ -595,15 +607,17 @@ def _size_totals_vs_baseline(
             ))  # fmt: skip
 
 
-_NO_SIZES = (
+_NO_SIZES = Note(
     "program sizes not gated: the baseline has none (saved before pytest-jaxperf/4; re-save it "
-    "with --jaxperf-save)"
+    "with --jaxperf-save)",
+    "baseline_incomplete",
 )
 
 
-def _static_note(gating: Gating) -> str:
-    return (
-        f"program metrics not gated: environment differs ({', '.join(gating.static_differences)})"
+def _static_note(gating: Gating) -> Note:
+    return Note(
+        f"program metrics not gated: environment differs ({', '.join(gating.static_differences)})",
+        "environment_differs",
     )
 
 
@@ -621,10 +635,10 @@ def _compile_time_vs_baseline(
     if COMPILE_TIME in gating.skipped:
         return
     if record.cache_hits or base.cache_hits:
-        verdict.notes.append(
+        verdict.notes.append(Note(
             "compile time not gated: persistent compilation cache hits "
-            f"(baseline {base.cache_hits}, now {record.cache_hits})"
-        )
+            f"(baseline {base.cache_hits}, now {record.cache_hits})", "cache_hits",
+        ))  # fmt: skip
         return
     differs = (
         f"compile time not gated: environment differs ({', '.join(gating.timing_differences)})"
@@ -636,13 +650,15 @@ def _compile_time_vs_baseline(
     if gating.machine_left_out:
         differs += f"; {gating.machine_left_out}"
     if gating.timing_differences and machine is None:
-        verdict.notes.append(differs)
+        verdict.notes.append(Note(differs, "environment_differs"))
         return
     clock = tol.compile_clock
     has_cpu = record.total_cpu_s is not None and base.total_cpu_s is not None
     if machine is not None and not (clock == "cpu" and has_cpu):
         # The reference compile is measured in CPU seconds: wall seconds do not scale by it.
-        verdict.notes.append(differs + "; across machines only CPU seconds are compared")
+        verdict.notes.append(Note(
+            differs + "; across machines only CPU seconds are compared", "environment_differs"
+        ))  # fmt: skip
         return
     if clock == "cpu" and not has_cpu:
         clock = "wall"
@@ -753,8 +769,9 @@ def _size_limits(
                 continue
             sizes = [getattr(record, metric)] if whole_test else [getattr(f, metric) for f in fns]
             if None in sizes:
-                _note(verdict, f"{SIZE_WORDS[metric]} not measured for this test: max_{metric} "
-                           "not applied to its functions")  # fmt: skip
+                _note(verdict, Note(f"{SIZE_WORDS[metric]} not measured for this test: "
+                                    f"max_{metric} not applied to its functions",
+                                    "not_measured"))  # fmt: skip
                 continue
             current = float(sum(sizes))
             if current > value:
@@ -765,7 +782,7 @@ def _size_limits(
                 ))  # fmt: skip
 
 
-def _note(verdict: Verdict, note: str) -> None:
+def _note(verdict: Verdict, note: Note) -> None:
     if note not in verdict.notes:
         verdict.notes.append(note)
 
@@ -793,8 +810,9 @@ def _benchmarks_vs_baseline(
             _instructions(verdict, label, bench, old, gating)
         elif bench.runtime is None and bench.instructions is not None:
             clock = gating.tol.runtime_clock
-            _note(verdict, f"runtime not gated: this run counted instructions, the {clock} clock "
-                  "asked for has no seconds to compare")  # fmt: skip
+            _note(verdict, Note(f"runtime not gated: this run counted instructions, the {clock} "
+                                "clock asked for has no seconds to compare",
+                                "not_measured"))  # fmt: skip
         else:
             _runtime(verdict, label, bench, old, gating)
 
@@ -835,10 +853,11 @@ def _runtime(
     change = now / before - 1
     if gating.timing_differences:
         if abs(change) > tol.runtime_rtol:
-            verdict.notes.append(
+            verdict.notes.append(Note(
                 f"runtime of {label} not gated: environment differs "
-                f"({', '.join(gating.timing_differences)}); median {before:.3g} s -> {now:.3g} s"
-            )
+                f"({', '.join(gating.timing_differences)}); median {before:.3g} s -> {now:.3g} s",
+                "environment_differs",
+            ))  # fmt: skip
         return
     now_min, before_min = now_rt.min_s, old_rt.min_s
     # The fastest round must be slower too: load from other processes moves the median of
@@ -854,16 +873,16 @@ def _runtime(
         else None
     )
     if change > tol.runtime_rtol and min_change <= tol.runtime_rtol:
-        verdict.notes.append(
+        verdict.notes.append(Note(
             f"runtime of {label} median {change:+.0%} but its fastest round only "
-            f"{min_change:+.0%}: machine load, not gated"
-        )
+            f"{min_change:+.0%}: machine load, not gated", "machine_load",
+        ))  # fmt: skip
     elif change > tol.runtime_rtol and cpu_change is not None and cpu_change <= tol.runtime_rtol:
-        verdict.notes.append(
+        verdict.notes.append(Note(
             f"runtime of {label} median {change:+.0%} but its CPU time per call only "
             f"{cpu_change:+.0%}: machine load, not gated (--jaxperf-runtime-clock=wall gates "
-            "on wall time alone)"
-        )
+            "on wall time alone)", "machine_load",
+        ))  # fmt: skip
     elif change > tol.runtime_rtol:
         p = significance(now_rt.samples_s, old_rt.samples_s, "greater")
         detail = f"median, runtime_rtol {tol.runtime_rtol:g}, " + (
@@ -876,9 +895,10 @@ def _runtime(
                 gated=gating.gate_baseline and gating.timing_mode == "gate",
             ))  # fmt: skip
         else:
-            verdict.notes.append(
-                f"runtime of {label} {change:+.0%} but not statistically clear ({detail})"
-            )
+            verdict.notes.append(Note(
+                f"runtime of {label} {change:+.0%} but not statistically clear ({detail})",
+                "not_significant",
+            ))  # fmt: skip
     elif change < -tol.runtime_rtol / (1 + tol.runtime_rtol):
         p = significance(now_rt.samples_s, old_rt.samples_s, "less")
         if p is not None and p < RUNTIME_ALPHA:
@@ -892,16 +912,19 @@ def _instructions(
     instructions_rtol fails, on any machine where what the count depends on matches."""
     now, before = bench.instructions, old.instructions
     if now is None:
-        _note(verdict, "instructions per call not gated: this run did not count them "
-              "(they are counted with --jaxperf-runtime-clock=instructions)")  # fmt: skip
+        _note(verdict, Note("instructions per call not gated: this run did not count them "
+                            "(they are counted with --jaxperf-runtime-clock=instructions)",
+                            "not_measured"))  # fmt: skip
         return
     if before is None or before <= 0:
-        _note(verdict, "instructions per call not gated: the baseline has none (save it with "
-              "--jaxperf-runtime-clock=instructions --jaxperf-save)")  # fmt: skip
+        _note(verdict, Note("instructions per call not gated: the baseline has none (save it "
+                            "with --jaxperf-runtime-clock=instructions --jaxperf-save)",
+                            "baseline_incomplete"))  # fmt: skip
         return
     if gating.instruction_differences:
-        _note(verdict, "instructions per call not gated: environment differs ("
-              + ", ".join(gating.instruction_differences) + ")")  # fmt: skip
+        _note(verdict, Note("instructions per call not gated: environment differs ("
+                            + ", ".join(gating.instruction_differences) + ")",
+                            "environment_differs"))  # fmt: skip
         return
     rtol = gating.tol.instructions_rtol
     if now > before * (1 + rtol):
@@ -914,6 +937,15 @@ def _instructions(
         verdict.improvements.append(
             f"{INSTRUCTIONS} of {label}: {before:,} -> {now:,} ({now / before - 1:+.1%})"
         )
+
+
+def apply_strict(verdict: Verdict, strict: frozenset[str], new: bool = False) -> None:
+    """Fail the verdict on each note whose code is in `strict` (--jaxperf-strict): one line
+    each in `verdict.strict`, and the status says so unless something more pressing does."""
+    if not strict:
+        return
+    verdict.strict = strict_lines(verdict.notes, strict)
+    verdict.status = verdict_status(verdict, new)
 
 
 def significance(now: Sequence[float], before: Sequence[float], alternative: str) -> float | None:

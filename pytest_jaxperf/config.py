@@ -121,6 +121,10 @@ OPTIONS: tuple[Option, ...] = (
            "do not measure the machine's reference compile before the first test (a Python "
            "process of its own and 3-5 compiles, 2-5 s a session); compile time is then not "
            "compared with baseline entries from another CPU model"),
+    Option("jaxperf_strict", "--jaxperf-strict", "codes", frozenset(),
+           "fail a test where a metric was not gated for one of these reasons: a "
+           "comma-separated list of not-gated codes (the summary names each note's code; "
+           "docs: gating), or all"),
     Option("jaxperf_allow_partial", "--jaxperf-allow-partial", "bool", False,
            "when the start-up self-check finds a JAX hook missing, warn and mark the affected "
            "metrics 'not measured' (never gated) instead of refusing to run"),
@@ -167,6 +171,8 @@ class Settings:
     # Measure the machine's reference compile before the first test (measure/reference.py).
     reference_compile: bool = True
     export: tuple[str, Path] | None = None  # (format, path)
+    # Not-gated codes that fail a test (notgated.CODES).
+    strict: frozenset[str] = frozenset()
     # How the user named each option that was set: "--jaxperf-json" or "ini option
     # jaxperf_json", so that an error about its value names what to change.
     origins: Mapping[str, str] = field(default_factory=dict)
@@ -233,6 +239,7 @@ class Settings:
             allow_partial=values["jaxperf_allow_partial"],
             reference_compile=not values["jaxperf_no_reference_compile"],
             export=values["jaxperf_export"],
+            strict=values["jaxperf_strict"],
             origins=origins,
         )
 
@@ -275,6 +282,15 @@ def convert(name: str, kind: str, value: Any, base: Path) -> Any:
         if number is None:
             raise ConfigError(f"{name}: expected a number >= 0, got {value!r}")
         return number
+    if kind == "codes":
+        if isinstance(value, frozenset):
+            return value
+        from . import notgated
+
+        try:
+            return notgated.parse(str(value), name)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
     if kind == "export":
         fmt, colon, where = str(value).partition(":")
         if fmt not in EXPORT_FORMATS or not colon or not where.strip():

@@ -7,6 +7,7 @@ import itertools
 import math
 import operator
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
@@ -228,6 +229,33 @@ def short_name(name: str) -> str:
     return name.rsplit(".", 1)[-1]
 
 
+@dataclass(frozen=True)
+class Phases:
+    """One function's lower and backend-compile seconds (wall and process CPU)."""
+
+    lower_s: float = 0.0
+    compile_s: float = 0.0
+    lower_cpu_s: float | None = 0.0
+    compile_cpu_s: float | None = 0.0
+
+
+@dataclass(frozen=True)
+class Remeasured:
+    """What confirming a test's compile-time breach measured (see `confirmation`): by
+    function key, the fastest lower and backend seconds of its kept programs compiled again
+    over `repeats` repeats (`functions`), and what those same programs took when the test
+    first compiled them (`first`: a function that lowered more programs than were kept is
+    confirmed on the kept ones, the others keep their first figures); the seconds the
+    confirmation took; the functions that could not be re-measured, with why. Written into
+    the run file, so that `jaxperf compare` gives the verdict the plugin gave."""
+
+    functions: Mapping[str, Phases]
+    repeats: int
+    seconds: float
+    left_out: Mapping[str, str] = field(default_factory=dict)
+    first: Mapping[str, Phases] = field(default_factory=dict)
+
+
 @dataclass
 class RecordedTest(Counts):
     """Everything recorded for one test; the totals cover user functions only."""
@@ -246,6 +274,9 @@ class RecordedTest(Counts):
     # The keywords of the test's @pytest.mark.jaxperf (limits, tolerances), as JSON values:
     # `jaxperf compare` gates the test with them, as the plugin did. Written when not empty.
     marker: dict[str, Any] = field(default_factory=dict)
+    # What the plugin re-measured to confirm a compile-time breach of this test (a run
+    # report's, never a baseline's): `jaxperf compare` judges the breach with it.
+    confirmation: Remeasured | None = None
 
     @property
     def comparable(self) -> bool:
@@ -364,7 +395,28 @@ def recorded_test_to_json(rec: RecordedTest) -> dict[str, Any]:
         out["environment"] = dict(rec.environment)
     if rec.marker:
         out["marker"] = rec.marker
+    if rec.confirmation is not None:
+        out["confirmation"] = remeasured_to_json(rec.confirmation)
     return out
+
+
+def _phases_to_json(p: Phases) -> dict[str, Any]:
+    return {
+        "lower_s": _round(p.lower_s),
+        "compile_s": _round(p.compile_s),
+        "lower_cpu_s": _round_or_none(p.lower_cpu_s),
+        "compile_cpu_s": _round_or_none(p.compile_cpu_s),
+    }
+
+
+def remeasured_to_json(m: Remeasured) -> dict[str, Any]:
+    return {
+        "repeats": m.repeats,
+        "seconds": _round(m.seconds),
+        "functions": {k: _phases_to_json(p) for k, p in sorted(m.functions.items())},
+        "first": {k: _phases_to_json(p) for k, p in sorted(m.first.items())},
+        "left_out": dict(sorted(m.left_out.items())),
+    }
 
 
 def run_to_json(run: RunRecord) -> dict[str, Any]:
@@ -564,7 +616,44 @@ def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]
     if type(marker) is not dict or not all(type(k) is str for k in marker):
         raise FormatError(f"{where}.marker: expected an object")
     rec.marker = marker
+    if "confirmation" in data:
+        rec.confirmation = remeasured_from_json(data["confirmation"], f"{where}.confirmation")
     return rec
+
+
+def _phases_from_json(data: Any, where: str) -> Phases:
+    _expect(type(data) is dict, where, "expected an object")
+    seconds = (
+        _field(data, "lower_s", where, _is_seconds, "seconds"),
+        _field(data, "compile_s", where, _is_seconds, "seconds"),
+    )
+    cpu = [data.get(k) for k in ("lower_cpu_s", "compile_cpu_s")]
+    for key, value in zip(("lower_cpu_s", "compile_cpu_s"), cpu):
+        _expect(value is None or _is_seconds(value), f"{where}.{key}", "expected seconds or null")
+    return Phases(*seconds, *cpu)
+
+
+def remeasured_from_json(data: Any, where: str) -> Remeasured:
+    _expect(type(data) is dict, where, "expected an object")
+    repeats = _field(data, "repeats", where, _is_count, "a count")
+    seconds = _field(data, "seconds", where, _is_seconds, "seconds")
+    parts = {}
+    for key in ("functions", "first", "left_out"):
+        value = data.get(key, {})
+        _expect(type(value) is dict, f"{where}.{key}", "expected an object")
+        parts[key] = value
+    left_out = parts["left_out"]
+    _expect(all(type(v) is str for v in left_out.values()), f"{where}.left_out", "expected strings")
+    return Remeasured(
+        functions={
+            k: _phases_from_json(v, f"{where}.functions[{k!r}]")
+            for k, v in parts["functions"].items()
+        },
+        repeats=repeats,
+        seconds=seconds,
+        left_out=dict(left_out),
+        first={k: _phases_from_json(v, f"{where}.first[{k!r}]") for k, v in parts["first"].items()},
+    )
 
 
 def _field(data: dict[str, Any], key: str, where: str, check: Any, what: str) -> Any:
@@ -908,6 +997,7 @@ def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, Record
             }
         data["environment"] = None
         data["marker"] = {}
+        data["confirmation"] = None
         out[nodeid] = next(records)
     return out
 

@@ -32,6 +32,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 "clock": "cpu|wall",
                 "runtime_clock": "cpu|wall|instructions",
                 "export": "FORMAT:PATH",
+                "codes": "CODE,...",
             }
             metavar = metavars.get(opt.kind, "NUMBER")
             group.addoption(opt.flag, dest=opt.dest, default=None, metavar=metavar, help=opt.help)

@@ -13,7 +13,13 @@ import pytest
 
 from . import _xdist, compare, confirmation
 from .config import ConfigError, MarkerLimits, Settings
-from .model import RecordedTest, RunRecord, recorded_test_from_json, recorded_test_to_json
+from .model import (
+    RecordedTest,
+    Remeasured,
+    RunRecord,
+    recorded_test_from_json,
+    recorded_test_to_json,
+)
 from .report import junit, terminal, wording
 from .report.summary import RunSummary, not_gated_lines
 from .storage import outputs, store
@@ -376,11 +382,13 @@ class JaxPerfSession:
             timing_mode=self.settings.timing_mode,
             gate_baseline=not self.settings.save,
         )
-        verdict = compare.evaluate(record, base, item.stash[LIMITS_KEY], gating)
-        if confirmation.needed(verdict):
-            verdict = self._confirm(item, record, base, gating, verdict)
-        else:
-            confirmation.mark_unconfirmed(verdict)
+        verdict = confirmation.verdict_of(
+            record, base, item.stash[LIMITS_KEY], gating, self._remeasurer(record),
+            self.settings.strict,
+        )  # fmt: skip
+        self.notes += [
+            f"{item.nodeid}: {line}" for line in confirmation.unconfirmed(verdict)
+        ]  # fmt: skip
         self.verdicts[item.nodeid] = verdict
         section = terminal.detail_section(record, verdict)
         if item.nodeid in self.listener_errors:
@@ -406,34 +414,21 @@ class JaxPerfSession:
         item.user_properties += junit.properties(record, verdict)
         return rep
 
-    def _confirm(
-        self,
-        item: pytest.Item,
-        record: RecordedTest,
-        base: RecordedTest | None,
-        gating: compare.Gating,
-        verdict: compare.Verdict,
-    ) -> compare.Verdict:
-        """Confirm a compile-time breach before it fails the test: the test's programs are
-        lowered and compiled again (see `confirmation`); a breach that does not hold is a
-        line in the summary instead."""
-        from .measure import recompile
+    def _remeasurer(
+        self, record: RecordedTest
+    ) -> Callable[[Callable[[Remeasured], bool]], Remeasured]:
+        """How a compile-time breach of `record`'s test is confirmed: its programs lowered
+        and compiled again (see `confirmation`); what that measured is written into the run
+        file with the record, so that `jaxperf compare` judges the breach with it too."""
 
-        limits = item.stash[LIMITS_KEY]
-        clock = limits.tolerances(self.settings.tolerances).compile_clock
+        def remeasure(holds: Callable[[Remeasured], bool]) -> Remeasured:
+            from .measure import recompile
 
-        def again(r: RecordedTest) -> compare.Verdict:
-            return compare.evaluate(r, base, limits, gating)
+            measured = recompile.remeasure(self.config.rootpath, confirmation.REPEATS, holds)
+            record.confirmation = measured
+            return measured
 
-        def holds(m: confirmation.Remeasured) -> bool:
-            return confirmation.needed(
-                confirmation.judge(verdict, record, m, again, clock, new=base is None)
-            )
-
-        measured = recompile.remeasure(self.config.rootpath, confirmation.REPEATS, holds)
-        confirmed = confirmation.judge(verdict, record, measured, again, clock, new=base is None)
-        self.notes += [f"{item.nodeid}: {line}" for line in confirmation.unconfirmed(confirmed)]
-        return confirmed
+        return remeasure
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.records:

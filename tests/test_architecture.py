@@ -18,7 +18,9 @@ PYTEST_ALLOWED = {
     "plugin", "session", "_xdist", "inifile", "measure.fixture", "ab.worker", "ab.command",
 }  # fmt: skip
 # The pure core: gating rules and the records they read.
-CORE = {"model", "compare", "matching", "causes", "environment", "config", "confirmation"}
+CORE = {
+    "model", "compare", "matching", "causes", "environment", "config", "confirmation", "notgated",
+}  # fmt: skip
 # What each part may import from the package (itself always).
 MAY_IMPORT = {
     "core": CORE,

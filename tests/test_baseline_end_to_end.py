@@ -139,7 +139,7 @@ def test_environment_mismatch_is_reported_not_gated(jp: pytest.Pytester) -> None
     # Said after the table, with how many tests it concerns, not only counted in the tally.
     result.stdout.fnmatch_lines(
         [
-            "jaxperf: compile time of 2 tests not gated: environment differs (jax 0.0.1 -> *)",
+            "jaxperf: compile time of 2 tests not gated: environment differs (jax 0.0.1 -> *) *",
             "jaxperf: 0 regressions, 0 improvements, 0 new, 2 not gated",
         ]
     )

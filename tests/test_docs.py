@@ -142,3 +142,17 @@ def test_the_declared_jax_range_is_the_tested_one() -> None:
     major, minor = map(int, newest.split(".")[:2])
     for name in ("jax", "jaxlib"):
         assert f'"{name}>={oldest},<{major}.{minor + 1}"' in deps, deps
+
+
+def test_the_gating_page_lists_every_not_gated_code() -> None:
+    from pytest_jaxperf.notgated import CODES
+
+    rows = re.findall(
+        r"^\| `(\w+)` \| (.+?) \| (.+?) \|$", (ROOT / "docs/gating.md").read_text(), re.M
+    )
+    table = {name: (meaning, fix) for name, meaning, fix in rows if name not in ("runtime_rtol",)}
+    assert list(table) == [c.name for c in CODES]
+    for code in CODES:
+        meaning, fix = table[code.name]
+        assert meaning == code.meaning and fix.startswith(code.fix)
+        assert f"--jaxperf-strict={code.name}" in fix

@@ -345,7 +345,7 @@ def test_no_reference_compile_measures_none_and_says_what_it_leaves_out(
         result.stdout.fnmatch_lines([
             "jaxperf: compile time of 1 test not gated: environment differs (cpu Another CPU "
             "-> *); this run measured no reference compile (--jaxperf-no-reference-compile, or "
-            "it failed) to scale by"
+            "it failed) to scale by [[]environment_differs]"
         ])  # fmt: skip
     # Measured again without it.
     reference._MEASURED.clear()

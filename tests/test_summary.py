@@ -9,7 +9,15 @@ from html import escape as html_escape
 import pytest
 from _records import RecordedTest, fn, rec
 
-from pytest_jaxperf.compare import STATUSES, Breach, Gating, Status, Verdict, evaluate
+from pytest_jaxperf.compare import (
+    STATUSES,
+    Breach,
+    Gating,
+    Status,
+    Verdict,
+    apply_strict,
+    evaluate,
+)
 from pytest_jaxperf.config import MarkerLimits, Tolerances
 from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.html import render_html
@@ -105,6 +113,9 @@ def _judged() -> dict[str, tuple[Status, Verdict]]:
         "t::ok": judge(rec(f), rec(f)),
         "t::new": judge(rec(f, benchmarks={"b": bench}), None, MarkerLimits(max_jaxpr_eqns=5)),
     }
+    strict = evaluate(rec(f), rec(f), MarkerLimits(), Gating(tol, timing_differences=("x",)))
+    apply_strict(strict, frozenset({"environment_differs"}))
+    verdicts["t::strict"] = strict
     return {k: (o.status, o) for k, o in verdicts.items()}
 
 

@@ -17,7 +17,7 @@ from pytest_jaxperf.config import CHOICES, OPTIONS
 
 OPTIONS_MARK = "<!-- jaxperf:options -->"
 CLI_MARK = "<!-- jaxperf:cli -->"
-_VALUE = {"path": "PATH", "float": "X", "int": "N", "export": "FORMAT:PATH"}
+_VALUE = {"path": "PATH", "float": "X", "int": "N", "export": "FORMAT:PATH", "codes": "CODE,..."}
 
 
 def options_table() -> str:
@@ -34,7 +34,8 @@ def options_table() -> str:
                 else _VALUE.get(opt.kind, opt.kind.upper())
             )
             usage, ini = f"{opt.flag}={value}", f"`{opt.dest}`"
-        default = "" if opt.default in (None, "", False) else f", default `{opt.default}`"
+        unset = opt.default in (None, "", False) or opt.default == frozenset()
+        default = "" if unset else f", default `{opt.default}`"
         # The default is said once, in the parentheses.
         text = re.sub(r" \(default [^()]*\)$", "", opt.help) if default else opt.help
         entries.append(f"- **`{usage}`** (ini {ini}{default}): {text}.")

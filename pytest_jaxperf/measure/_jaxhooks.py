@@ -384,21 +384,29 @@ def cache_key(call: TraceCall) -> Any:
 @dataclass(frozen=True)
 class Lowering:
     """What JAX's lowering has in hand when it announces its duration: the ClosedJaxpr
-    lowered and the MLIR module it became (either None where not found)."""
+    lowered and the MLIR module it became (either None where not found), and how many
+    devices the program runs on (None where not known: the pre-merge pmap's lowering)."""
 
     jaxpr: Any
     module: Any
+    devices: int | None = None
 
 
 def lowering() -> Lowering:
     """The lowering whose duration event is being emitted, read from the frame of JAX's
     lowering (`_cached_lowering_to_hlo`, or `lower_parallel_callable`: the pre-merge pmap of
-    jax 0.6 / 0.7): its locals `closed_jaxpr` and `lowering_result` (jax 0.6.0 - 0.11.0)."""
+    jax 0.6 / 0.7): its locals `closed_jaxpr`, `lowering_result` and `num_devices` (jax 0.6.0
+    - 0.11.0; the pmap frame has no device count)."""
     frame = _nearest(("_cached_lowering_to_hlo", "lower_parallel_callable"), start=2)
     if frame is None:
         return Lowering(None, None)
     result = frame.f_locals.get("lowering_result")
-    return Lowering(frame.f_locals.get("closed_jaxpr"), getattr(result, "module", None))
+    devices = frame.f_locals.get("num_devices")
+    return Lowering(
+        frame.f_locals.get("closed_jaxpr"),
+        getattr(result, "module", None),
+        devices if isinstance(devices, int) else None,
+    )
 
 
 def compiled_executable() -> Any:

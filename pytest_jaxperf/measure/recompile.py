@@ -1,6 +1,7 @@
 """Re-measures a test's compile work to confirm a compile-time breach (see `confirmation`):
 each kept program of the test's functions is lowered and compiled again, as a new function,
-in a scope of its own, up to `repeats` times; each function keeps its fastest repeat.
+in a scope of its own, up to `repeats` times; each function keeps its fastest repeat, beside
+what its kept programs took when the test compiled them.
 
 Only called for a test whose compile time breached: a clean run never gets here."""
 
@@ -11,7 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..confirmation import Phases, Remeasured, fastest
+from ..confirmation import fastest
+from ..model import Phases, Remeasured
 from . import _jaxhooks as hooks
 from .recorder import RECORDER, Recorder
 
@@ -38,15 +40,16 @@ def remeasure(
     samples: dict[str, list[Phases]] = {}
     start = clock()
     done = 0
+    first = {key: kept.first for key, kept in programs.items()}
     so_far = Remeasured({}, 0, 0.0, left)
     if not any(key not in left for key in programs):
         return so_far  # nothing to compile again: the first figures stand
     for _ in range(repeats):
-        for key, jaxprs in programs.items():
+        for key, kept in programs.items():
             if key in left:
                 continue
             try:
-                samples.setdefault(key, []).append(_once(rootdir, jaxprs, recorder))
+                samples.setdefault(key, []).append(_once(rootdir, kept.jaxprs, recorder))
             except _NotMeasured as exc:
                 left[key] = str(exc)
             except Exception as exc:  # never an internal error in the user's run
@@ -57,6 +60,7 @@ def remeasure(
             done,
             clock() - start,
             left,
+            {k: p for k, p in first.items() if k in samples and k not in left},
         )
         if holds is not None and not holds(so_far):
             break

@@ -32,6 +32,7 @@ from ..model import (
     Counts,
     Entry,
     FunctionRecord,
+    Phases,
     RecordedTest,
     short_name,
 )
@@ -50,7 +51,8 @@ _MAX_SEEN = 2000
 # traces are few; the older ones are traces that raised or whose end JAX does not announce.
 _MAX_IDENTIFIED = 256
 _Identified = tuple[weakref.ref[Any] | int, tuple[int, ...], Identity | None]
-# Bounds the programs a test keeps for confirming a compile-time breach (`Scope.programs`).
+# Bounds the programs a test keeps for confirming a compile-time breach (`Scope.programs`):
+# a function that lowered more is confirmed on its first ones kept.
 MAX_KEPT = 64
 CLEARED = (
     "traced again after its cache was cleared (jax.clear_caches(), clear_cache(), or "
@@ -68,6 +70,22 @@ class BlockTally:
     # The causes of this block's own traces: the scope's list is de-duplicated and capped
     # over the whole test, so its tail may name an earlier trace's cause.
     retrace_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Kept:
+    """The programs of one function kept for confirmation (`recompile`): the ClosedJaxprs its
+    lowerings lowered, and what lowering and compiling those took when the test did."""
+
+    jaxprs: list[Any] = field(default_factory=list)
+    lower_s: float = 0.0
+    compile_s: float = 0.0
+    lower_cpu_s: float | None = 0.0
+    compile_cpu_s: float | None = 0.0
+
+    @property
+    def first(self) -> Phases:
+        return Phases(self.lower_s, self.compile_s, self.lower_cpu_s, self.compile_cpu_s)
 
 
 @dataclass
@@ -111,12 +129,14 @@ class Scope:
         self._objects: dict[int, list[weakref.ref[Any] | int]] = {}
         # Open `block()`s: each also gets what happens while it is open.
         self._blocks: list[Block] = []
-        # Per function record (by id): the record and the ClosedJaxpr of each of its
-        # lowerings, to lower and compile again should its compile time breach (see
-        # `confirmation`); and why a function's programs could not all be kept.
-        self._programs: dict[int, tuple[FunctionRecord, list[Any]]] = {}
+        # Per function record (by id): the record and its kept programs, to lower and
+        # compile again should its compile time breach (see `confirmation`); why a
+        # function's programs could not all be kept; per thread, the kept program whose
+        # backend compile is awaited (its first seconds are added then).
+        self._programs: dict[int, tuple[FunctionRecord, Kept]] = {}
         self._unkept: dict[int, str] = {}
         self._kept = 0
+        self._kept_pending: dict[int, Kept] = {}
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -224,29 +244,54 @@ class Scope:
             target.hlo_ops = _plus(target.hlo_ops, size[1])
             self._pending[threading.get_ident()] = ident
 
-    def keep_program(self, ident: Identity | None, jaxpr: Any) -> None:
+    def keep_program(
+        self,
+        ident: Identity | None,
+        jaxpr: Any,
+        seconds: float = 0.0,
+        cpu: float | None = 0.0,
+        devices: int | None = 1,
+    ) -> None:
         """Keep what a user function's lowering lowered (JAX's caches hold it until the next
-        isolation anyway): the program a compile-time breach is confirmed on."""
+        isolation anyway), with its lowering's `seconds` and `cpu` seconds: the program a
+        compile-time breach is confirmed on. Not a program over `devices` > 1 (or unknown):
+        compiled again from its jaxpr alone it would be another program, on one device."""
         if ident is None:
             return  # JAX's helpers: not in the gated compile time
         with self._lock:
             fn = self.function(ident)
+            why = None
             if jaxpr is None:
-                self._unkept.setdefault(id(fn), "a lowering's program was not found")
+                why = "a lowering's program was not found"
+            elif devices != 1:
+                why = (
+                    f"a program over {devices or 'several'} devices, which compiled again from "
+                    "its jaxpr would be another program (its shardings are not kept)"
+                )
             elif self._kept >= MAX_KEPT:
-                self._unkept.setdefault(id(fn), f"the test lowered more than {MAX_KEPT} programs")
-            else:
-                self._programs.setdefault(id(fn), (fn, []))[1].append(jaxpr)
-                self._kept += 1
+                why = f"the test lowered more than {MAX_KEPT} programs: the first kept"
+            if why is not None:
+                self._unkept.setdefault(id(fn), why)
+                return
+            kept = self._programs.setdefault(id(fn), (fn, Kept()))[1]
+            kept.jaxprs.append(jaxpr)
+            kept.lower_s += seconds
+            kept.lower_cpu_s = _plus(kept.lower_cpu_s, cpu)
+            self._kept += 1
+            self._kept_pending[threading.get_ident()] = kept
 
-    def programs(self) -> tuple[dict[str, list[Any]], dict[str, str]]:
-        """The kept programs by function key, and the functions whose programs were not all
-        kept, with why."""
+    def programs(self) -> tuple[dict[str, Kept], dict[str, str]]:
+        """The kept programs by function key (a function that lowered more programs than
+        were kept is confirmed on those kept), and the functions none of whose programs
+        could be kept, with why."""
         with self._lock:
-            kept = {fn.key: jaxprs for i, (fn, jaxprs) in self._programs.items()
-                    if i not in self._unkept}  # fmt: skip
+            kept = {fn.key: k for fn, k in self._programs.values()}
             records = {id(fn): fn for fn in self.functions.values()}
-            left = {records[i].key: why for i, why in self._unkept.items() if i in records}
+            left = {
+                records[i].key: why
+                for i, why in self._unkept.items()
+                if i in records and records[i].key not in kept
+            }
         return kept, left
 
     def on_compile(self, seconds: float, cpu: float | None, ops: int | None = None) -> None:
@@ -255,6 +300,7 @@ class Scope:
         tid = threading.get_ident()
         with self._lock:
             target = self._target(self._pending.pop(tid, None))
+            kept = self._kept_pending.pop(tid, None)
             target.compiles += 1
             target.xla_ops = _plus(target.xla_ops, ops)
             if tid in self._cache_hit:
@@ -264,6 +310,9 @@ class Scope:
             else:
                 target.compile_s += seconds
                 target.compile_cpu_s = _plus(target.compile_cpu_s, cpu)
+                if kept is not None:
+                    kept.compile_s += seconds
+                    kept.compile_cpu_s = _plus(kept.compile_cpu_s, cpu)
             if isinstance(target, FunctionRecord):
                 for block in self._blocks:
                     block.tally(target).compiles += 1
@@ -363,7 +412,7 @@ class Recorder:
         self._probes: list[Any] = []
         # The kept programs of the last scope closed (`Scope.programs`), until the next
         # scope or isolation: what `recompile` confirms a breach of that test with.
-        self.last_programs: tuple[dict[str, list[Any]], dict[str, str]] = ({}, {})
+        self.last_programs: tuple[dict[str, Kept], dict[str, str]] = ({}, {})
         # Per thread and phase, the CPU clock and the collector's seconds at each open
         # phase's start, innermost last: a trace may start another inside it (a jitted
         # helper traced for the first time).
@@ -572,7 +621,7 @@ class Recorder:
             lowering = hooks.lowering()
             lowered = self._lowered(lowering.jaxpr)
             scope.on_lowering(lowered, duration_secs, cpu, program_metrics.size(lowering))
-            scope.keep_program(lowered, lowering.jaxpr)
+            scope.keep_program(lowered, lowering.jaxpr, duration_secs, cpu, lowering.devices)
         else:
             ops = program_metrics.xla_ops(hooks.compiled_executable())
             scope.on_compile(duration_secs, cpu, ops)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..compare import Verdict
 from ..model import RecordedTest
+from ..notgated import code_of
 from .wording import plural
 
 
@@ -64,17 +65,21 @@ class RunSummary:
 
 def not_gated_lines(notes: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]:
     """One line per reason a metric was left out of verdicts, with how many tests it
-    concerns: `jaxperf: compile time of 12 tests not gated: environment differs (...)`."""
+    concerns and its code: `jaxperf: compile time of 12 tests not gated: environment differs
+    (...) [environment_differs]`."""
     lines = []
     for note, ids in notes:
         tests = plural(len(ids), "test")
         what, sep, why = note.partition(" not gated: ")
         if not sep:
-            lines.append(f"jaxperf: {note} ({tests})")
+            line = f"jaxperf: {note} ({tests})"
         elif " of " in what:  # "runtime of work": the benchmark's label already follows
-            lines.append(f"jaxperf: {what} not gated in {tests}: {why}")
+            line = f"jaxperf: {what} not gated in {tests}: {why}"
         else:
-            lines.append(f"jaxperf: {what} of {tests} not gated: {why}")
+            line = f"jaxperf: {what} of {tests} not gated: {why}"
+        code = code_of(note)
+        # The code is what --jaxperf-strict takes to make this reason fail.
+        lines.append(line if code is None else f"{line} [{code}]")
     return lines
 
 

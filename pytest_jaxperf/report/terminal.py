@@ -23,6 +23,7 @@ def failure_text(nodeid: str, verdict: Verdict, baseline_path: str) -> str:
     metrics over the baseline or a limit with their causes."""
     failing = [b for b in verdict.breaches if b.gated]
     lines = [f"jaxperf: {nodeid}: {error}" for error in verdict.errors]
+    lines += [f"jaxperf: {nodeid}: not gated: {line}" for line in verdict.strict]
     if failing or not lines:
         lines.append(f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit")
     for b in failing:
@@ -147,6 +148,7 @@ STATUS_MARKUP: dict[str, dict[str, bool]] = {
     "REGRESSED": _FAILS,
     "OVER LIMIT": _FAILS,
     "BAD LIMIT": _FAILS,
+    "NOT GATED": _FAILS,
     "reported only": {"yellow": True},
     "function gone": {"yellow": True},
     "improved": {"green": True},

@@ -93,7 +93,7 @@ def breach_lines(b: Breach) -> list[str]:
 def failing_lines(verdict: Verdict) -> list[str]:
     """A failed test's findings for the markdown and HTML reports: bad marker limits, gated
     breaches with their causes, gone functions and notes."""
-    lines = list(verdict.errors)
+    lines = list(verdict.errors) + [f"not gated: {line}" for line in verdict.strict]
     lines += [line for b in verdict.breaches if b.gated for line in breach_lines(b)]
     lines += [gone_line(fn) for fn in verdict.gone]
     return lines + [f"note: {n}" for n in verdict.notes]

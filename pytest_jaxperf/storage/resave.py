@@ -144,6 +144,9 @@ class Resave:
         for nodeid, rec in sorted(run.tests.items()):
             if rec.outcome != "passed":
                 continue
+            if rec.confirmation is not None:
+                # A run's re-measurement judged that run's breach; a baseline holds none.
+                rec = dataclasses.replace(rec, confirmation=None)
             if nodeid not in entries:
                 entries[nodeid] = (rec, run.environment)
                 self.tally.added += 1

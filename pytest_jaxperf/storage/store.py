@@ -482,8 +482,8 @@ def _test_text(rec: RecordedTest) -> str:
 
 
 def _quick_test_text(rec: RecordedTest) -> str | None:
-    if rec.environment is not None or rec.marker:  # not in the template: the general way
-        return None
+    if rec.environment is not None or rec.marker or rec.confirmation is not None:
+        return None  # not in the template: the general way
     own, eager = _numbers(rec), _numbers(rec.eager)
     if own is None or eager is None:
         return None
