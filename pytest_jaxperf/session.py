@@ -437,7 +437,9 @@ class JaxPerfSession:
             return
         tr = terminalreporter
         tr.write_sep("=", "jaxperf")
-        for line, status in terminal.summary_rows(self.records, self.verdicts):
+        entries = self.baseline.tests if self.baseline else None
+        rows = terminal.summary_rows(self.records, self.verdicts, entries, self.settings.tolerances)
+        for line, status in rows:
             tr.write_line(line, **terminal.markup(status))
         for nodeid, out in sorted(self.verdicts.items()):
             for b in out.breaches:

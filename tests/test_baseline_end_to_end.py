@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from conftest import lit, read_json
@@ -143,6 +144,26 @@ def test_environment_mismatch_is_reported_not_gated(jp: pytest.Pytester) -> None
             "jaxperf: 0 regressions, 0 improvements, 0 new, 2 not gated",
         ]
     )
+
+
+def test_table_shows_compile_time_growth_that_was_not_gated(jp: pytest.Pytester) -> None:
+    """A baseline from a foreign environment whose compile seconds are 100 times smaller: the
+    gate leaves compile time out, and the table says how it moved instead of "="."""
+    _save(jp, "f(jnp.ones(3))").assert_outcomes(passed=2)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    data = read_json(path)
+    data["environment"]["jax"] = "0.0.1"
+    for entry in data["tests"].values():
+        for counts in [entry, *entry["functions"].values()]:
+            for key in [k for k in counts if k.endswith("_s")]:
+                counts[key] /= 100
+    path.write_text(json.dumps(data))
+    # Floor 0: the growth of a small program's compile (hundredths of a second) counts.
+    result = jp.runpytest("--jaxperf", "--jaxperf-compile-floor=0")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(["test_mod.py::test_f * compile x* (not gated) *ok (not gated)"])
+    row = next(line for line in result.outlines if line.startswith("test_mod.py::test_f "))
+    assert re.search(r"  compile x\d+ \(not gated\)  ", row), row
 
 
 def test_partial_save_keeps_other_entries_and_failed_entries(jp: pytest.Pytester) -> None:

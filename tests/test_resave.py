@@ -132,7 +132,7 @@ def test_a_save_with_jit_disabled_keeps_every_entry(
     result = _save(suite)
     assert _baseline(suite).read_bytes() == before
     result.stdout.fnmatch_lines(
-        ["jaxperf: baseline .jaxperf/baseline.json: 0 entries updated, 2 kept, 0 added"]
+        [f"jaxperf: --jaxperf-save wrote nothing for 2 test(s) to {JIT_OFF}"]
     )
     # With jit on again, a retrace is gated against the counts saved before.
     monkeypatch.delenv("JAX_DISABLE_JIT")
@@ -140,6 +140,35 @@ def test_a_save_with_jit_disabled_keeps_every_entry(
     result = suite.runpytest_subprocess("--jaxperf", *WIDE, "-k", "test_steps")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(lit("  traces of step (defined at *): baseline 1 -> now 2 (+1*"))
+    assert "not measured" not in result.stdout.str()
+
+
+# What a save under JAX_DISABLE_JIT=1 says after the number of tests (nothing is written).
+JIT_OFF = (
+    ".jaxperf/baseline.json: traces and compiles not measured (jax_disable_jit is on: "
+    "jitted functions run op by op)"
+)
+
+
+def test_a_save_with_jit_disabled_into_no_baseline_writes_none(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No entry of 0 traces "not measured" for the next run to pass against: that run's
+    tests are new, and gated once saved."""
+    for name in SWITCHES:
+        monkeypatch.delenv(name, raising=False)
+    jp.makepyfile(test_suite=SUITE)
+    monkeypatch.setenv("JAX_DISABLE_JIT", "1")
+    result = _save(jp)
+    assert not _baseline(jp).exists()
+    result.stdout.fnmatch_lines(
+        [f"jaxperf: --jaxperf-save wrote nothing for 2 test(s) to {JIT_OFF}"]
+    )
+    monkeypatch.delenv("JAX_DISABLE_JIT")
+    monkeypatch.setenv("JAXPERF_T_RETRACE", "1")
+    result = jp.runpytest_subprocess("--jaxperf", *WIDE)
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"{STEPS} * 2 * new", "*0 regressions, 0 improvements, 2 new*"])
     assert "not measured" not in result.stdout.str()
 
 

@@ -15,8 +15,8 @@ from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.environment import REFERENCE_KEY, timing_differences
 from pytest_jaxperf.model import BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
 from pytest_jaxperf.storage import resolve as resolving
-from pytest_jaxperf.storage.resave import Measured, Resave, SaveRefused
-from pytest_jaxperf.storage.store import dumps
+from pytest_jaxperf.storage.resave import Measured, Resave, SaveRefused, Tally
+from pytest_jaxperf.storage.store import dumps, save, save_merged
 
 HERE: dict[str, Any] = {
     "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "device_kind": "cpu",
@@ -143,17 +143,58 @@ def test_runtime_under_the_instructions_clock_into_a_native_entry_is_refused() -
         _save(inst, _test(b=_bench(1e-3)), HERE)
 
 
-def test_a_jit_disabled_run_keeps_the_entry_and_adds_new_tests_as_not_measured() -> None:
+def test_a_jit_disabled_run_keeps_the_entry_and_adds_no_new_test() -> None:
+    """A run that measured no counts writes nothing: an entry of 0 traces labelled "not
+    measured" would keep the next run's counts out of its verdict."""
     base, _ = _save(None, _test(b=_bench(1e-3)), HERE)
-    off = {**HERE, "not_measured": {"traces": "jax_disable_jit is on: ...", "compiles": "..."}}
+    why = {"traces": "jax_disable_jit is on: ...", "compiles": "jax_disable_jit is on: ..."}
+    off = {**HERE, "not_measured": why}
     saved, how = _save(base, RecordedTest(), off)
-    assert dumps(saved) == dumps(base)
+    assert saved is base  # the file as read: the store writes nothing
     run = RunRecord(environment=off, tests={"t::a": RecordedTest(), "t::new": RecordedTest()})
-    saved = Resave(Measured.of(off, "gate", "cpu"), Tolerances())(base, run)
-    # One entry each: the file's is the one where everything was measured.
-    assert saved.environment == HERE
-    assert saved.environment_of("t::a") == HERE
-    assert saved.environment_of("t::new") == off
+    how = Resave(Measured.of(off, "gate", "cpu"), Tolerances())
+    saved = how(base, run)
+    assert saved is base and set(saved.tests) == {"t::a"}
+    assert (how.tally.updated, how.tally.added, how.tally.unmeasured) == (0, 0, 2)
+    assert how.tally.line("b.json") == (
+        "jaxperf: --jaxperf-save wrote nothing for 2 test(s) to b.json: traces and compiles "
+        "not measured (jax_disable_jit is on: ...)"
+    )
+    # Into no file: no entries.
+    assert Resave(Measured.of(off, "gate", "cpu"), Tolerances())(None, run).tests == {}
+
+
+def test_a_run_without_trace_counts_adds_no_test_and_says_why() -> None:
+    """Traces the self-check could not vouch for (--jaxperf-allow-partial): as with jit off,
+    no test is added and the stored entry keeps its counts."""
+    base, _ = _save(None, _test(traces=1, b=_bench(1e-3)), HERE)
+    partial = {**HERE, "not_measured": {"traces": "missing hook"}}
+    run = RunRecord(
+        environment=partial, tests={"t::a": _test(traces=0, b=_bench(9e-3)), "t::new": _test()}
+    )
+    how = Resave(Measured.of(partial, "gate", "cpu"), Tolerances())
+    assert how(base, run) is base
+    assert how.tally.why == "traces not measured (missing hook)"
+    # Where something else was written, the tally says what was not.
+    tally = Tally(updated=1, kept=3, unmeasured=2, why=how.tally.why)
+    assert tally.line("b.json") == (
+        "jaxperf: baseline b.json: 1 entries updated, 3 kept, 0 added; nothing written for "
+        "2 test(s): traces not measured (missing hook)"
+    )
+
+
+def test_the_store_writes_nothing_for_a_merge_that_changes_nothing(tmp_path: Path) -> None:
+    off = {**HERE, "not_measured": {"traces": "jax_disable_jit is on", "compiles": "x"}}
+    run = RunRecord(environment=off, tests={"t::new": RecordedTest()})
+    how = Resave(Measured.of(off, "gate", "cpu"), Tolerances())
+    path = tmp_path / "baseline.json"
+    save_merged(path, run, how=how)
+    assert not path.exists()
+    base, _ = _save(None, _test(), HERE)
+    save(path, base)
+    before = path.stat().st_mtime_ns, path.read_bytes()
+    assert save_merged(path, run, how=how).tests.keys() == {"t::a"}
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == before
 
 
 # -- resolve -------------------------------------------------------------------------------

@@ -178,6 +178,25 @@ def test_merge_of_an_unchanged_shard_rewrites_nothing(
     assert [f.compile_s for f in merged.tests["t::a"].functions.values()] == [0.7]
 
 
+def test_merge_of_a_shard_run_with_jit_off_adds_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    why = "jax_disable_jit is on: jitted functions run op by op"
+    off = {**ENV, "not_measured": {"traces": why, "compiles": why}}
+    shard = _save(tmp_path / "a.json", off, **{"t::a": _rec(0), "t::new": _rec(0)})
+    out = tmp_path / "baseline.json"
+    code, stdout, _ = _main(capsys, "merge", shard, "-o", out)
+    assert code == 0 and not out.exists()
+    assert f"not merged: 2 test(s): traces and compiles not measured ({why})" in stdout
+    _save(out, ENV, **{"t::a": _rec(1)})
+    before = out.read_bytes()
+    code, stdout, _ = _main(capsys, "merge", shard, "-o", out)
+    assert code == 0 and out.read_bytes() == before
+    assert stdout.splitlines()[0].endswith(
+        "1 passed test (0 entries updated, 0 added, 1 as stored), 0 other entries kept, 1 in all"
+    )
+
+
 def test_merge_that_would_lose_a_stored_value_is_refused_and_writes_nothing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

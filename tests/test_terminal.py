@@ -10,6 +10,7 @@ from _records import RecordedTest, fn, rec
 from pytest_jaxperf.causes import SILENT_RECOMPILE
 from pytest_jaxperf.compare import COMPILE_TIME, Breach, Gating, Verdict, evaluate
 from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.report import terminal
 from pytest_jaxperf.report.summary import RunSummary
 from pytest_jaxperf.report.terminal import failure_text, summary_lines
 
@@ -234,7 +235,7 @@ def test_summary_marks_ungated_outcomes_and_unjudged_tests() -> None:
     assert cells["t::timing"][-2:] == ["=", "ok (not gated)"]
     assert cells["t::failed"][-2:] == ["-", "failed"]
     # Worded as in the markdown table and the tally ("1 reported only").
-    assert cells["t::saving"][-2:] == ["traces +1; compiles +1", "reported only"]
+    assert cells["t::saving"][-2:] == ["traces +1, compiles +1 (not gated)", "reported only"]
 
 
 def cells_of(line: str) -> list[str]:
@@ -246,6 +247,66 @@ def test_summary_growth_vs_baseline_ignores_limit_breaches() -> None:
     outcome = judge(current, rec(fn("f", "m.py:3", traces=2)), MarkerLimits(max_traces={"f": 1}))
     row = summary_lines({"t::a": current}, {"t::a": outcome})[1]
     assert "traces > limit; traces +1; compiles +1" in row
+
+
+def vs_baseline(current: RecordedTest, base: RecordedTest, outcome: Verdict) -> str:
+    """The "vs baseline" cell of the test's row, given its baseline entry."""
+    line = summary_lines({"t::a": current}, {"t::a": outcome}, {"t::a": base})[1]
+    return cells_of(line)[-2]
+
+
+def test_summary_shows_compile_time_growth_that_an_environment_difference_left_out() -> None:
+    base, current = rec(fn("f", "m.py:3", compile_s=0.04)), rec(fn("f", "m.py:3", compile_s=5.08))
+    outcome = judge(current, base, differences=("cpu_model a -> b",))
+    assert not outcome.breaches  # the verdict itself has only its note
+    assert vs_baseline(current, base, outcome) == "compile x127 (not gated)"
+    faster = rec(fn("f", "m.py:3", compile_s=0.6))
+    assert vs_baseline(current, faster, judge(current, faster, differences=("x",))) == (
+        "compile x8.5 (not gated)"
+    )
+    # Within the default tolerance: no finding to show, as if it had been gated.
+    near = rec(fn("f", "m.py:3", compile_s=0.06))
+    assert vs_baseline(near, base, judge(near, base, differences=("x",))) == "="
+
+
+def test_summary_shows_counts_that_were_not_measured_against_the_baseline() -> None:
+    """A baseline saved with jit off (0 traces), a run that traced 3 times with the baseline's
+    not-measured label: the counts' change is shown, not "=" ."""
+    base = rec(fn("f", "m.py:3", traces=0))
+    current = rec(fn("f", "m.py:3", traces=3))
+    why = {"traces": "jax_disable_jit is on", "compiles": "jax_disable_jit is on"}
+    outcome = evaluate(current, base, MarkerLimits(), Gating(DEFAULTS, not_measured=why))
+    assert vs_baseline(current, base, outcome) == "traces 0->3, compiles 0->3 (not gated)"
+
+
+def test_summary_shows_a_compile_time_breach_that_was_not_confirmed() -> None:
+    base, current = rec(fn("f", "m.py:3", compile_s=0.2)), rec(fn("f", "m.py:3", compile_s=1.3))
+    outcome = Verdict(
+        info=["compile time of all functions not confirmed: 1.300 s at first, ... : not failed"]
+    )
+    assert vs_baseline(current, base, outcome) == "compile x6.5 (not gated)"
+
+
+def test_summary_vs_baseline_puts_gated_changes_first_and_stays_short() -> None:
+    base = rec(*(fn(f"f{i}", f"m.py:{i}", compile_s=0.1) for i in range(3)))
+    current = rec(*(fn(f"f{i}", f"m.py:{i}", traces=2, compile_s=10.0) for i in range(3)))
+    outcome = judge(current, base, MarkerLimits(max_traces=1), differences=("x",))
+    cell = vs_baseline(current, base, outcome)
+    assert cell.startswith("traces > limit; traces +3; compiles +3; ")
+    assert cell.endswith("more") and len(cell) <= 60
+    # The first change alone, cut short where it is wider than the column.
+    assert terminal._capped(["x" * 80, "y"]) == "x" * 59 + "…"
+
+
+def test_summary_reads_the_baseline_only_for_verdicts_that_left_something_out() -> None:
+    class Unreadable(dict[str, RecordedTest]):
+        def get(self, *_: object) -> None:  # type: ignore[override]
+            raise AssertionError("read")
+
+    current = rec(fn("f", "m.py:3", traces=2))
+    outcome = judge(current, rec(fn("f", "m.py:3")))
+    line = summary_lines({"t::a": current}, {"t::a": outcome}, Unreadable())[1]
+    assert cells_of(line)[-2:] == ["traces +1; compiles +1", "REGRESSED"]
 
 
 # -- tally ------------------------------------------------------------------------------------

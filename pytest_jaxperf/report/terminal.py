@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..compare import COMPILE_TIME, JIT, SIZE_WORDS, Verdict
+from ..compare import COMPILE_TIME, JIT, SIZE_WORDS, Verdict, compile_seconds
+from ..config import Clock, Tolerances
+from ..confirmation import NOT_CONFIRMED
 from ..model import RecordedTest
+from ..storage.store import BaselineError
 from .summary import status_of
 from .wording import (
     benchmark_line,
@@ -67,23 +70,46 @@ def _size(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
-def _vs_baseline(verdict: Verdict) -> str:
+# The widest the "vs baseline" cell grows: the changes past it are counted, not listed.
+VS_BASELINE_WIDTH = 60
+NOT_GATED = " (not gated)"
+
+
+def _vs_baseline(
+    verdict: Verdict,
+    record: RecordedTest | None = None,
+    base: RecordedTest | None = None,
+    tol: Tolerances | None = None,
+) -> str:
+    """The test's changes against the baseline, the gated first, then those the verdict did
+    not gate marked `(not gated)` (an unmarked `=` beside a 127-fold compile time that only
+    an environment difference kept from failing would hide it), at most VS_BASELINE_WIDTH
+    characters."""
     parts: dict[str, str] = {}
+    ungated: dict[str, str] = {}
     for b in verdict.breaches:
+        into = parts if b.gated or b.against == "limit" else ungated
         if b.against == "limit":
-            parts.setdefault(f"{b.metric} > limit", "")
+            into.setdefault(f"{b.metric} > limit", "")
         elif b.metric == JIT:
-            parts[b.metric] = "no longer jitted"
+            into[b.metric] = "no longer jitted"
         elif b.metric == COMPILE_TIME or b.function is None:
-            parts[b.metric] = f"{b.metric} {change_text(b)}"
+            into[b.metric] = f"{b.metric} {change_text(b)}"
         else:
             grown = sum(
                 x.current - x.reference
                 for x in verdict.breaches
                 if x.metric == b.metric and x.function is not None and x.against == "baseline"
             )
-            parts.setdefault(b.metric, f"{b.metric} +{grown:g}")
-    text = "; ".join(value or key for key, value in parts.items())
+            into.setdefault(b.metric, f"{b.metric} +{grown:g}")
+    if record is not None and base is not None:
+        for metric, text in _left_out_changes(verdict, record, base, tol or Tolerances()):
+            if metric not in parts and metric not in ungated:
+                ungated[metric] = text
+    shown = [value or key for key, value in parts.items()]
+    if ungated:
+        shown += [", ".join(ungated.values()) + NOT_GATED]
+    text = _capped(shown)
     if not text and verdict.gone:
         text = "gone: " + ", ".join(fn.name for fn in verdict.gone)
     if not text and verdict.improvements:
@@ -91,17 +117,79 @@ def _vs_baseline(verdict: Verdict) -> str:
     return text or ("new" if verdict.status == "new" else "=")
 
 
+def _left_out_changes(
+    verdict: Verdict, record: RecordedTest, base: RecordedTest, tol: Tolerances
+) -> list[tuple[str, str]]:
+    """(metric, change) for each metric the verdict left out (a note, or a compile-time
+    breach not confirmed) whose value differs from the baseline entry's: counts first, as
+    they are exact, then compile time where the gate would have seen a change with `tol`
+    (the run's compile_rtol and floor: smaller moves are noise)."""
+    out = []
+    for metric in ("traces", "compiles"):
+        now, before = getattr(record, metric), getattr(base, metric)
+        if now != before and _noted(verdict, f"{metric} not measured"):
+            out.append((metric, f"{metric} {before}->{now}"))
+    # Left out for the machine or a breach not confirmed; not where compiles were not
+    # measured (jit off: nothing compiled, and the counts above say so).
+    compile_left_out = _noted(verdict, f"{COMPILE_TIME} not gated") or any(
+        line.startswith(f"{COMPILE_TIME} of") and NOT_CONFIRMED in line for line in verdict.info
+    )
+    if compile_left_out:
+        clock: Clock = "cpu" if None not in (record.total_cpu_s, base.total_cpu_s) else "wall"
+        now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock)
+        rtol, floor = tol.compile_rtol, tol.compile_floor
+        grew = now_s > before_s * (1 + rtol) and now_s - before_s > floor
+        shrank = now_s * (1 + rtol) < before_s and before_s - now_s > floor
+        if grew or shrank:
+            out.append((COMPILE_TIME, "compile " + _ratio(now_s, before_s)))
+    return out
+
+
+def _noted(verdict: Verdict, *starts: str) -> bool:
+    return any(note.startswith(starts) for note in verdict.notes)
+
+
+def _ratio(now: float, before: float) -> str:
+    """x127, x6.5, x0.25; seconds where the baseline's were 0."""
+    if before <= 0:
+        return f"0->{now:.2f}s"
+    r = now / before
+    return f"x{r:.0f}" if r >= 10 else f"x{r:.2g}" if r < 1 else f"x{r:.1f}"
+
+
+def _capped(parts: list[str], width: int = VS_BASELINE_WIDTH) -> str:
+    """The parts joined, as many as fit in `width` with a count of the rest; the first
+    (the most telling) always, cut short if it alone is too wide."""
+    text = "; ".join(parts)
+    if len(text) <= width:
+        return text
+    for n in range(len(parts) - 1, 0, -1):
+        text = "; ".join(parts[:n]) + f"; +{len(parts) - n} more"
+        if len(text) <= width:
+            return text
+    return parts[0][: width - 1] + "…"
+
+
 def summary_lines(
-    records: Mapping[str, RecordedTest], verdicts: Mapping[str, Verdict]
+    records: Mapping[str, RecordedTest],
+    verdicts: Mapping[str, Verdict],
+    baseline: Mapping[str, RecordedTest] | None = None,
+    tolerances: Tolerances | None = None,
 ) -> list[str]:
     """The summary table, a header and one line per test."""
-    return [line for line, _ in summary_rows(records, verdicts)]
+    return [line for line, _ in summary_rows(records, verdicts, baseline, tolerances)]
 
 
 def summary_rows(
-    records: Mapping[str, RecordedTest], verdicts: Mapping[str, Verdict]
+    records: Mapping[str, RecordedTest],
+    verdicts: Mapping[str, Verdict],
+    baseline: Mapping[str, RecordedTest] | None = None,
+    tolerances: Tolerances | None = None,
 ) -> list[tuple[str, str]]:
-    """The summary table's lines, each with its test's status ("" for the header)."""
+    """The summary table's lines, each with its test's status ("" for the header).
+    `baseline`, the entries the tests were compared with, shows the changes a verdict left
+    out (compile time where `tolerances` see one); it is read only for tests whose verdict
+    left something out."""
     header = (
         "test",
         "traces",
@@ -126,7 +214,9 @@ def summary_rows(
                 f"{rec.total_s:.3f} ({rec.trace_s:.3f}/{rec.lower_s:.3f}/{rec.compile_s:.3f})",
                 cpu_seconds(rec),
                 program_size(rec),
-                _vs_baseline(out) if out is not None else "-",
+                "-"
+                if out is None
+                else _vs_baseline(out, rec, _entry(baseline, nodeid, out), tolerances),
                 status,
             )
         )
@@ -139,6 +229,19 @@ def summary_rows(
         for row in rows
     ]
     return list(zip(lines, statuses))
+
+
+def _entry(
+    baseline: Mapping[str, RecordedTest] | None, nodeid: str, verdict: Verdict
+) -> RecordedTest | None:
+    """The test's baseline entry where its verdict left something out; a big baseline's
+    entries are read lazily, and the rest of the table needs none of them."""
+    if baseline is None or not (verdict.notes or verdict.info):
+        return None
+    try:
+        return baseline.get(nodeid)
+    except BaselineError:  # a broken entry failed its test already; the table goes on
+        return None
 
 
 # How the terminal marks each status, as pytest colours its own outcomes (red for what

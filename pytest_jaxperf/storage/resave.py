@@ -76,6 +76,10 @@ class Measured:
         for metric, why in skipped.items():
             kind = _KIND_OF_UNMEASURED.get(metric, COUNTS)
             missing.setdefault(kind, f"{metric} not measured: {why}")
+        counts = [m for m in ("traces", "compiles") if m in skipped]
+        if counts:  # both, for one reason, in one phrase (the save's line shows it)
+            whys = "; ".join(dict.fromkeys(skipped[m] for m in counts))
+            missing[COUNTS] = f"{' and '.join(counts)} not measured ({whys})"
         if COUNTS in missing:  # sizes and compile seconds are read from the same compiles
             missing.setdefault(SIZES, missing[COUNTS])
             missing.setdefault(COMPILE, missing[COUNTS])
@@ -107,12 +111,31 @@ class Tally:
     updated: int = 0
     kept: int = 0
     added: int = 0
+    # Passed tests of a run that measured no counts (jit off) whose entry the save neither
+    # added nor changed, and why: an entry of 0 traces labelled "not measured" would pass
+    # whatever the next run traces (counts are gated only where both sides measured them).
+    unmeasured: int = 0
+    why: str = ""
+
+    @property
+    def wrote_nothing(self) -> bool:
+        """Whether the run measured no counts and the save changed no entry: the file is
+        left as it was (not even written)."""
+        return bool(self.unmeasured) and not (self.updated or self.added)
 
     def line(self, path: str) -> str:
-        return (
+        if self.wrote_nothing:
+            return (
+                f"jaxperf: --jaxperf-save wrote nothing for {self.unmeasured} test(s) to "
+                f"{path}: {self.why}"
+            )
+        out = (
             f"jaxperf: baseline {path}: {self.updated} entries updated, {self.kept} kept, "
             f"{self.added} added"
         )
+        if self.unmeasured:
+            out += f"; nothing written for {self.unmeasured} test(s): {self.why}"
+        return out
 
 
 @dataclass
@@ -141,6 +164,8 @@ class Resave:
                     entries[nodeid] = (None, old.environment)
                 else:
                     entries[nodeid] = (old.tests[nodeid], old.environment_of(nodeid))
+        counted = self.measured.has(COUNTS)
+        self.tally.why = self.measured.missing.get(COUNTS, "")
         for nodeid, rec in sorted(run.tests.items()):
             if rec.outcome != "passed":
                 continue
@@ -148,8 +173,11 @@ class Resave:
                 # A run's re-measurement judged that run's breach; a baseline holds none.
                 rec = dataclasses.replace(rec, confirmation=None)
             if nodeid not in entries:
-                entries[nodeid] = (rec, run.environment)
-                self.tally.added += 1
+                if counted:
+                    entries[nodeid] = (rec, run.environment)
+                    self.tally.added += 1
+                else:
+                    self.tally.unmeasured += 1
                 continue
             stored, where = entries[nodeid]
             if stored is None:
@@ -158,7 +186,12 @@ class Resave:
             if merged is not None:
                 entries[nodeid] = merged
                 self.tally.updated += 1
+            elif not counted:
+                self.tally.unmeasured += 1
         self.tally.kept = len(old.tests) - self.tally.updated if old else 0
+        if self.tally.wrote_nothing:
+            # The file as it was, the very object: the store then writes nothing.
+            return old if old is not None else RunRecord(dict(run.environment), {})
         environment = _file_environment(
             [env for _, env in entries.values()],
             old.environment if old else None,

@@ -169,15 +169,21 @@ def merge_into(
             result = how(result, shard.run)
             tally.updated += how.tally.updated
             tally.added += how.tally.added
+            tally.unmeasured += how.tally.unmeasured
+            tally.why = tally.why or how.tally.why
         if result is None:  # no shard, and no file: load_shards refuses that earlier
             raise BaselineError(f"{path}: nothing to merge; {FIX_SHARD}")
-        save(path, result)
+        if not tally.wrote_nothing:  # shards that measured no counts (jit off) change nothing
+            save(path, result)
     outcomes = {n: rec.outcome for shard in shards for n, rec in shard.run.tests.items()}
     return Merged(
         path=path,
         shards=list(shards),
         result=result,
-        written=sorted(n for n, outcome in outcomes.items() if outcome == "passed"),
+        # A test new to the file from a shard that measured no counts is not added.
+        written=sorted(
+            n for n, outcome in outcomes.items() if outcome == "passed" and n in result.tests
+        ),
         left_out={n: o for n, o in sorted(outcomes.items()) if o != "passed"},
         tally=tally,
     )
@@ -196,6 +202,8 @@ def merge_lines(merged: Merged) -> list[str]:
         f"{m.kept} other entr{'ies' if m.kept != 1 else 'y'} kept, "
         f"{len(m.result.tests)} in all"
     ]
+    if m.tally.unmeasured:
+        lines.append(f"not merged: {m.tally.unmeasured} test(s): {m.tally.why}")
     shard_of = {nodeid: s.path for s in m.shards for nodeid in s.run.tests}
     for nodeid, outcome in m.left_out.items():
         before = "its entry there is kept" if nodeid in m.result.tests else "it has no entry"

@@ -323,13 +323,15 @@ def save_merged(
     keep each other's entries; `known`, the file as the run read it at its start, stands in
     for reading it again when its stamp says it is still that version. `how` merges (the
     save's is `resave.Resave`). A file that became unreadable meanwhile raises BaselineError
-    and is left as it is; so does a merge that raises it."""
+    and is left as it is; so does a merge that raises it. A merge that returns the file as
+    read (the same object), or no entries where there was no file, writes nothing."""
     from .outputs import locked
 
     with locked(path):
         old = known.run if known is not None and known.stamp == stamp_of(path) else load(path)
         merged = how(old, run)
-        save(path, merged)
+        if merged is not old and (old is not None or merged.tests):
+            save(path, merged)
     return merged
 
 
