@@ -48,10 +48,13 @@ RESCALE_HINT = (
 # a benchmark's breach keeps the field's name (`jaxpr_eqns of benchmark 'b'`), as its marker
 # limit and its program metrics do.
 SIZE_WORDS = {
-    "jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops", "xla_ops": "optimized HLO ops"
+    "jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops", "xla_ops": "optimized HLO ops",
+    "trace_eqns": "traced jaxpr equations",
 }  # fmt: skip
 # What each size is summed over: a retrace or recompile is compared per one of these.
-_SIZE_UNIT = {"jaxpr_eqns": "lowerings", "hlo_ops": "lowerings", "xla_ops": "compiles"}
+_SIZE_UNIT = {
+    "jaxpr_eqns": "lowerings", "hlo_ops": "lowerings", "xla_ops": "compiles", "trace_eqns": "traces"
+}  # fmt: skip
 
 
 # A test's verdict, in the words every report shows (terminal, markdown, HTML, JUnit and
@@ -371,7 +374,9 @@ def evaluate(
 
 # What of a function, or of a test's totals, the counts and sizes compare: where all are the
 # same as in the baseline entry, neither gives a finding.
-_SHAPE = operator.attrgetter("traces", "compiles", "lowerings", "jaxpr_eqns", "hlo_ops", "xla_ops")
+_SHAPE = operator.attrgetter(
+    "traces", "compiles", "lowerings", "jaxpr_eqns", "hlo_ops", "xla_ops", "trace_eqns"
+)
 
 
 def _unchanged(record: RecordedTest, base: RecordedTest, gating: Gating) -> bool:
@@ -520,31 +525,36 @@ def _sizes_vs_baseline(
     """The jaxpr equations and StableHLO ops each function lowered, against its baseline
     entry: deterministic for a jax, jaxlib, backend and x64 setting, whatever the CPU, so
     gated with static_rtol wherever those match. A function new to the baseline is left to
-    the counts (its traces and compiles already fail)."""
+    the counts (its traces and compiles already fail). The jaxpr equations of its top-level
+    traces gate a function that did not lower on both sides (eval_shape, make_jaxpr);
+    where it did, its lowerings' equations already do."""
     if PROGRAM_SIZE in gating.skipped:
         return
     if gating.static_differences:
         _note(verdict, _static_note(gating))
         return
     rtol = gating.tol.static_rtol
-    unmeasured = set()
+    # Per size: where it was not measured ("the baseline", "this run").
+    unmeasured: dict[str, set[str]] = {}
     for key, fn in sorted(record.functions.items()):
         old = matched.get(key)
         if old is None:
             continue
-        sizes = (fn.jaxpr_eqns, fn.hlo_ops, fn.xla_ops, fn.lowerings, fn.compiles)
-        if None not in sizes and sizes == (
-            old.jaxpr_eqns,
-            old.hlo_ops,
-            old.xla_ops,
-            old.lowerings,
-            old.compiles,
-        ):
+        sizes = _SIZES_OF(fn)
+        if None not in sizes and sizes == _SIZES_OF(old):
             continue  # the same sizes of as many programs: neither grown nor shrunk
         for metric, words in SIZE_WORDS.items():
             now, before = getattr(fn, metric), getattr(old, metric)
+            if metric == "trace_eqns" and (
+                _lowered(fn) and _lowered(old) or now == 0 or "traces" in gating.skipped
+            ):
+                # Gated through its lowerings' equations; or no top-level trace now (a
+                # nested jit, whose equations are its outer's); or traces not seen, and so
+                # neither their sizes: nothing to gate.
+                continue
             if now is None or before is None:
-                unmeasured.add("the baseline" if before is None else "this run")
+                where = "the baseline" if before is None else "this run"
+                unmeasured.setdefault(metric, set()).add(where)
                 continue
             # A retrace or recompile is the counts' finding: where their number changed, the
             # sizes are compared per one, so that one more of the same program is not "growth".
@@ -563,13 +573,30 @@ def _sizes_vs_baseline(
                 ))  # fmt: skip
             elif now * (1 + rtol) < before:
                 verdict.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
-    if not unmeasured:
-        _size_totals_vs_baseline(verdict, record, base, matched, gating)
-    if "the baseline" in unmeasured:
+    lowered = {m: w for m, w in unmeasured.items() if m != "trace_eqns"}
+    if not lowered:
+        _size_totals_vs_baseline(verdict, record, base, matched, gating, set(unmeasured))
+    if any("the baseline" in w for w in lowered.values()):
         _note(verdict, _NO_SIZES)
-    if "this run" in unmeasured:
+    if any("this run" in w for w in lowered.values()):
         _note(verdict, Note("program sizes not gated: this run has none (the lowered program "
                             "was not read)", "not_measured"))  # fmt: skip
+    traced = unmeasured.get("trace_eqns", set())
+    if "the baseline" in traced:
+        _note(verdict, _NO_TRACE_SIZES)
+    if "this run" in traced:
+        _note(verdict, Note("traced jaxpr equations not gated: this run has none (the traced "
+                            "program was not read)", "not_measured"))  # fmt: skip
+
+
+# The sizes `_sizes_vs_baseline` compares, and the numbers of programs they are summed over.
+_SIZES_OF = operator.attrgetter(*SIZE_WORDS, "lowerings", "compiles", "traces")
+
+
+def _lowered(counts: Counts) -> bool:
+    """Whether the function (or test) lowered a program whose equations were counted: its
+    traced equations are then gated through the lowerings'."""
+    return counts.lowerings > 0 and counts.jaxpr_eqns is not None
 
 
 def _size_totals_vs_baseline(
@@ -578,13 +605,21 @@ def _size_totals_vs_baseline(
     base: RecordedTest,
     matched: Mapping[str, FunctionRecord],
     gating: Gating,
+    unmeasured: set[str],
 ) -> None:
     """The test's program sizes summed over its functions, new ones included (a jax.jit
     inside a loop adds functions no baseline entry matches), by each function's rule: over
-    static_rtol, per lowering (per compile) where their number changed, is a breach. Left
-    to a function's own breach of the same size where there is one."""
+    static_rtol, per lowering (per compile, per trace) where their number changed, is a
+    breach. Left to a function's own breach of the same size where there is one; traced
+    equations to the lowered ones where the test lowered on both sides; `unmeasured` sizes
+    (of some function) left out."""
     rtol = gating.tol.static_rtol
     for metric, words in SIZE_WORDS.items():
+        if metric in unmeasured or (
+            metric == "trace_eqns"
+            and (_lowered(record) and _lowered(base) or "traces" in gating.skipped)
+        ):
+            continue
         if any(b.metric == words and b.function is not None for b in verdict.breaches):
             continue
         now, before = getattr(record, metric), getattr(base, metric)
@@ -610,6 +645,13 @@ def _size_totals_vs_baseline(
 _NO_SIZES = Note(
     "program sizes not gated: the baseline has none (saved before pytest-jaxperf/4; re-save it "
     "with --jaxperf-save)",
+    "baseline_incomplete",
+)
+
+
+_NO_TRACE_SIZES = Note(
+    "traced jaxpr equations not gated: the baseline has none (saved before pytest-jaxperf/5; "
+    "re-save it with --jaxperf-save)",
     "baseline_incomplete",
 )
 
@@ -768,15 +810,21 @@ def _size_limits(
                 )  # fmt: skip
                 continue
             sizes = [getattr(record, metric)] if whole_test else [getattr(f, metric) for f in fns]
+            words = SIZE_WORDS[metric]
+            if metric == "jaxpr_eqns" and "traces" not in gating.skipped:
+                # A function that did not lower (eval_shape, make_jaxpr) is limited by the
+                # equations it traced (not where traces, and so their sizes, were not seen).
+                sizes = [f.jaxpr_eqns if _lowered(f) else f.trace_eqns for f in fns]
+                if fns and not any(map(_lowered, fns)):
+                    words = SIZE_WORDS["trace_eqns"]
             if None in sizes:
-                _note(verdict, Note(f"{SIZE_WORDS[metric]} not measured for this test: "
-                                    f"max_{metric} not applied to its functions",
-                                    "not_measured"))  # fmt: skip
+                _note(verdict, Note(f"{words} not measured for this test: max_{metric} not "
+                                    "applied to its functions", "not_measured"))  # fmt: skip
                 continue
             current = float(sum(sizes))
             if current > value:
                 verdict.breaches.append(Breach(
-                    metric=SIZE_WORDS[metric],
+                    metric=words,
                     function=fns[0] if len(fns) == 1 and not whole_test else None,
                     reference=value, current=current, against="limit",
                 ))  # fmt: skip

@@ -11,13 +11,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
-SCHEMA = "pytest-jaxperf/4"
+SCHEMA = "pytest-jaxperf/5"
 # Every schema the reader loads: /1 has no CPU seconds (they read as None: not measured);
 # /1 and /2 have no per-entry environments (every entry has the file's); /1 to /3 have no
-# program sizes of the recorded functions (None: not measured).
-READABLE_SCHEMAS = ("pytest-jaxperf/1", "pytest-jaxperf/2", "pytest-jaxperf/3", SCHEMA)
+# program sizes of the recorded functions (None: not measured); /1 to /4 have no traced
+# jaxpr equations (`trace_eqns`, None).
+READABLE_SCHEMAS = (
+    "pytest-jaxperf/1", "pytest-jaxperf/2", "pytest-jaxperf/3", "pytest-jaxperf/4", SCHEMA
+)  # fmt: skip
 _WITHOUT_CPU_SECONDS = "pytest-jaxperf/1"
 _WITHOUT_SIZES = frozenset(READABLE_SCHEMAS[:3])
+_WITHOUT_TRACE_EQNS = frozenset(READABLE_SCHEMAS[:4])
 
 # What the self-check and the verdicts call the lowered programs' sizes (SIZE_FIELDS) when
 # they cannot be read.
@@ -50,7 +54,8 @@ def _cpu_seconds() -> Any:
 
 
 def _size() -> Any:
-    # None where not measured (files older than /4, a lowering whose program was not found).
+    # None where not measured (files older than /4, or /5 for trace_eqns; a program that was
+    # not found).
     return field(default=0, metadata={"json": _SIZE})
 
 
@@ -59,7 +64,9 @@ class Counts:
     """Traces, lowerings, backend compiles and their seconds for one function or a total;
     and the size of the programs: jaxpr equations (recursive) and operations of the
     StableHLO module handed to XLA, summed over the lowerings; HLO instructions of what XLA
-    made of them (`xla_ops`, after its passes), summed over the compiles."""
+    made of them (`xla_ops`, after its passes), summed over the compiles; jaxpr equations
+    of the top-level jit traces (`trace_eqns`, counted as the lowerings' are), summed over
+    those traces: the size of a program only traced (eval_shape, make_jaxpr)."""
 
     traces: int = _count()
     lowerings: int = _count()
@@ -74,6 +81,7 @@ class Counts:
     jaxpr_eqns: int | None = _size()
     hlo_ops: int | None = _size()
     xla_ops: int | None = _size()
+    trace_eqns: int | None = _size()
 
     @property
     def total_s(self) -> float:
@@ -501,7 +509,8 @@ def _numbers_of(data: Any, where: str, schema: str) -> tuple[Any, ...]:
     version writes it passes one check of all values together; anything else (CPU seconds
     not measured, a wrong value, a field missing) is read value by value. Every field is
     required (a missing one would read as 0 and then be gated as "baseline 0 -> now 1"),
-    but CPU seconds in a /1 file and sizes in files before /4, which have none."""
+    but CPU seconds in a /1 file, sizes in files before /4 and traced equations in files
+    before /5, which have none."""
     if type(data) is not dict:
         raise FormatError(f"{where}: expected an object, got {type(data).__name__}")
     try:
@@ -514,6 +523,8 @@ def _numbers_of(data: Any, where: str, schema: str) -> tuple[Any, ...]:
         data = {**dict.fromkeys(CPU_FIELDS), **data}
     if schema in _WITHOUT_SIZES:
         data = {**dict.fromkeys(SIZE_FIELDS), **data}
+    elif schema in _WITHOUT_TRACE_EQNS:
+        data = {"trace_eqns": None, **data}
     return tuple(read(_required(data, name, where), where, name) for name, read in _NUMBER_READERS)
 
 

@@ -258,7 +258,8 @@ def test_show_prints_the_table_and_details(
     assert f"{REGRESSED} (passed)" in lines
     assert (
         "  step at pkg/sim.py:12: traces=2 lowerings=2 compiles=2 cache_hits=0 "
-        "trace=0.010s lower=0.010s compile=0.100s cpu=0.120s jaxpr_eqns=0 hlo_ops=0 xla_ops=0"
+        "trace=0.010s lower=0.010s compile=0.100s cpu=0.120s jaxpr_eqns=0 hlo_ops=0 xla_ops=0 "
+        "trace_eqns=0"
     ) in lines
     assert "      retrace: x: f32[3] -> f32[4]" in lines
     loaded = store.load(run_path)

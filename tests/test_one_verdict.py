@@ -23,7 +23,7 @@ pytestmark = pytest.mark.jax_internals
 
 # Each scenario switched by REGRESS=1: a retrace, a trace-only test over its limit, a
 # compiled test over its limit (confirmed by real recompiles), an unrolled loop's growth,
-# an unchanged test, and a test whose only finding is an environment note.
+# an unchanged test, and a shape check (eval_shape only) of a loop unrolled 30x longer.
 SCENARIOS = """
 import os
 import jax
@@ -71,6 +71,14 @@ def test_sizes():
 
 def test_unchanged():
     f(jnp.ones(5))
+
+def step(x):
+    for _ in range(300 if REGRESS else 10):
+        x = jnp.sin(x)
+    return x
+
+def test_shape_only():
+    jax.eval_shape(jax.jit(step), jnp.ones(3))
 """
 
 
@@ -93,7 +101,7 @@ def test_the_plugin_and_compare_give_every_test_the_same_verdict(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     jp.makepyfile(test_scenarios=SCENARIOS)
-    jp.runpytest("--jaxperf-all", "--jaxperf", "--jaxperf-save").assert_outcomes(passed=3, failed=2)
+    jp.runpytest("--jaxperf-all", "--jaxperf", "--jaxperf-save").assert_outcomes(passed=4, failed=2)
     monkeypatch.setenv("REGRESS", "1")
     result = jp.runpytest(
         "--jaxperf-all", "--jaxperf", "--jaxperf-json=run.json", "--junitxml=junit.xml"
@@ -105,6 +113,7 @@ def test_the_plugin_and_compare_give_every_test_the_same_verdict(
         "test_limit_compiled": "OVER LIMIT",
         "test_sizes": "REGRESSED",
         "test_unchanged": "ok",
+        "test_shape_only": "REGRESSED",
     }
     # The compiled test's limit breach was confirmed by real recompiles, and the run file
     # holds what they measured.

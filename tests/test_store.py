@@ -228,14 +228,15 @@ def test_every_object_has_sorted_keys(make: Any) -> None:
 def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     lines = dumps(full_report()).splitlines()
     assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
-    assert '  "schema": "pytest-jaxperf/4",' in lines
+    assert '  "schema": "pytest-jaxperf/5",' in lines
     assert '    "tests/test_a.py::test_x": {' in lines
     assert '      "traces": 3,' in lines
     assert '      "compile_s": 1.125,' in lines
     assert (
         '      "eager": {"cache_hits": 0, "compile_cpu_s": 0.0, "compile_s": 0.174, '
         '"compiles": 7, "hlo_ops": 0, "jaxpr_eqns": 0, "lower_cpu_s": 0.0, "lower_s": 0.0, '
-        '"lowerings": 7, "trace_cpu_s": 0.0, "trace_s": 0.0, "traces": 0, "xla_ops": 0},'
+        '"lowerings": 7, "trace_cpu_s": 0.0, "trace_eqns": 0, "trace_s": 0.0, "traces": 0, '
+        '"xla_ops": 0},'
     ) in lines
     assert (
         '        "integrate at pkg/ode.py:42": {"cache_hits": 1, "compile_cpu_s": 0.0, '
@@ -243,8 +244,8 @@ def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
         '"lower_s": 0.023456, '
         '"lowerings": 3, "name": "integrate", '
         '"retrace_reasons": ["x: f32[3] -> f32[4]", "static argument n: 2 -> 3"], '
-        '"site": "pkg/ode.py:42", "trace_cpu_s": 0.0, "trace_s": 0.012345, "traces": 2, '
-        '"xla_ops": 0}'
+        '"site": "pkg/ode.py:42", "trace_cpu_s": 0.0, "trace_eqns": 0, "trace_s": 0.012345, '
+        '"traces": 2, "xla_ops": 0}'
     ) in lines
     assert '        "step": {' in lines
     assert '          "first_call_s": 0.31,' in lines
@@ -531,7 +532,7 @@ BROKEN_FILES = [
     pytest.param(
         json.dumps({"schema": "pytest-benchmark/4", "tests": {}}),
         "schema: expected one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', "
-        "'pytest-jaxperf/4', got 'pytest-benchmark/4'",
+        "'pytest-jaxperf/4', 'pytest-jaxperf/5', got 'pytest-benchmark/4'",
         id="wrong-schema",
     ),
     pytest.param(json.dumps({"tests": {}}), "got None", id="no-schema"),

@@ -11,6 +11,8 @@ jax >= 0.9.0 (checked to 0.10.2; 0.11 read from its source): `_TraceToJaxpr`
   jax >= 0.11 (`_TraceToJaxprNocache`): the event fires in `pe.trace_to_jaxpr_nocache`,
   which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down
   (checked on jax 0.11.2);
+- traced programs: the top-level jit trace's jaxpr, local `jaxpr` of `_trace_for_jit` when
+  it emits the trace-duration event (top-level traces only, trace cache hits too);
 - causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`; on jax >= 0.11,
   which cannot explain a changed static argument, the keys' `FTStatic` values compared here;
 - eviction: `evict_weakref` per function on every listable cache in `util._caches`,
@@ -24,6 +26,9 @@ jax 0.6.0 - 0.8.x: `_CreatePjitJaxpr`
   (`jax_pmap_shmap_merge` off, the 0.6/0.7 default) traces in `pxla.stage_parallel_callable`
   under the `lu.cache`d `parallel_callable`, seen through the `jax.monitoring`
   trace-duration event;
+- traced programs: local `jaxpr` of either frame at that event (an open Jaxpr; not checked
+  on these versions: not found reads as not measured), top-level when the current trace is
+  an EvalTrace;
 - causes: the `lu.cache` keys (transforms, params, in_type, args, trace context) diffed
   here, in jax >= 0.9's wording (JAX's own `pjit.explain_tracing_cache_miss` only logs);
   the trace context is a bare tuple there, so config options are named from a snapshot of
@@ -460,6 +465,38 @@ def traced_for_jit() -> tuple[Any, Any, tuple[Any, ...]] | None:
     return _hooks().traced_for_jit()
 
 
+@dataclass(frozen=True)
+class TracedProgram:
+    """What a jit trace has in hand when its duration event is emitted: the jaxpr it traced
+    (a ClosedJaxpr, or an open Jaxpr on jax 0.6 - 0.8; None where not found: not measured)."""
+
+    jaxpr: Any
+    # Traced outside any other trace: a nested trace's equations are in its outer's.
+    top_level: bool
+    # Whether the event is emitted for real traces only (the lu.cache'd frames of jax
+    # 0.6 - 0.8). jax >= 0.9 emits it around a call of the trace cache, hit or miss.
+    misses_only: bool
+
+
+def traced_program() -> TracedProgram:
+    """The program of the jit trace whose duration event is being emitted: the local
+    `jaxpr` of `_trace_for_jit` (jax >= 0.9), of `_create_pjit_jaxpr` or of the pre-merge
+    pmap's `stage_parallel_callable` (jax 0.6 - 0.8), assigned inside the timed block."""
+    return _hooks().traced_program()
+
+
+def _jaxpr_local(frame: FrameType | None, name: str) -> Any:
+    """A frame's local `name` when it is a (Closed)Jaxpr, else None (not found)."""
+    value = None if frame is None else frame.f_locals.get(name)
+    return value if hasattr(getattr(value, "jaxpr", value), "eqns") else None
+
+
+def _top_level() -> bool:
+    from jax._src import core
+
+    return isinstance(core.trace_ctx.trace, core.EvalTrace)
+
+
 def is_jit_wrapper(fun: Any) -> bool:
     """A jitted callable handed to another trace (`make_jaxpr(jitted)`): tracing it only
     calls the jit, which traces (or finds cached) its own function."""
@@ -713,6 +750,9 @@ class _HookSet:
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         raise NotImplementedError
 
+    def traced_program(self) -> TracedProgram:
+        raise NotImplementedError
+
     def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         raise NotImplementedError
 
@@ -876,6 +916,13 @@ class _TraceToJaxpr(_HookSet):
         if frame is None:
             return None
         return frame.f_locals.get("fun"), frame.f_locals.get("dbg"), static_args(frame)
+
+    def traced_program(self) -> TracedProgram:
+        # The event fires only for top-level traces (`core.trace_state_clean()`), after
+        # `jaxpr, out_avals = pe.trace_to_jaxpr(...)` inside the timed block; also when the
+        # trace cache hit (a new jax.jit object of a function traced before).
+        frame = find_frame("_trace_for_jit", start=4)
+        return TracedProgram(_jaxpr_local(frame, "jaxpr"), _top_level(), misses_only=False)
 
     def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         from jax._src import util
@@ -1100,6 +1147,13 @@ class _CreatePjitJaxpr(_HookSet):
             getattr(wrapped, "debug_info", None),
             _wrapped_static(key),
         )
+
+    def traced_program(self) -> TracedProgram:
+        # Both frames trace inside their lu.cache'd function (a miss), nested jits included:
+        # the current trace tells those apart. Written from the frames' layout at 0.6 - 0.8
+        # (not run here): a local not found reads as not measured, never as 0.
+        frame = _nearest(("stage_parallel_callable", "_create_pjit_jaxpr"), start=4)
+        return TracedProgram(_jaxpr_local(frame, "jaxpr"), _top_level(), misses_only=True)
 
     def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         from jax._src import util

@@ -45,6 +45,17 @@ def size(lowering: hooks.Lowering) -> tuple[int | None, int | None]:
     return eqns, ops
 
 
+def traced_eqns(jaxpr: Any) -> int | None:
+    """Equations of a traced jaxpr, as a lowering's are counted; None where it was not found
+    or could not be walked (not measured, never 0)."""
+    if jaxpr is None:
+        return None
+    try:
+        return count_eqns(jaxpr)
+    except Exception:  # an unexpected object in the frame: not measured
+        return None
+
+
 def xla_ops(executable: Any) -> int | None:
     """HLO instructions of a compiled executable after XLA's passes (every computation:
     fusions and loop bodies included); None where the backend does not expose its modules."""

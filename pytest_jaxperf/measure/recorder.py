@@ -226,6 +226,13 @@ class Scope:
             target.trace_s += seconds
             target.trace_cpu_s = _plus(target.trace_cpu_s, cpu)
 
+    def on_traced_program(self, ident: Identity | None, eqns: int | None) -> None:
+        """The jaxpr equations of one top-level trace (None: not read): a test that only
+        traces (eval_shape, make_jaxpr) is size-gated on these."""
+        with self._lock:
+            target = self._target(ident)
+            target.trace_eqns = _plus(target.trace_eqns, eqns)
+
     def on_lowering(
         self,
         ident: Identity | None,
@@ -466,12 +473,15 @@ class Recorder:
                 self._aliases[str(src)] = ident
         return ident
 
-    def _identified_at_end(self, fun: Any, dbg: Any, static: tuple[Any, ...]) -> Identity | None:
-        """`_identify` of a trace that is ending: what its start found, where it saw it."""
+    def _identified_at_end(
+        self, fun: Any, dbg: Any, static: tuple[Any, ...]
+    ) -> tuple[Identity | None, bool]:
+        """`_identify` of a trace that is ending: what its start found, where it saw it; and
+        whether its start was seen (a real trace, not a hit of JAX's trace cache)."""
         seen = self._identified.pop((id(fun), id(dbg)), None)
         if seen is not None and _same(seen[0], fun) and seen[1] == tuple(map(id, static)):
-            return seen[2]
-        return self._identify(fun, dbg, static)
+            return seen[2], True
+        return self._identify(fun, dbg, static), False
 
     def _lowered(self, jaxpr: Any) -> Identity | None:
         fun = hooks.jitted_callable()
@@ -615,8 +625,13 @@ class Recorder:
     ) -> None:
         if event == hooks.TRACE_EVENT:
             traced = hooks.traced_for_jit()
-            ident = None if traced is None else self._identified_at_end(*traced)
+            ident, started = (None, False) if traced is None else self._identified_at_end(*traced)
             scope.on_trace_time(ident, duration_secs, cpu)
+            if traced is not None:
+                program = hooks.traced_program()
+                # A trace cache hit emits the event too: only real traces add their size.
+                if program.top_level and (started or program.misses_only):
+                    scope.on_traced_program(ident, program_metrics.traced_eqns(program.jaxpr))
         elif event == hooks.LOWER_EVENT:
             lowering = hooks.lowering()
             lowered = self._lowered(lowering.jaxpr)
@@ -808,6 +823,13 @@ class Recorder:
             problems["compiles"] = (
                 "a probe function's lowering/compile was not counted (lowerings, compiles: "
                 f"{_probe_counts(counted, 'lowerings')}, {_probe_counts(counted, 'compiles')})"
+            )
+        if "traces" not in problems and first and first.trace_eqns not in (None, _PROBE_EQNS):
+            # Not found reads as not measured; a wrong count must not be gated. (Where traces
+            # are not seen, neither are their sizes: the verdicts leave both out.)
+            problems[PROGRAM_SIZE] = (
+                f"the probe's traced jaxpr equations read {first.trace_eqns}, expected "
+                f"{_PROBE_EQNS}"
             )
         if "compiles" not in problems and not (
             first

@@ -33,8 +33,10 @@ def instructions(value: float) -> str:
 
 
 _SIZES = frozenset(SIZE_WORDS.values())
-# The program-size column of the markdown and HTML tables.
-SIZE_HEADER = " / ".join(SIZE_WORDS.values())
+# The program-size column of the tables: the lowered programs' sizes (a test that only
+# traced shows its traced equations there instead, see `program_size`).
+_LOWERED_SIZES = ("jaxpr_eqns", "hlo_ops", "xla_ops")
+SIZE_HEADER = " / ".join(SIZE_WORDS[name] for name in _LOWERED_SIZES)
 
 
 def cpu_seconds(counts: Counts) -> str:
@@ -44,9 +46,13 @@ def cpu_seconds(counts: Counts) -> str:
 
 
 def program_size(counts: Counts) -> str:
-    """'jaxpr equations / StableHLO ops / optimized HLO ops', '-' for one not measured."""
+    """'jaxpr equations / StableHLO ops / optimized HLO ops', '-' for one not measured; where
+    nothing was lowered but something traced (eval_shape, make_jaxpr), '1,234 traced' (the
+    traced jaxpr equations, gated in their place)."""
+    if not counts.lowerings and counts.trace_eqns:
+        return f"{counts.trace_eqns:,} traced"
     return " / ".join(
-        "-" if (v := getattr(counts, name)) is None else f"{v:,}" for name in SIZE_WORDS
+        "-" if (v := getattr(counts, name)) is None else f"{v:,}" for name in _LOWERED_SIZES
     )
 
 
