@@ -12,6 +12,12 @@ REDEFINED = (
     "function re-defined on every call (jit inside a loop?): a new {name} object was traced; "
     "create and jit it once, outside the loop"
 )
+# A new callable that wraps the function traced before, or is wrapped by it (`kf(x)`, then
+# `jax.jit(jax.vmap(kf))(xs)`): another program of the same function, not a re-definition.
+WRAPPER = (
+    "traced for another wrapper of {name} (jax.jit of a vmap, grad, partial or decorator "
+    "around it, or the function it wraps): a program of its own"
+)
 SILENT_RECOMPILE = (
     "recompiled without a retrace (argument device, sharding or committed-ness changed, "
     "or an eager grad/vmap of the jitted function)"

@@ -48,6 +48,9 @@ class JaxPerfSession:
         # Listener failures are swallowed (never raised into the user's code): shown instead.
         self.listener_errors: dict[str, int] = {}
         self.foreign_events: dict[str, int] = {}
+        # Per test: the lines naming work not charged to it (a fixture's functions compiled
+        # again after jax.clear_caches() in an earlier test).
+        self.rewarmed: dict[str, list[str]] = {}
         # Metrics the start-up self-check found this JAX cannot be counted on for, and why.
         self.not_measured: dict[str, str] | None = None
         # Why CPU dispatch was left asynchronous for the CPU runtime clock, if it was.
@@ -354,6 +357,8 @@ class JaxPerfSession:
                     self.listener_errors[item.nodeid] = scope.listener_errors
                 if scope.foreign_events:
                     self.foreign_events[item.nodeid] = scope.foreign_events
+                if scope.rewarmed:
+                    self.rewarmed[item.nodeid] = scope.rewarm_lines()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -402,6 +407,8 @@ class JaxPerfSession:
                 f"\nnot charged: {self.foreign_events[item.nodeid]} JAX event(s) on threads "
                 "started before this test"
             )
+        for line in self.rewarmed.get(item.nodeid, ()):
+            section += f"\n{line}"
         from .measure.recorder import RECORDER
 
         section += f"\nsources: {RECORDER.sources()}"

@@ -11,6 +11,8 @@ jax >= 0.9.0 (checked to 0.10.2; 0.11 read from its source): `_TraceToJaxpr`
   jax >= 0.11 (`_TraceToJaxprNocache`): the event fires in `pe.trace_to_jaxpr_nocache`,
   which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down
   (checked on jax 0.11.2);
+- traces under way around a nested one: local `fun` of the frames of the same function
+  (`trace_to_jaxpr`, or `trace_to_jaxpr_nocache` on jax >= 0.11) further up the stack;
 - traced programs: the top-level jit trace's jaxpr, local `jaxpr` of `_trace_for_jit` when
   it emits the trace-duration event (top-level traces only, trace cache hits too);
 - causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`; on jax >= 0.11,
@@ -25,7 +27,8 @@ jax 0.6.0 - 0.8.x: `_CreatePjitJaxpr`
   `key` and the function's earlier keys (`cache`). The pre-merge pmap
   (`jax_pmap_shmap_merge` off, the 0.6/0.7 default) traces in `pxla.stage_parallel_callable`
   under the `lu.cache`d `parallel_callable`, seen through the `jax.monitoring`
-  trace-duration event;
+  trace-duration event; the traces under way around a nested one: the `_create_pjit_jaxpr`
+  frames further up (not checked on these versions);
 - traced programs: local `jaxpr` of either frame at that event (an open Jaxpr; not checked
   on these versions: not found reads as not measured), top-level when the current trace is
   an EvalTrace;
@@ -98,6 +101,10 @@ class TraceCall:
     # keys are its earlier traces' (looked up, not copied: see `miss_explanation`).
     key: Any = None
     cached: dict[Any, Any] | None = field(default=None, compare=False)
+    # The callables of the traces under way around this one on its thread, innermost first
+    # (empty for a top-level trace): `jax.jit(jax.vmap(jitted))` traces `jitted`'s function
+    # inside the trace of vmap's wrapper around it (see `enclosing_traces`).
+    enclosing: tuple[Any, ...] = field(default=(), compare=False)
 
 
 def jax_version() -> str:
@@ -383,6 +390,41 @@ def miss_explanation(call: TraceCall, previous: Any | None) -> tuple[bool, str |
 def cache_key(call: TraceCall) -> Any:
     """What `miss_explanation` compares against on this function's next trace."""
     return _hooks().cache_key(call)
+
+
+def entry_key(call: TraceCall) -> Any:
+    """The key of the trace-cache entry this trace fills, less the function: equal for two
+    traces of one function that the cache would serve from one entry (jax >= 0.9: the
+    trace context, input types and DebugInfo; 0.6 - 0.8: the `lu.cache` key)."""
+    return _hooks().entry_key(call)
+
+
+def watch_cache_clears(callback: Callable[[], None]) -> bool:
+    """Call `callback` after each `jax.clear_caches()` (however it was imported): it empties
+    JAX's caches through `jax._src.util.clear_all_caches` (jax 0.6 - 0.11), looked up as a
+    module attribute at each call, which is wrapped here once. False where it is missing."""
+    from jax._src import util
+
+    original = getattr(util, "clear_all_caches", None)
+    if not callable(original):
+        return False
+    if getattr(original, "_jaxperf_watch", None) is not None:
+        original._jaxperf_watch.append(callback)
+        return True
+
+    watchers = [callback]
+
+    @functools.wraps(original)
+    def clear_all_caches(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return original(*args, **kwargs)
+        finally:
+            for watcher in list(watchers):
+                watcher()
+
+    clear_all_caches._jaxperf_watch = watchers  # type: ignore[attr-defined]
+    util.clear_all_caches = clear_all_caches
+    return True
 
 
 # -- lowerings ---------------------------------------------------------------------------
@@ -700,6 +742,29 @@ def static_inputs(frame: FrameType | None) -> tuple[tuple[str, Any], ...]:
 
 
 # -- frames ------------------------------------------------------------------------------
+# How far above a trace the traces enclosing it are looked for: a user's wrapper stack
+# between two traces is a few frames (vmap: 11, grad: 13 on jax 0.10.2).
+_MAX_ENCLOSING_DEPTH = 200
+
+
+def enclosing_traces(
+    frame: FrameType | None, co_name: str, unwrap: Callable[[Any], Any] | None = None
+) -> tuple[Any, ...]:
+    """The callables (each passed through `unwrap`) held as local `fun` by the frames above
+    `frame` that run `co_name`: the traces under way around the one in `frame`, innermost
+    first."""
+    found: list[Any] = []
+    for _ in range(_MAX_ENCLOSING_DEPTH):
+        if frame is None:
+            break
+        if frame.f_code.co_name == co_name:
+            fun = frame.f_locals.get("fun")
+            if fun is not None:
+                found.append(fun if unwrap is None else unwrap(fun))
+        frame = frame.f_back
+    return tuple(found)
+
+
 def _nearest(co_names: tuple[str, ...], start: int) -> FrameType | None:
     """The innermost frame running one of `co_names`."""
     frame: FrameType | None = sys._getframe(start)
@@ -745,6 +810,9 @@ class _HookSet:
         raise NotImplementedError
 
     def cache_key(self, call: TraceCall) -> Any:
+        raise NotImplementedError
+
+    def entry_key(self, call: TraceCall) -> Any:
         raise NotImplementedError
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
@@ -840,14 +908,17 @@ class _TraceToJaxpr(_HookSet):
 
         local = frame.f_locals
         by_jit = caller is not None and caller.f_code.co_name == "_trace_for_jit"
+        eager = isinstance(core.trace_ctx.trace, core.EvalTrace)
         return TraceCall(
             fun=local.get("fun"),
             debug_info=local.get("debug_info"),
             in_avals=local.get("in_avals"),
             by_jit=by_jit,
-            eager=isinstance(core.trace_ctx.trace, core.EvalTrace),
+            eager=eager,
             static=static_args(caller) if by_jit else (),
             static_at=static_inputs(caller) if by_jit else (),
+            # A top-level trace has none around it: its stack is not walked.
+            enclosing=() if eager else enclosing_traces(caller, frame.f_code.co_name),
         )
 
     def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
@@ -910,6 +981,9 @@ class _TraceToJaxpr(_HookSet):
     def cache_key(self, call: TraceCall) -> Any:
         config = None if self._jax_names_options() else _config_values()
         return self._key(call), config, self._epoch
+
+    def entry_key(self, call: TraceCall) -> Any:
+        return self._key(call)
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = find_frame("_trace_for_jit", start=4)
@@ -1093,12 +1167,14 @@ class _CreatePjitJaxpr(_HookSet):
 
         cache = memo.f_locals.get("cache")
         key = memo.f_locals.get("key")
+        eager = isinstance(core.trace_ctx.trace, core.EvalTrace)
         return TraceCall(
             fun=getattr(wrapped, "f", wrapped),
             debug_info=getattr(wrapped, "debug_info", None),
             in_avals=in_avals,
             by_jit=by_jit,
-            eager=isinstance(core.trace_ctx.trace, core.EvalTrace),
+            eager=eager,
+            enclosing=() if eager else enclosing_traces(memo, "_create_pjit_jaxpr", _wrapped_f),
             static=_wrapped_static(key),
             static_at=_wrapped_static_at(key),
             key=key,
@@ -1131,6 +1207,9 @@ class _CreatePjitJaxpr(_HookSet):
         # JAX's key and the values of the config options by name: the key's trace context
         # is a bare tuple, the names tell which option changed.
         return (call.key, _config_values())
+
+    def entry_key(self, call: TraceCall) -> Any:
+        return call.key
 
     def traced_for_jit(self) -> tuple[Any, Any, tuple[Any, ...]] | None:
         frame = _nearest(("stage_parallel_callable", "_create_pjit_jaxpr"), start=4)
@@ -1183,6 +1262,11 @@ class _CreatePjitJaxpr(_HookSet):
 
 def _given(value: Any) -> Any:
     return value
+
+
+def _wrapped_f(wrapped: Any) -> Any:
+    """The callable a WrappedFun (jax 0.6 - 0.8's `fun` of `_create_pjit_jaxpr`) holds."""
+    return getattr(wrapped, "f", wrapped)
 
 
 def _evict_functions(seen: list[Any]) -> None:

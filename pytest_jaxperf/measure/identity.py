@@ -42,6 +42,36 @@ def unwrap(fun: Any) -> Any:
     return _unwrap(fun, follow_wrapped=True)
 
 
+def wraps(outer: Any, inner: Any) -> bool:
+    """Whether `outer` is a wrapper around `inner` (not `inner` itself): `inner` is one of
+    the layers `unwrap` peels off `outer` (a partial's function, a `__wrapped__`, a jitted
+    function's own). Tracing such an `outer` traces `inner` inside it: `jax.jit(jax.vmap(
+    jitted))`, `jax.jit(functools.partial(jitted, ...))`, a decorator around `jitted`."""
+    if outer is inner:
+        return False
+    seen: set[int] = set()
+    fun = outer
+    for _ in range(_MAX_UNWRAP):
+        seen.add(id(fun))
+        layer = _unwrap_once(fun, follow_wrapped=True)
+        if layer is None or id(layer) in seen:
+            return False
+        if layer is inner:
+            return True
+        fun = layer
+    return False
+
+
+def definition(fun: Any) -> Any:
+    """What `fun` was made from: its code (shared by the closures one `def` or `lambda`
+    makes, and by every `jax.vmap` wrapper), else the callable below its partials and
+    bound methods. A jit inside a loop traces a new object of one definition on every
+    call; the definition outlives those objects."""
+    peeled = _peel(fun)
+    code = getattr(peeled, "__code__", None)
+    return peeled if code is None else code
+
+
 def _peel(fun: Any) -> Any:
     """`fun` under partials, bound methods, weak references and WrappedFun, but before
     any `__wrapped__`: the outermost layer that carries a name."""
@@ -52,26 +82,34 @@ def _unwrap(fun: Any, follow_wrapped: bool) -> Any:
     seen: set[int] = set()
     for _ in range(_MAX_UNWRAP):
         seen.add(id(fun))
-        inner: Any
-        if isinstance(fun, functools.partial):
-            inner = fun.func
-        elif isinstance(fun, weakref.ref):
-            inner = fun()
-        elif _is_wrapped_fun(fun):
-            inner = getattr(fun, "f", None)
-        elif _is_wrapped_fun(getattr(fun, "__self__", None)):
-            inner = fun.__self__  # `jit(wrapped.call_wrapped)`: jax 0.8's pmap
-        else:
-            try:
-                inner = getattr(fun, "__func__", None) or (
-                    getattr(fun, "__wrapped__", None) if follow_wrapped else None
-                )
-            except Exception:  # an object whose __getattr__ misbehaves
-                inner = None
-        if inner is None or id(inner) in seen or not (callable(inner) or _is_wrapped_fun(inner)):
+        inner = _unwrap_once(fun, follow_wrapped)
+        if inner is None or id(inner) in seen:
             break
         fun = inner
     return fun
+
+
+def _unwrap_once(fun: Any, follow_wrapped: bool) -> Any:
+    """The callable one layer below `fun`, or None where `fun` wraps none."""
+    inner: Any
+    if isinstance(fun, functools.partial):
+        inner = fun.func
+    elif isinstance(fun, weakref.ref):
+        inner = fun()
+    elif _is_wrapped_fun(fun):
+        inner = getattr(fun, "f", None)
+    elif _is_wrapped_fun(getattr(fun, "__self__", None)):
+        inner = fun.__self__  # `jit(wrapped.call_wrapped)`: jax 0.8's pmap
+    else:
+        try:
+            inner = getattr(fun, "__func__", None) or (
+                getattr(fun, "__wrapped__", None) if follow_wrapped else None
+            )
+        except Exception:  # an object whose __getattr__ misbehaves
+            inner = None
+    if inner is None or not (callable(inner) or _is_wrapped_fun(inner)):
+        return None
+    return inner
 
 
 def _is_wrapped_fun(obj: Any) -> bool:

@@ -34,6 +34,7 @@ from ..model import (
     FunctionRecord,
     Phases,
     RecordedTest,
+    function_key,
     short_name,
 )
 from . import _jaxhooks as hooks
@@ -54,10 +55,30 @@ _Identified = tuple[weakref.ref[Any] | int, tuple[int, ...], Identity | None]
 # Bounds the programs a test keeps for confirming a compile-time breach (`Scope.programs`):
 # a function that lowered more is confirmed on its first ones kept.
 MAX_KEPT = 64
+REWARMED = (
+    "compiled again what a live fixture had compiled, lost to jax.clear_caches() before "
+    "this test (in another test or between tests): in another order this test would find "
+    "it compiled"
+)
 CLEARED = (
     "traced again after its cache was cleared (jax.clear_caches(), clear_cache(), or "
     "the function was evicted by another tool)"
 )
+
+
+@dataclass(eq=False)
+class Warm:
+    """One trace a fixture made while it was set up: its function, the trace-cache entry it
+    filled (`hooks.entry_key`), and the `jax.clear_caches()` calls counted when that entry
+    was last filled (a clear after it emptied it)."""
+
+    ref: weakref.ref[Any] | int
+    key: Any
+    clears: int
+
+
+# A top-level trace's lowering and compile that follow it on its thread, not charged.
+_REWARM = object()
 
 
 @dataclass
@@ -127,6 +148,16 @@ class Scope:
         # Function objects traced in this scope, per function record: a trace of a new object
         # of a known function is a re-definition (jit inside a loop).
         self._objects: dict[int, list[weakref.ref[Any] | int]] = {}
+        # What those objects were made from (`identity.definition`), per function record:
+        # a loop's objects die with their iteration, their definition stays.
+        self._definitions: dict[int, list[Any]] = {}
+        # `jax.clear_caches()` calls counted when the scope opened (see `Recorder._rewarm`),
+        # the work not charged per function key ([traces, lowerings, compiles]), and per
+        # thread the function whose not-charged trace awaits its lowering and compile.
+        self.clears_at_open = 0
+        self.rewarmed: dict[str, list[int]] = {}
+        self._rewarm_thread: dict[int, tuple[str, str, str]] = {}
+        self._rewarm_compile: dict[int, str] = {}
         # Open `block()`s: each also gets what happens while it is open.
         self._blocks: list[Block] = []
         # Per function record (by id): the record and its kept programs, to lower and
@@ -190,12 +221,19 @@ class Scope:
         explanation: str | None,
         user: Any,
         leaves: dict[str, causes.LeafDiff] | None = None,
+        inside_wrapper: bool = False,
     ) -> None:
         """One trace of `ident`'s function; `leaves`: the first leaf that differs in each
-        static argument that changed since its last trace (see `causes.cause`)."""
+        static argument that changed since its last trace (see `causes.cause`).
+        `inside_wrapper`: traced inside the trace of a wrapper around it (`jax.jit(jax.vmap(
+        jitted))`): part of that trace, which is counted; only its object is remembered."""
         with self._lock:
             fn = self.function(ident)
             objects = self._objects.setdefault(id(fn), [])
+            definitions = self._definitions.setdefault(id(fn), [])
+            if inside_wrapper:
+                _remember_object(objects, definitions, fun)
+                return
             if seen_before:
                 reason: str | None = (
                     causes.cause(
@@ -208,17 +246,60 @@ class Scope:
                 reason = None  # first trace of this function in the test
             elif any(_same(ref, fun) for ref in objects):
                 reason = CLEARED
+            elif _wrapper_of(
+                fun, [f for ref in objects if (f := _get(ref)) is not None], definitions
+            ):
+                reason = causes.WRAPPER.format(name=ident.name)
             else:
                 reason = causes.REDEFINED.format(name=ident.name)
-            if not any(_same(ref, fun) for ref in objects):
-                objects.append(_ref(fun))
-                del objects[:-MAX_REASONS]
+            _remember_object(objects, definitions, fun)
             fn.traces += 1
             _add_reason(fn.retrace_reasons, reason)
             for block in self._blocks:
                 tally = block.tally(fn)
                 tally.traces += 1
                 _add_reason(tally.retrace_reasons, reason)
+
+    def on_rewarm(self, ident: Identity, top_level: bool) -> None:
+        """A trace that fills again an entry a live fixture had filled, emptied by
+        `jax.clear_caches()` before this test: not charged, nor are the lowering and compile
+        that follow a top-level one on this thread."""
+        with self._lock:
+            # No record is made for it: the report reads as in an order with no clear.
+            site = self._site(ident.filename, ident.lineno)
+            fn = self._records.get((ident.name, site))
+            key = fn.key if fn is not None else function_key(ident.qualname or ident.name, site)
+            self.rewarmed.setdefault(key, [0, 0, 0])[0] += 1
+            if top_level:
+                self._rewarm_thread[threading.get_ident()] = (ident.name, site, key)
+
+    def end_rewarm(self) -> None:
+        """A top-level trace that is charged began on this thread: no lowering to come
+        belongs to an earlier one that was not."""
+        if self._rewarm_thread:
+            with self._lock:
+                self._rewarm_thread.pop(threading.get_ident(), None)
+
+    def _rewarm_lowering(self, ident: Identity | None) -> bool:
+        """Whether this thread's lowering of `ident` follows a trace not charged."""
+        tid = threading.get_ident()
+        awaited = self._rewarm_thread.get(tid)
+        if ident is None or awaited is None:
+            return False
+        if awaited[:2] != (ident.name, self._site(ident.filename, ident.lineno)):
+            return False
+        self.rewarmed[awaited[2]][1] += 1
+        self._pending[tid] = None
+        self._kept_pending.pop(tid, None)
+        self._rewarm_compile[tid] = awaited[2]
+        return True
+
+    def rewarm_lines(self) -> list[str]:
+        """One line per function whose work was not charged (see `on_rewarm`)."""
+        return [
+            f"not charged: {key}: {t} trace(s), {lo} lowering(s), {c} compile(s): {REWARMED}"
+            for key, (t, lo, c) in sorted(self.rewarmed.items())
+        ]
 
     def on_trace_time(self, ident: Identity | None, seconds: float, cpu: float | None) -> None:
         with self._lock:
@@ -243,6 +324,8 @@ class Scope:
         """One lowering: its seconds and the (jaxpr equations, StableHLO ops) of what it
         lowered (None: not read)."""
         with self._lock:
+            if self._rewarm_lowering(ident):
+                return
             target = self._target(ident)
             target.lowerings += 1
             target.lower_s += seconds
@@ -266,6 +349,8 @@ class Scope:
         if ident is None:
             return  # JAX's helpers: not in the gated compile time
         with self._lock:
+            if threading.get_ident() in self._rewarm_compile:
+                return  # not charged: nothing to confirm
             fn = self.function(ident)
             why = None
             if jaxpr is None:
@@ -306,6 +391,13 @@ class Scope:
         instructions of what XLA made of the program (None: not read)."""
         tid = threading.get_ident()
         with self._lock:
+            rewarmed = self._rewarm_compile.pop(tid, None)
+            if rewarmed is not None:
+                self._pending.pop(tid, None)
+                self._rewarm_thread.pop(tid, None)
+                self._cache_hit.discard(tid)
+                self.rewarmed[rewarmed][2] += 1
+                return
             target = self._target(self._pending.pop(tid, None))
             kept = self._kept_pending.pop(tid, None)
             target.compiles += 1
@@ -385,6 +477,8 @@ class Recorder:
         # its end (the trace's seconds) need not resolve it again: by (id of the callable,
         # id of its DebugInfo), with the callable and the ids of its static arguments.
         self._identified: dict[tuple[int, int], _Identified] = {}
+        # The traces under way, as in `_identified`, that are not charged (`_refills`).
+        self._rewarming: set[tuple[int, int]] = set()
         # Every callable traced for a jit or eagerly since the last isolation, and those
         # isolation kept, by id(): only these can have earlier entries in JAX's trace cache,
         # so only their traces pay for reading its keys (which costs what the cache holds).
@@ -396,6 +490,14 @@ class Recorder:
         # (callable, DebugInfo of its trace), as isolation's `_traced` holds them.
         self._collecting: list[list[tuple[weakref.ref[Any] | int, Any]]] = []
         self._fixture_funs: dict[int, list[tuple[weakref.ref[Any] | int, Any]]] = {}
+        # The same fixtures' traces with the cache entries they filled, per live fixture
+        # and by id(function), and how many times `jax.clear_caches()` was called: an entry
+        # a clear emptied is filled again by the next trace of it, which a recorded test is
+        # not charged for when the clear came before it (`_refills`).
+        self._collecting_warm: list[list[Warm]] = []
+        self._fixture_warm: dict[int, list[Warm]] = {}
+        self._warm: dict[int, list[Warm]] = {}
+        self.clears = 0
         # Callables traced since the last isolation (for caches that cannot be listed), and
         # whether anything was traced at all: an isolation with nothing new is skipped.
         self._seen: dict[int, weakref.ref[Any] | int] = {}
@@ -445,6 +547,7 @@ class Recorder:
             jax.monitoring.register_event_duration_secs_listener(self._on_duration)
             jax.monitoring.register_event_listener(self._on_event)
             jax.monitoring.register_scalar_listener(self._on_phase_start)
+            hooks.watch_cache_clears(self._on_clear)
             self.gc.install()
             self._installed = True
         if self._traces is None and not hooks.missing():
@@ -453,6 +556,9 @@ class Recorder:
             # Our listener had been replaced in JAX's slot (or was just put there): traces
             # may have been missed, so the next isolation walks every cache.
             self._walk = True
+
+    def _on_clear(self) -> None:
+        self.clears += 1
 
     # -- identity -------------------------------------------------------------------------
     def _user(self, ident: Identity | None) -> Identity | None:
@@ -534,6 +640,11 @@ class Recorder:
                     self._remember(call.fun, inner, call.debug_info)
                     if call.by_jit and not self._collecting:
                         self._remember_jitted(call.fun)
+                    if self._collecting:
+                        warm = Warm(_ref(call.fun), hooks.entry_key(call), self.clears)
+                        for group in self._collecting_warm:
+                            group.append(warm)
+            refill = self._refills(call)
             scope = self.active
             if scope is None or not (call.by_jit or call.eager):
                 return
@@ -552,6 +663,25 @@ class Recorder:
             )
             if ident is None:
                 return
+            if refill and scope.clears_at_open == self.clears:
+                # A clear before this test emptied what a live fixture compiled: in another
+                # order the test finds it compiled. Its key is kept, as for any trace.
+                self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
+                self._changed_statics(call, explain=False)
+                self._rewarming.add((id(call.fun), id(call.debug_info)))
+                scope.on_rewarm(ident, top_level=call.eager)
+                return
+            if call.eager:
+                scope.end_rewarm()
+            if any(identity.wraps(outer, call.fun) for outer in call.enclosing):
+                # `jax.jit(jax.vmap(jitted))`, a partial or decorator around a jitted
+                # function: its body runs once, inside the trace of the wrapper, which is
+                # the one counted (with its own cause). Its key is still kept: a later
+                # retrace of it alone is explained against this one.
+                self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
+                self._changed_statics(call, explain=False)
+                scope.on_trace(ident, call.fun, cached_before, None, inner, inside_wrapper=True)
+                return
             last = self._last_key.get(id(call.fun))
             previous = last[1] if last is not None and _same(last[0], call.fun) else None
             if cached_before and scope.wants_cause(ident):
@@ -566,6 +696,28 @@ class Recorder:
             # A listener error must never surface in the user's f(x).
             if self.active is not None:
                 self.active.listener_errors += 1
+
+    def _refills(self, call: hooks.TraceCall) -> bool:
+        """Whether this trace fills again a cache entry a live fixture filled while it was
+        set up, after a `jax.clear_caches()` emptied it; the entry is then filled again."""
+        if not self.clears:
+            return False
+        warm = self._warm.get(id(call.fun))
+        if not warm:
+            return False
+        key = hooks.entry_key(call)
+        refilled = False
+        for entry in warm:
+            if not _same(entry.ref, call.fun):
+                continue
+            try:
+                if entry.key != key:
+                    continue
+            except Exception:  # keys that cannot be compared: not the same entry
+                continue
+            refilled = refilled or entry.clears < self.clears
+            entry.clears = self.clears
+        return refilled
 
     def _changed_statics(
         self, call: hooks.TraceCall, explain: bool
@@ -625,6 +777,10 @@ class Recorder:
     ) -> None:
         if event == hooks.TRACE_EVENT:
             traced = hooks.traced_for_jit()
+            if traced is not None and (id(traced[0]), id(traced[1])) in self._rewarming:
+                self._rewarming.discard((id(traced[0]), id(traced[1])))
+                self._identified.pop((id(traced[0]), id(traced[1])), None)
+                return  # not charged (see `_refills`)
             ident, started = (None, False) if traced is None else self._identified_at_end(*traced)
             scope.on_trace_time(ident, duration_secs, cpu)
             if traced is not None:
@@ -674,16 +830,29 @@ class Recorder:
         `release(owner)`: a fixture's warm-up is not undone by isolation, nor charged to the
         test, even when the body requests it with `request.getfixturevalue`."""
         funs: list[tuple[weakref.ref[Any] | int, Any]] = []
+        warm: list[Warm] = []
         self._collecting.append(funs)
+        self._collecting_warm.append(warm)
         try:
             with self.paused():
                 yield
         finally:
             self._collecting.remove(funs)
+            self._collecting_warm.remove(warm)
             if funs:
                 self._fixture_funs.setdefault(id(owner), []).extend(funs)
+            if warm:
+                self._fixture_warm.setdefault(id(owner), []).extend(warm)
+                for entry in warm:
+                    self._warm.setdefault(_key(entry.ref), []).append(entry)
 
     def release(self, owner: object) -> None:
+        for entry in self._fixture_warm.pop(id(owner), ()):
+            entries = self._warm.get(_key(entry.ref), [])
+            if entry in entries:
+                entries.remove(entry)
+            if not entries:
+                self._warm.pop(_key(entry.ref), None)
         funs = self._fixture_funs.pop(id(owner), None)
         if funs:
             self._dirty = True
@@ -764,6 +933,7 @@ class Recorder:
         """Record everything compiled inside the block."""
         self.install()
         scope = Scope(rootdir)
+        scope.clears_at_open = self.clears
         # Aliases from an earlier test would charge this test's lowerings by whichever test
         # ran before: a generic wrapper's source (equinox's fun_wrapped) is shared by all.
         self._aliases.clear()
@@ -917,6 +1087,31 @@ def _key(ref: weakref.ref[Any] | int) -> int:
 
 def _same(ref: weakref.ref[Any] | int, fun: Any) -> bool:
     return _get(ref) is fun if isinstance(ref, weakref.ref) else ref == id(fun)
+
+
+def _remember_object(
+    objects: list[weakref.ref[Any] | int], definitions: list[Any], fun: Any
+) -> None:
+    """Remember a traced object of a function, and what it was made from (the last
+    MAX_REASONS of each: a jit inside a loop of 10,000)."""
+    if not any(_same(ref, fun) for ref in objects):
+        objects.append(_ref(fun))
+        del objects[:-MAX_REASONS]
+    made = identity.definition(fun)
+    if not any(d is made for d in definitions):
+        definitions.append(made)
+        del definitions[:-MAX_REASONS]
+
+
+def _wrapper_of(fun: Any, alive: list[Any], definitions: list[Any]) -> bool:
+    """Whether `fun`, traced for the first time, is another wrapper of a function traced
+    before (or the function inside one) rather than a new copy of one of them: `kf(x)` then
+    `jax.jit(jax.vmap(kf))(xs)` builds two programs of `kf`, where a `jax.jit(jax.vmap(kf))`
+    made anew on each call of a loop is a re-definition (one definition, many objects)."""
+    made = identity.definition(fun)
+    if any(d is made for d in definitions):
+        return False
+    return any(identity.wraps(fun, old) or identity.wraps(old, fun) for old in alive)
 
 
 def _positional_names(fun: Any) -> list[str]:
