@@ -539,6 +539,15 @@ def _top_level() -> bool:
     return isinstance(core.trace_ctx.trace, core.EvalTrace)
 
 
+def _only_jit_wrappers_around(frame: FrameType | None) -> bool:
+    """Whether every trace enclosing the one in `frame` (a `_create_pjit_jaxpr`, jax 0.6 -
+    0.8) traces a jitted object itself: `jax.eval_shape(jax.jit(f))` traces the jit object,
+    whose trace only calls the jit, so `f`'s trace is the top-level one that counts (checked
+    on jax 0.6.2)."""
+    around = enclosing_traces(None if frame is None else frame.f_back, "_create_pjit_jaxpr")
+    return bool(around) and all(is_jit_wrapper(_wrapped_f(fun)) for fun in around)
+
+
 def is_jit_wrapper(fun: Any) -> bool:
     """A jitted callable handed to another trace (`make_jaxpr(jitted)`): tracing it only
     calls the jit, which traces (or finds cached) its own function."""
@@ -1232,7 +1241,8 @@ class _CreatePjitJaxpr(_HookSet):
         # the current trace tells those apart. Written from the frames' layout at 0.6 - 0.8
         # (not run here): a local not found reads as not measured, never as 0.
         frame = _nearest(("stage_parallel_callable", "_create_pjit_jaxpr"), start=4)
-        return TracedProgram(_jaxpr_local(frame, "jaxpr"), _top_level(), misses_only=True)
+        top = _top_level() or _only_jit_wrappers_around(frame)
+        return TracedProgram(_jaxpr_local(frame, "jaxpr"), top, misses_only=True)
 
     def evict(self, keep: Callable[[Any, Callable[[], Any]], bool], seen: list[Any]) -> int:
         from jax._src import util

@@ -673,11 +673,16 @@ class Recorder:
                 return
             if call.eager:
                 scope.end_rewarm()
-            if any(identity.wraps(outer, call.fun) for outer in call.enclosing):
+            if any(
+                identity.wraps(outer, call.fun) and not hooks.is_jit_wrapper(outer)
+                for outer in call.enclosing
+            ):
                 # `jax.jit(jax.vmap(jitted))`, a partial or decorator around a jitted
                 # function: its body runs once, inside the trace of the wrapper, which is
                 # the one counted (with its own cause). Its key is still kept: a later
-                # retrace of it alone is explained against this one.
+                # retrace of it alone is explained against this one. Not under the trace of
+                # the jitted object itself (`eval_shape(jitted)`, `make_jaxpr(jitted)`):
+                # that trace only calls the jit, and is never counted (`_identify`).
                 self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
                 self._changed_statics(call, explain=False)
                 scope.on_trace(ident, call.fun, cached_before, None, inner, inside_wrapper=True)
