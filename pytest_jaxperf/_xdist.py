@@ -15,6 +15,8 @@ class _Session(Protocol):
 
     def merge_worker(self, data: dict[str, Any]) -> None: ...
 
+    def worker_collected(self, ids: list[str]) -> None: ...
+
 
 def loaded(config: Any) -> bool:
     """Whether pytest-xdist is loaded: by its entry point ("xdist"), or by `-p xdist.plugin`
@@ -64,6 +66,9 @@ class XdistHooks:
         data = getattr(node, "workeroutput", {}).get(KEY)
         if data:
             self.session.merge_worker(data)
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self.session.worker_collected(ids)
 
 
 def send(config: Any, session: _Session) -> None:

@@ -309,13 +309,28 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     for line in not_gated_lines(summary.notes):
         print(line, file=out)
     missing = len(set(base.tests) - set(tests))
+    failed_run = False
     if missing:
         where = "the report" if len(runs) == 1 else "any report"
-        print(f"{missing} baseline tests are not in {where} (not compared)", file=out)
+        strict = "not_run" in settings.strict
+        failed_run |= strict
+        print(
+            f"{missing} baseline tests are not in {where} (not compared) [not_run]"
+            + (" (failed by --strict)" if strict else ""),
+            file=out,
+        )
+    if tests and not any(nodeid in base.tests for nodeid in tests):
+        strict = "no_baseline" in settings.strict
+        failed_run |= strict
+        print(
+            f"the baseline has none of the {len(tests)} tests compared [no_baseline]"
+            + (" (failed by --strict)" if strict else ""),
+            file=out,
+        )
     print(summary.tally(), file=out)
     if args.markdown is not None:
         _write_markdown(args.markdown, combine(runs), verdicts, str(args.baseline))
-    return EXIT_REGRESSED if summary.regressed else EXIT_OK
+    return EXIT_REGRESSED if summary.regressed or failed_run else EXIT_OK
 
 
 def _check_markdown(args: argparse.Namespace) -> None:

@@ -125,6 +125,9 @@ OPTIONS: tuple[Option, ...] = (
            "fail a test where a metric was not gated for one of these reasons: a "
            "comma-separated list of not-gated codes (the summary names each note's code; "
            "docs: gating), or all"),
+    Option("jaxperf_prune", "--jaxperf-prune", "bool", False,
+           "with --jaxperf-save: remove the baseline entries of tests that did not run because "
+           "they were renamed or deleted (their file was collected, or is gone)"),
     Option("jaxperf_allow_partial", "--jaxperf-allow-partial", "bool", False,
            "when the start-up self-check finds a JAX hook missing, warn and mark the affected "
            "metrics 'not measured' (never gated) instead of refusing to run"),
@@ -173,6 +176,8 @@ class Settings:
     export: tuple[str, Path] | None = None  # (format, path)
     # Not-gated codes that fail a test (notgated.CODES).
     strict: frozenset[str] = frozenset()
+    # A save removes the entries of tests that did not run (notrun.py).
+    prune: bool = False
     # How the user named each option that was set: "--jaxperf-json" or "ini option
     # jaxperf_json", so that an error about its value names what to change.
     origins: Mapping[str, str] = field(default_factory=dict)
@@ -240,6 +245,7 @@ class Settings:
             reference_compile=not values["jaxperf_no_reference_compile"],
             export=values["jaxperf_export"],
             strict=values["jaxperf_strict"],
+            prune=values["jaxperf_prune"],
             origins=origins,
         )
 

@@ -54,7 +54,19 @@ CODES: tuple[Code, ...] = (
          "plugin's re-measurement) and within the wider band such single samples are "
          "judged by (baseline x 3 (1 + compile_rtol) and 5 floors above it)",
          "none needed for gross growth (it fails); strict makes any such breach fail"),
+    # The run's own codes: they concern no test's verdict, and fail the run (exit 1).
+    Code("no_baseline",
+         "the run gated nothing against a baseline: the file is missing (not committed, "
+         "git-ignored, another --jaxperf-baseline) or none of its entries is one of the "
+         "run's recorded tests",
+         "commit the baseline the gate reads (--jaxperf-save on the base branch)"),
+    Code("not_run",
+         "baseline entries whose tests did not run: the test was renamed or deleted in a "
+         "collected file, or its file is gone; a renamed test that got slower passes as new",
+         "re-save with --jaxperf-prune to remove them"),
 )  # fmt: skip
+# The codes that concern a run, not a test (`jaxperf: ... [code]` lines of the summary).
+RUN_CODES = frozenset({"no_baseline", "not_run"})
 BY_NAME = {c.name: c for c in CODES}
 
 

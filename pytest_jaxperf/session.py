@@ -66,6 +66,11 @@ class JaxPerfSession:
         self.reference_pending = False
         # What --jaxperf-save did to the baseline, one line for the summary.
         self.saved: str | None = None
+        # The test ids collected (selected) and deselected, to name baseline entries that did
+        # not run (notrun.py); None where not known (an xdist controller before its workers'
+        # lists, or with a selection only the workers applied).
+        self.collected: set[str] | None = None
+        self.deselected: set[str] = set()
 
     @property
     def baseline(self) -> RunRecord | None:
@@ -314,6 +319,60 @@ class JaxPerfSession:
                 except ConfigError as exc:
                     raise pytest.UsageError(str(exc)) from None
 
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.deselected.update(item.nodeid for item in items)
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.collected = {item.nodeid for item in session.items}
+
+    def worker_collected(self, ids: list[str]) -> None:
+        """A pytest-xdist worker's collection: its selected ids (it deselects on its own, so
+        with -k, -m or --deselect the controller cannot tell deselected from renamed)."""
+        opt = self.config.option
+        if (
+            getattr(opt, "keyword", "")
+            or getattr(opt, "markexpr", "")
+            or getattr(opt, "deselect", None)
+        ):
+            return
+        self.collected = (self.collected or set()) | set(ids)
+
+    def not_run(self) -> list[str]:
+        """The baseline's tests this run did not run, renamed or deleted (see notrun.py)."""
+        if self.baseline is None or self.collected is None:
+            return []
+        from . import notrun
+
+        root = self.config.rootpath
+        return notrun.not_run(
+            self.baseline.tests, self.collected, self.deselected, lambda p: (root / p).exists()
+        )
+
+    def _run_findings(self) -> list[tuple[str, str]]:
+        """(code, line) of what concerns the run, not a test: a baseline that gated nothing,
+        baseline tests that did not run."""
+        from . import notrun
+
+        s = self.settings
+        found = []
+        if not s.save and self.records:
+            if self.baseline is None:
+                found.append(("no_baseline", (
+                    f"jaxperf: no baseline at {s.baseline}: the {len(self.records)} recorded "
+                    "test(s) gated nothing against one (commit the file --jaxperf-save writes) "
+                    "[no_baseline]"
+                )))  # fmt: skip
+            elif not any(nodeid in self.baseline.tests for nodeid in self.records):
+                found.append(("no_baseline", (
+                    f"jaxperf: the baseline {s.baseline} has none of the {len(self.records)} "
+                    f"recorded test(s) of this run ({len(self.baseline.tests)} entries of other "
+                    "tests: another rootdir or --jaxperf-baseline?) [no_baseline]"
+                )))  # fmt: skip
+        gone = self.not_run()
+        if gone and not (s.save and s.prune):
+            found.append(("not_run", notrun.line(gone, str(s.baseline), s.save)))
+        return found
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
         # Before any fixture of a recorded test: forget what earlier tests compiled, so that
@@ -463,6 +522,12 @@ class JaxPerfSession:
         tr.write_line(summary.tally(), **terminal.tally_markup(bool(summary.regressed)))
         if self.saved is not None:
             tr.write_line(self.saved)
+        for code, line in self._run_findings():
+            strict = code in self.settings.strict
+            tr.write_line(
+                line + (" (failed by --jaxperf-strict)" if strict else ""),
+                **terminal.markup("REGRESSED" if strict else "reported only"),
+            )
         for note in self.notes:
             tr.write_line(f"pytest-jaxperf: {note}", yellow=True)
         for line in self.write_errors:
@@ -524,6 +589,9 @@ class JaxPerfSession:
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             # Exit 4, as for a path found wrong at start-up: what was asked for is missing.
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
+        strict = {code for code, _ in self._run_findings()} & self.settings.strict
+        if strict and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def _save(self, run: RunRecord) -> None:
         """--jaxperf-save: this run's passed tests into the baseline, keeping what the run did
@@ -534,6 +602,7 @@ class JaxPerfSession:
         how = resave.Resave(
             resave.Measured.of(run.environment, s.timing_mode, s.tolerances.runtime_clock),
             s.tolerances,
+            prune=frozenset(self.not_run()) if s.prune else frozenset(),
         )
 
         def merge(old: RunRecord | None, run: RunRecord) -> RunRecord:

@@ -20,6 +20,7 @@ PYTEST_ALLOWED = {
 # The pure core: gating rules and the records they read.
 CORE = {
     "model", "compare", "matching", "causes", "environment", "config", "confirmation", "notgated",
+    "notrun",
 }  # fmt: skip
 # What each part may import from the package (itself always).
 MAY_IMPORT = {

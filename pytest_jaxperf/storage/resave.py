@@ -116,12 +116,14 @@ class Tally:
     # whatever the next run traces (counts are gated only where both sides measured them).
     unmeasured: int = 0
     why: str = ""
+    # Entries removed (--jaxperf-prune: their tests did not run), by test id.
+    pruned: list[str] = field(default_factory=list)
 
     @property
     def wrote_nothing(self) -> bool:
         """Whether the run measured no counts and the save changed no entry: the file is
         left as it was (not even written)."""
-        return bool(self.unmeasured) and not (self.updated or self.added)
+        return bool(self.unmeasured) and not (self.updated or self.added or self.pruned)
 
     def line(self, path: str) -> str:
         if self.wrote_nothing:
@@ -133,6 +135,8 @@ class Tally:
             f"jaxperf: baseline {path}: {self.updated} entries updated, {self.kept} kept, "
             f"{self.added} added"
         )
+        if self.pruned:
+            out += f", {len(self.pruned)} pruned ({', '.join(self.pruned)})"
         if self.unmeasured:
             out += f"; nothing written for {self.unmeasured} test(s): {self.why}"
         return out
@@ -147,6 +151,8 @@ class Resave:
     tolerances: Tolerances
     # What a refusal tells the user to do instead (`jaxperf merge` names its own -o).
     instead: str = "save into another file (--jaxperf-baseline) or delete the entry first"
+    # Entries to remove (--jaxperf-prune: tests that did not run, see notrun.py).
+    prune: frozenset[str] = frozenset()
     tally: Tally = field(default_factory=Tally)
     _memo: dict[int, tuple[dict[str, Any], dict[str, Any], frozenset[str]]] = field(
         default_factory=dict, repr=False
@@ -164,6 +170,9 @@ class Resave:
                     entries[nodeid] = (None, old.environment)
                 else:
                     entries[nodeid] = (old.tests[nodeid], old.environment_of(nodeid))
+        for nodeid in sorted(self.prune & set(entries)):
+            del entries[nodeid]
+            self.tally.pruned.append(nodeid)
         counted = self.measured.has(COUNTS)
         self.tally.why = self.measured.missing.get(COUNTS, "")
         for nodeid, rec in sorted(run.tests.items()):
@@ -188,7 +197,8 @@ class Resave:
                 self.tally.updated += 1
             elif not counted:
                 self.tally.unmeasured += 1
-        self.tally.kept = len(old.tests) - self.tally.updated if old else 0
+        unchanged = len(old.tests) - self.tally.updated - len(self.tally.pruned) if old else 0
+        self.tally.kept = unchanged
         if self.tally.wrote_nothing:
             # The file as it was, the very object: the store then writes nothing.
             return old if old is not None else RunRecord(dict(run.environment), {})
