@@ -25,7 +25,15 @@ from .config import (
 from .model import RecordedTest, Remeasured, RunRecord
 from .report import terminal, wording
 from .report.summary import RunSummary, not_gated_lines
-from .storage.outputs import Mode, Output, OutputError, is_step_summary, problem, write_text
+from .storage.outputs import (
+    Mode,
+    Output,
+    OutputError,
+    is_step_summary,
+    problem,
+    resolved,
+    write_text,
+)
 from .storage.shards import Shard, check_disjoint, combine, load_shards, merge_into, merge_lines
 from .storage.store import BaselineError, collector_paused, load
 
@@ -341,9 +349,9 @@ def _check_markdown(args: argparse.Namespace) -> None:
     found = problem(markdown)
     if found is not None:
         raise _UsageError(found)
-    written = args.markdown.resolve()
+    written = resolved(args.markdown)
     for name, path in [("BASELINE", args.baseline)] + [("REPORT", p) for p in args.reports]:
-        if path.resolve() == written:
+        if resolved(path) == written:
             raise _UsageError(
                 f"--markdown {args.markdown}: is the {name} compared, which it would overwrite; "
                 "pass another path"

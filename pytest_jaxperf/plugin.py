@@ -85,6 +85,9 @@ def pytest_configure(config: pytest.Config) -> None:
     from .session import JaxPerfSession
     from .storage import outputs, store
 
+    moved = _rootdir_moved_by(config)
+    if moved is not None:
+        raise pytest.UsageError(moved)
     settings = settings_of(config)
     # Before any test runs: a path that cannot be written would otherwise fail only at the
     # end, after the whole run.
@@ -120,6 +123,44 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(session, "jaxperf-session")
     if _xdist.loaded(config) and not _xdist.is_worker(config):
         config.pluginmanager.register(_xdist.XdistHooks(session), "jaxperf-xdist")
+
+
+# The files pytest reads its ini options from.
+_INI_FILES = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def _rootdir_moved_by(config: pytest.Config) -> str | None:
+    """One line where a path option given as two arguments (`--jaxperf-baseline PATH`) moved
+    pytest's rootdir: pytest finds the rootdir before it knows plugins' options, takes PATH
+    for a test path, and a PATH outside the tests moves the rootdir above them (their ini
+    file is then ignored and every test id changes: the whole run is "new"). None when it
+    did not."""
+    import os
+    from pathlib import Path
+
+    flags = {opt.flag for opt in OPTIONS if opt.kind == "path"}
+    args = list(config.invocation_params.args)
+    here = config.invocation_params.dir
+    tests = [here / str(a).split("::", 1)[0] for a in config.args] or [here]
+    base = Path(os.path.commonpath([os.path.abspath(p) for p in tests]))
+    root = config.rootpath
+    if config.inipath is not None or root == base or not base.is_relative_to(root):
+        return None  # an ini file was found, or the rootdir is where the tests are
+    # The ini file pytest would have found from the tests, had PATH not moved the rootdir.
+    below = [d for d in (base, *base.parents) if d != root and d.is_relative_to(root)]
+    if not any((d / name).is_file() for d in below for name in _INI_FILES):
+        return None
+    for flag, value in zip(args, args[1:]):
+        if flag not in flags:
+            continue
+        path = Path(os.path.abspath(here / value))
+        if Path(os.path.commonpath([base, path])) == root:
+            return (
+                f"pytest-jaxperf: {flag} {value}: pytest took {value} for a test path and "
+                f"moved its rootdir to {root} (it reads the rootdir before plugins' options); "
+                f"write {flag}={value}"
+            )
+    return None
 
 
 def _under_valgrind(config: pytest.Config) -> None:

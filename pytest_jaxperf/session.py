@@ -560,6 +560,21 @@ class JaxPerfSession:
             return
         if not self.records:
             return
+        try:
+            self._finish(session)
+        except KeyboardInterrupt:
+            # Ctrl-C while the files are written (or the save's reference check waits for
+            # its child): one line, not pytest's traceback of the plugin's frames. Each file
+            # is written whole or not at all.
+            self.write_errors.append(
+                "interrupted while writing its files: each is as it was or as written whole "
+                "(none is left half-written)"
+            )
+            session.exitstatus = pytest.ExitCode.INTERRUPTED
+
+    def _finish(self, session: pytest.Session) -> None:
+        """The files of the run: the baseline, then each output; the exit status of a run
+        whose files could not all be written, or that --jaxperf-strict fails."""
         s = self.settings
         run = RunRecord(environment=self._env(), tests=dict(self.records))
         # The baseline first; each file on its own, so that one that cannot be written is

@@ -56,6 +56,8 @@ def problem(out: Output) -> str | None:
     """Why `out` cannot be written, as one line naming the option, the path and the fix; None
     when it looks writable. Nothing is created: a run that records nothing writes nothing."""
     where = f"{out.option} {out.path}"
+    if looped(out.path):
+        return f"{where}: is a loop of symbolic links; pass the path of a file"
     path = target(out.path)
     if path.is_dir():
         return f"{where}: is a directory, not a file; pass the path of a file"
@@ -80,7 +82,30 @@ def problem(out: Output) -> str | None:
         )
     if in_place and not os.access(path, os.W_OK):
         return f"{where}: file is not writable; fix its permissions or pass another path"
+    if out.locked:
+        lock = lock_path(path)
+        if lock.is_dir() or (lock.is_symlink() and not lock.exists()):
+            what = "a directory" if lock.is_dir() else "a symbolic link to nothing"
+            return f"{where}: its lock file {lock} is {what}; remove it (a run creates it anew)"
     return None
+
+
+def looped(path: Path) -> bool:
+    """Whether `path` is (or goes through) a loop of symbolic links."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
+def resolved(path: Path) -> Path:
+    """`path` made absolute with its links followed; a loop of links (which
+    `Path.resolve()` raises RuntimeError for on Python 3.11) as far as it resolves."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.realpath(path))
 
 
 def planned(settings: Settings) -> list[Output]:
@@ -125,7 +150,7 @@ def same_file(files: list[Output]) -> str | None:
     earlier one (a report written over the baseline it was gated against, say)."""
     seen: dict[Path, Output] = {}
     for out in files:
-        key = out.path.resolve()
+        key = resolved(out.path)
         first = seen.setdefault(key, out)
         if first is not out:
             return (
@@ -141,7 +166,7 @@ def is_step_summary(path: Path) -> bool:
     shared = os.environ.get("GITHUB_STEP_SUMMARY")
     if not shared:
         return False
-    return Path(shared).expanduser().resolve() == path.resolve()
+    return resolved(Path(shared).expanduser()) == resolved(path)
 
 
 def read_regular(path: Path) -> tuple[bytes, os.stat_result]:

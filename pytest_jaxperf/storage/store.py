@@ -11,7 +11,7 @@ import operator
 import os
 import re
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -331,8 +331,21 @@ def save_merged(
         old = known.run if known is not None and known.stamp == stamp_of(path) else load(path)
         merged = how(old, run)
         if merged is not old and (old is not None or merged.tests):
+            _remove_stale_temporaries(path)
             save(path, merged)
     return merged
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """The temporary files an earlier save left beside the baseline when it was killed
+    mid-write (`.baseline.json.*.tmp`, up to the file's size each): under the baseline's
+    lock no other save is writing one."""
+    from .outputs import target
+
+    where = target(path)
+    for stale in where.parent.glob(f".{where.name}.*.tmp"):
+        with suppress(OSError):
+            stale.unlink()
 
 
 # The file layout. The content is run_to_json's, and every object's keys are sorted as
