@@ -176,12 +176,15 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
     res = commands.add_parser(
         "resolve",
         help="resolve a baseline's git merge conflict, per test (exit 2 on bad input)",
-        description="Read BASELINE as git left it after a conflicted merge, rebase or "
-        "cherry-pick (with <<<<<<< ======= >>>>>>> markers), read each side as a whole "
-        "baseline, and write it back resolved: every test of either side is kept, and a test "
-        "whose entry differs between the sides takes the entry of the side whose commit is "
+        description="Resolve BASELINE as git left it after a conflicted merge, rebase or "
+        "cherry-pick: each side is read whole from git's index (stages 2 and 3; the "
+        "<<<<<<< ======= >>>>>>> text only where the index has none), and every test of "
+        "either side is kept; a test whose entries differ takes one side's entry whole: the "
+        "side whose gated values changed against the common ancestor, else the side that "
+        "changed anything, else (gated values changed on both) the side whose commit is "
         "newer (committer date), or the side --keep names. Each entry keeps the environment "
-        "it was measured in. Then `git add BASELINE` and conclude the merge.",
+        "it was measured in; each test's choice is said. Then `git add BASELINE` and "
+        "conclude the merge.",
     )
     res.add_argument("baseline", type=Path, metavar="BASELINE")
     res.add_argument(
@@ -446,7 +449,8 @@ def _resolve(args: argparse.Namespace, out: TextIO) -> int:
         resolved = resolve_file(args.baseline, args.keep)
     except OSError as exc:  # the disk filled up, say; the file is as it was (atomic write)
         raise _UsageError(f"{args.baseline} not written: {exc.strerror or exc}") from None
-    print(resolved.line(args.baseline), file=out)
+    for line in resolved.lines(args.baseline):
+        print(line, file=out)
     return EXIT_OK
 
 

@@ -11,9 +11,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import JP_INI, lit, read_json
+
+from pytest_jaxperf.model import RunRecord
+from pytest_jaxperf.storage import store
 
 # The user's tolerances, wide: the inner runs compete with this suite (and whatever else
 # runs) for the CPUs, and a timing outside its tolerance is (rightly) rewritten: a 64-element
@@ -314,8 +318,11 @@ def test_a_conflict_on_one_test_is_resolved_by_jaxperf_resolve(
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
+        "  test_two.py::test_a: kept theirs (gated values changed on both sides: MERGE_HEAD "
+        "is the newer commit)",
+        "  test_two.py::test_b: kept ours (its gated values changed on our side only)",
         "jaxperf: .jaxperf/baseline.json: 1 test(s) changed on both sides, resolved to theirs "
-        "(MERGE_HEAD is the newer commit); `git add .jaxperf/baseline.json` to conclude"
+        "(MERGE_HEAD is the newer commit); `git add .jaxperf/baseline.json` to conclude",
     ]
     tests = read_json(_baseline(repo))["tests"]
     # test_a from the newer commit; test_b, changed on one side only, as that side saved it.
@@ -388,3 +395,88 @@ def test_jaxperf_ab_in_a_repository_without_commits_says_so(tmp_path: Path) -> N
         f"jaxperf ab: {tmp_path.resolve()} has no commits yet: commit your code first; "
         "jaxperf ab compares your checkout with a base commit"
     ]
+
+
+# A benchmark entry as the fixture writes it (the example project's, samples cut to five).
+_BENCH = {
+    "argument_bytes": 6416, "break_even_calls": 78.5, "bytes_accessed": 19676.0,
+    "compile_s": 0.054039, "compiled_on_first_call": True, "eager_median_s": 0.000809909,
+    "first_call_s": 0.062547, "flops": 19219.0, "hlo_ops": 47, "jaxpr_eqns": 21,
+    "kind": "benchmark", "lower_s": 0.005011, "output_bytes": 4, "peak_bytes": 6424,
+    "runtime": {
+        "cpu_median_s": 1.29538e-05, "iqr_s": 2.53305e-07, "iterations": 246,
+        "max_s": 1.33938e-05, "mean_s": 1.29905e-05, "median_s": 1.29504e-05,
+        "min_s": 1.27655e-05, "outliers": 0, "q1_s": 1.28675e-05, "q3_s": 1.31208e-05,
+        "rounds": 5, "samples_s": [1.297e-05, 1.283e-05, 1.312e-05, 1.285e-05, 1.277e-05],
+        "stddev_s": 1.55254e-07,
+    },
+    "temp_bytes": 6600, "trace_s": 0.001422, "transcendentals": 3200.0,
+}  # fmt: skip
+
+
+def _write_baseline(path: Path, change: Any) -> None:
+    """A baseline of one test with function `normalise` and benchmark 'normalise', as
+    `change(test entry)` leaves it, written as the plugin writes it."""
+    from _records import fn, rec
+
+    from pytest_jaxperf.model import run_from_json
+
+    run = RunRecord(tests={"t.py::test_n": rec(fn("normalise", "m.py:3", lower_s=0.01))})
+    data = json.loads(store.dumps(run))
+    entry = data["tests"]["t.py::test_n"]
+    entry["benchmarks"] = {"normalise": json.loads(json.dumps(_BENCH))}
+    for where in (entry, entry["functions"]["normalise at m.py:3"]):
+        where["jaxpr_eqns"] = 21
+    change(entry)
+    store.save(path, run_from_json(data))
+
+
+def test_resolve_takes_the_side_whose_gated_values_changed_never_a_mix(
+    jp: pytest.Pytester,
+) -> None:
+    # HEAD (the newer commit) re-saved the test with noise only (a wall second beside its
+    # CPU second, a first-call time); the other branch with a real change (equations 21 ->
+    # 24, a slower runtime). git merges the clean hunks of both into the marked text; the
+    # entry written must be the other side's, whole.
+    if shutil.which("git") is None:
+        pytest.skip("needs git")
+    path = jp.path / ".jaxperf" / "baseline.json"
+    path.parent.mkdir()
+
+    def noise(entry: dict[str, Any]) -> None:
+        entry["functions"]["normalise at m.py:3"]["lower_s"] = 0.125835
+        entry["lower_s"] = 0.125835
+        entry["benchmarks"]["normalise"]["first_call_s"] = 0.0911
+
+    def grown(entry: dict[str, Any]) -> None:
+        for where in (entry, entry["functions"]["normalise at m.py:3"]):
+            where["jaxpr_eqns"] = 24
+        bench = entry["benchmarks"]["normalise"]
+        bench["jaxpr_eqns"] = 24
+        bench["runtime"]["median_s"] = 2.9e-05
+
+    _write_baseline(path, lambda e: None)
+    assert _git(jp.path, "init", "-q", "-b", "main").returncode == 0
+    _git(jp.path, "add", ".jaxperf/baseline.json")
+    assert _git(jp.path, "commit", "-qm", "baseline").returncode == 0
+    for branch, change, date in (("grown", grown, 10), ("noise", noise, 20)):
+        _git(jp.path, "checkout", "-q", "-b", branch, "main")
+        _write_baseline(path, change)
+        _git(jp.path, "add", ".jaxperf/baseline.json")
+        assert _git(jp.path, "commit", "-qm", branch, date=date).returncode == 0
+    _git(jp.path, "checkout", "-q", "grown")
+    theirs = read_json(path)["tests"]["t.py::test_n"]
+    _git(jp.path, "checkout", "-q", "noise")
+    merged = _git(jp.path, "merge", "-q", "--no-edit", "grown", date=30)
+    assert merged.returncode != 0 and "<<<<<<<" in path.read_text(), "no conflict"
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "resolve", ".jaxperf/baseline.json"],
+        cwd=jp.path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == (
+        "  t.py::test_n: kept theirs (its gated values changed on their side only)"
+    )
+    written = read_json(path)["tests"]["t.py::test_n"]
+    assert written == theirs
+    assert written["benchmarks"]["normalise"]["jaxpr_eqns"] == 24 == written["jaxpr_eqns"]
