@@ -24,7 +24,7 @@ from .config import (
 )
 from .model import RecordedTest, Remeasured, RunRecord
 from .report import terminal, wording
-from .report.summary import RunSummary, not_gated_lines
+from .report.summary import RunSummary, not_gated_lines, upgrade_line
 from .storage.outputs import (
     Mode,
     Output,
@@ -319,6 +319,9 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         print(f"improved: {nodeid}: {'; '.join(verdicts[nodeid].improvements)}", file=out)
     for line in not_gated_lines(summary.notes):
         print(line, file=out)
+    upgraded = upgrade_line(verdicts)
+    if upgraded is not None:
+        print(upgraded, file=out)
     missing = len(set(base.tests) - set(tests))
     failed_run = False
     if missing:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import math
 import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -13,8 +14,10 @@ from typing import Any, Literal, get_args
 from . import causes
 from .config import NO_LIMITS, Clock, Limit, MarkerLimits, TimingMode, Tolerances
 from .environment import (
+    MACHINE_KEYS,
     UNDER_XDIST,
     MachineScale,
+    differences,
     instruction_differences,
     machine_scale,
     reference_missing,
@@ -118,6 +121,9 @@ class Verdict:
     errors: list[str] = field(default_factory=list)
     # Notes whose code --jaxperf-strict makes fail, one line each (see `apply_strict`).
     strict: list[str] = field(default_factory=list)
+    # Where the baseline differs by a jax/jaxlib upgrade alone: what it changed, not gated,
+    # as (what, baseline value, value now): sizes per function, then compile seconds.
+    upgrade: list[tuple[str, float, float]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -134,6 +140,7 @@ class Verdict:
             "gone": [function_to_json(f) for f in self.gone],
             "errors": list(self.errors),
             "strict": list(self.strict),
+            "upgrade": [list(u) for u in self.upgrade],
         }
 
     @classmethod
@@ -150,6 +157,7 @@ class Verdict:
             gone=[function_from_json(f, "gone") for f in d.get("gone", [])],
             errors=list(d.get("errors", [])),
             strict=list(d.get("strict", [])),
+            upgrade=[(str(w), float(b), float(n)) for w, b, n in d.get("upgrade", [])],
         )
 
 
@@ -244,6 +252,10 @@ class Gating:
     instruction_differences: Sequence[str] = ()
     # Why compile seconds are not scaled although the machine is the only difference.
     machine_left_out: str | None = None
+    # How the versions of jax and jaxlib (and the codegen flags) differ, where nothing else
+    # that program metrics or compile seconds depend on does: an upgrade, whose changes the
+    # verdict lists (`Verdict.upgrade`) though it gates none of them.
+    upgrade: Sequence[str] = ()
     # Where compile time is not compared across machines only for want of the baseline's
     # reference compile: what to do about it.
     rescale_hint: str = ""
@@ -295,6 +307,7 @@ class Gating:
             tol=tolerances,
             timing_differences=tuple(timing),
             static_differences=tuple(static_differences(baseline, current)),
+            upgrade=tuple(upgrade_differences(baseline, current)),
             timing_mode=timing_mode,
             gate_baseline=gate_baseline,
             not_measured={**unmeasured(current), **unmeasured(baseline)},
@@ -368,8 +381,78 @@ def evaluate(
     _counts_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
     _sizes_vs_baseline(verdict, record, base, matched, gating)
     _compile_time_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
+    verdict.upgrade = _upgrade_changes(record, base, matched, gating)
+    if verdict.upgrade:
+        verdict.info.append(
+            f"upgrade ({', '.join(gating.upgrade)}), not gated: "
+            + ", ".join(map(upgrade_text, verdict.upgrade))
+        )
     verdict.status = verdict_status(verdict)
     return verdict
+
+
+def upgrade_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """'jax 0.10.2 -> 0.12.0.1', ... where the versions (or codegen flags) are all that
+    differs of what program metrics depend on, and of what compile seconds depend on besides
+    the machine (a CI runner's CPU model may change with the same commit); empty otherwise."""
+    found = differences(UPGRADE_KEYS, baseline, current)
+    if not found or len(static_differences(baseline, current)) != len(found):
+        return []
+    rest = len(timing_differences(baseline, current)) - len(
+        differences(MACHINE_KEYS, baseline, current)
+    )
+    return found if rest == len(found) else []
+
+
+# What an upgrade is: the versions, and the XLA flags and JAX options programs depend on.
+UPGRADE_KEYS = ("jax", "jaxlib", "program_flags")
+
+
+def _upgrade_changes(
+    record: RecordedTest,
+    base: RecordedTest,
+    matched: Mapping[str, FunctionRecord],
+    gating: Gating,
+) -> list[tuple[str, float, float]]:
+    """What an upgrade (`gating.upgrade`) changed of the test: each function's sizes that
+    moved, then its compile seconds on the gate's clock."""
+    if not gating.upgrade:
+        return []
+    changes: list[tuple[str, float, float]] = []
+    if PROGRAM_SIZE not in gating.skipped:
+        for key, fn in sorted(record.functions.items()):
+            old = matched.get(key)
+            for metric, words in SIZE_WORDS.items():
+                now, before = getattr(fn, metric), getattr(old, metric, None)
+                if now is not None and before is not None and now != before:
+                    changes.append((f"{words} of {short_name(fn.name)}", before, now))
+    same_machine = len(gating.timing_differences) == len(gating.upgrade)
+    if (
+        same_machine
+        and COMPILE_TIME not in gating.skipped
+        and not (record.cache_hits or base.cache_hits)
+    ):
+        clock = gating.tol.compile_clock
+        if clock == "cpu" and (record.total_cpu_s is None or base.total_cpu_s is None):
+            clock = "wall"
+        before_s, now_s = compile_seconds(base, clock), compile_seconds(record, clock)
+        changes.append((f"compile {clock} seconds", before_s, now_s))
+    return changes
+
+
+def upgrade_text(change: tuple[str, float, float]) -> str:
+    """`jaxpr equations of f 30 -> 28`, `compile cpu seconds 0.180 -> 0.210`."""
+    what, before, now = change
+    if what.startswith("compile "):
+        return f"{what} {before:.3f} -> {now:.3f}"
+    return f"{what} {before:,g} -> {now:,g}"
+
+
+def upgrade_change(change: tuple[str, float, float]) -> float:
+    """How large a change is, either way: the ratio of the larger value to the smaller."""
+    _, before, now = change
+    low, high = sorted((before, now))
+    return high / low if low > 0 else math.inf if high > 0 else 1.0
 
 
 # What of a function, or of a test's totals, the counts and sizes compare: where all are the

@@ -21,7 +21,7 @@ from .model import (
     recorded_test_to_json,
 )
 from .report import junit, terminal, wording
-from .report.summary import RunSummary, not_gated_lines
+from .report.summary import RunSummary, not_gated_lines, upgrade_line
 from .storage import outputs, store
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
@@ -519,6 +519,9 @@ class JaxPerfSession:
         # switches the compile-time gate off for every test.
         for line in not_gated_lines(summary.notes):
             tr.write_line(line, yellow=True)
+        upgraded = upgrade_line(self.verdicts)
+        if upgraded is not None:
+            tr.write_line(upgraded, yellow=True)
         tr.write_line(summary.tally(), **terminal.tally_markup(bool(summary.regressed)))
         if self.saved is not None:
             tr.write_line(self.saved)

@@ -83,6 +83,27 @@ def not_gated_lines(notes: tuple[tuple[str, tuple[str, ...]], ...]) -> list[str]
     return lines
 
 
+def upgrade_line(verdicts: Mapping[str, Verdict], most: int = 3) -> str | None:
+    """One line: what a jax/jaxlib upgrade changed over the run (not gated), the largest
+    changes first; None where no test's baseline differs by an upgrade alone."""
+    from ..compare import upgrade_change, upgrade_text
+
+    tests = [(nodeid, v.upgrade) for nodeid, v in sorted(verdicts.items()) if v.upgrade]
+    if not tests:
+        return None
+    moved = sorted(
+        ((upgrade_change(c), nodeid, c) for nodeid, changes in tests for c in changes),
+        key=lambda m: -m[0],
+    )
+    largest = "; ".join(
+        f"{nodeid.rsplit('::', 1)[-1]}: {upgrade_text(c)}" for _, nodeid, c in moved[:most]
+    )
+    return (
+        f"jaxperf: the upgrade changed {plural(len(tests), 'test')} (not gated; each test's "
+        f"'upgrade' line says what; re-save on the upgrade's own commit); largest: {largest}"
+    )
+
+
 def status_of(record: RecordedTest, verdict: Verdict | None) -> str:
     """A test's status column: its verdict (`compare.Status`), with ' (not gated)' where a
     note left a metric out of a verdict that did not fail; the test's own outcome (passed,
