@@ -96,7 +96,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_markdown", "--jaxperf-markdown", "path", None,
            "write a markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)"),
     Option("jaxperf_html", "--jaxperf-html", "path", None,
-           "write a self-contained HTML report with plots to PATH (needs pytest-jaxperf[plot])"),
+           "write a self-contained HTML report to PATH (its plots need pytest-jaxperf[plot])"),
     Option("jaxperf_history", "--jaxperf-history", "path", None,
            "append one line per run to this JSON Lines file; the HTML report plots it"),
     Option("jaxperf_max_time", "--jaxperf-max-time", "float", DEFAULT_MAX_TIME,

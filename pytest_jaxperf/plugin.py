@@ -95,13 +95,6 @@ def pytest_configure(config: pytest.Config) -> None:
         base = store.read(settings.baseline, lazy=True)
     except store.BaselineError as exc:
         raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
-    if settings.html is not None:
-        from .report.html import require_matplotlib
-
-        try:
-            require_matplotlib()
-        except ImportError as exc:
-            raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     if settings.tolerances.runtime_clock == "instructions":
         _under_valgrind(config)
         from .measure import instructions
