@@ -314,7 +314,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{missing} baseline tests are not in {where} (not compared)", file=out)
     print(summary.tally(), file=out)
     if args.markdown is not None:
-        _write_markdown(args.markdown, combine(runs), verdicts, str(args.baseline))
+        _write_markdown(args.markdown, combine(runs), verdicts, str(args.baseline), base)
     return EXIT_REGRESSED if summary.regressed else EXIT_OK
 
 
@@ -336,12 +336,17 @@ def _check_markdown(args: argparse.Namespace) -> None:
 
 
 def _write_markdown(
-    path: Path, run: RunRecord, verdicts: dict[str, compare.Verdict], baseline: str
+    path: Path,
+    run: RunRecord,
+    verdicts: dict[str, compare.Verdict],
+    baseline: str,
+    base: RunRecord | None = None,
 ) -> None:
     from .report.markdown import render_markdown
 
+    text = render_markdown(run, verdicts, baseline, baseline=base)
     try:
-        write_text(path, render_markdown(run, verdicts, baseline), append=is_step_summary(path))
+        write_text(path, text, append=is_step_summary(path))
     except OSError as exc:  # the disk filled up, say
         raise _UsageError(f"--markdown {path} not written: {exc.strerror or exc}") from None
 

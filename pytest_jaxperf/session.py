@@ -448,6 +448,9 @@ class JaxPerfSession:
         rows = terminal.summary_rows(self.records, self.verdicts, entries, self.settings.tolerances)
         for line, status in rows:
             tr.write_line(line, **terminal.markup(status))
+        benchmarks = wording.benchmark_rows(self.records, self.verdicts, self.baseline, self._env())
+        for line in terminal.benchmark_lines(benchmarks):
+            tr.write_line(line)
         for nodeid, out in sorted(self.verdicts.items()):
             for b in out.breaches:
                 if not b.gated:
@@ -579,7 +582,9 @@ class JaxPerfSession:
     def _markdown(self, path: Path, run: RunRecord) -> None:
         from .report.markdown import render_markdown
 
-        text = render_markdown(run, self.verdicts, str(self.settings.baseline))
+        text = render_markdown(
+            run, self.verdicts, str(self.settings.baseline), baseline=self.baseline
+        )
         outputs.write_text(path, text, append=outputs.is_step_summary(path))
 
     def _export(self, fmt: str, path: Path, run: RunRecord) -> None:
