@@ -351,8 +351,12 @@ class MarkerLimits:
                 )
             for key, value in mark.kwargs.items():
                 if key not in _MARKER_KEYS:
+                    import difflib  # here: only a misspelt argument needs it
+
+                    close = difflib.get_close_matches(key, list(_MARKER_KEYS), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
                     raise ConfigError(
-                        f"{nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}; "
+                        f"{nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}{hint}; "
                         f"expected one of {', '.join(_MARKER_KEYS)}"
                     )
                 kwargs[key] = _check_marker_value(nodeid, key, value)

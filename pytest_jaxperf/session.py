@@ -437,9 +437,10 @@ class JaxPerfSession:
 
         return remeasure
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         if not self.records:
-            if not self.config.option.collectonly:
+            # Not after a usage error (a bad marker argument): its own line says what is wrong.
+            if not self.config.option.collectonly and exitstatus != pytest.ExitCode.USAGE_ERROR:
                 terminalreporter.write_line(nothing_recorded(self.settings), yellow=True)
             return
         tr = terminalreporter
