@@ -581,11 +581,12 @@ class JaxPerfSession:
             return None
 
     def _markdown(self, path: Path, run: RunRecord) -> None:
-        from .report.markdown import render_markdown
+        from .report.markdown import render_markdown, shown_path
 
-        text = render_markdown(
-            run, self.verdicts, str(self.settings.baseline), baseline=self.baseline
-        )
+        # Relative to the rootdir: in CI the absolute path is the runner's checkout
+        # (/home/runner/work/...), which says nothing to the reader of a step summary.
+        shown = shown_path(self.settings.baseline, self.config.rootpath)
+        text = render_markdown(run, self.verdicts, shown, baseline=self.baseline)
         outputs.write_text(path, text, append=outputs.is_step_summary(path))
 
     def _export(self, fmt: str, path: Path, run: RunRecord) -> None:

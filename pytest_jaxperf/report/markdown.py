@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from ..compare import Verdict
 from ..model import RecordedTest, RunRecord
@@ -90,6 +91,15 @@ def render_markdown(
     out += _benchmarks(wording.benchmark_rows(run.tests, verdicts, baseline, run.environment))
     out += _table(run.tests, verdicts, max_rows)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def shown_path(path: Path, rootdir: Path) -> str:
+    """`path` relative to `rootdir` where it lies under it (POSIX separators, as a reader of
+    the repository writes it), else as given."""
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _environment(run: RunRecord) -> list[str]:
