@@ -80,8 +80,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_cross_machine_compile_rtol", "--jaxperf-cross-machine-compile-rtol",
            "float", DEFAULT_CROSS_MACHINE_COMPILE_RTOL,
            "against a baseline from another CPU model (scaled by the reference compiles), "
-           "the wider of this and the compile rtol is tolerated "
-           f"(default {DEFAULT_CROSS_MACHINE_COMPILE_RTOL})"),
+           "the wider of this and the compile rtol is tolerated, as a relative increase: "
+           f"the default, rtol {DEFAULT_CROSS_MACHINE_COMPILE_RTOL:g}, allows up to "
+           f"{1 + DEFAULT_CROSS_MACHINE_COMPILE_RTOL:g}x the scaled baseline"),
     Option("jaxperf_timing", "--jaxperf-timing", "mode", "gate",
            "steady-state runtime of jaxperf.benchmark: gate (measure, fail clear slowdowns), "
            "report (measure, never fail) or off (do not measure)"),
