@@ -423,3 +423,20 @@ def test_the_workflow_runs_with_the_plain_package_and_no_extras(tmp_path: Path) 
     assert json.loads((root / "jaxperf-ab.json").read_text())["base"]["commit"] == base
     assert summary.returncode == 0, summary.stderr
     assert commented.returncode == 0, commented.stdout + commented.stderr
+
+
+def test_the_quickstart_ignores_every_file_the_workflow_writes() -> None:
+    """A run in a checkout writes the workflow's reports beside the code: the quickstart's
+    `.gitignore` lines keep each out of a commit, and the baseline in."""
+    import fnmatch
+
+    page = (ROOT / "docs" / "quickstart.md").read_text()
+    block = re.search(r"`\.gitignore` lines for them.*?```\n(.*?)```", page, re.S)
+    assert block is not None
+    patterns = [line.strip() for line in block.group(1).splitlines() if line.strip()]
+    written = set(re.findall(r"\bjaxperf-[\w-]+\.(?:json|html|md)\b", job("jaxperf")))
+    assert written >= {"jaxperf-report.json", "jaxperf-report.html", "jaxperf-report.md",
+                       "jaxperf-ab.json", "jaxperf-ab.md", "jaxperf-comment.md"}  # fmt: skip
+    for name in sorted(written) + [".jaxperf/baseline.json.lock", "jaxperf-history.jsonl"]:
+        assert any(fnmatch.fnmatch(name, p) for p in patterns), name
+    assert not any(fnmatch.fnmatch(".jaxperf/baseline.json", p) for p in patterns)
