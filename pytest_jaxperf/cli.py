@@ -314,7 +314,13 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         print(f"{missing} baseline tests are not in {where} (not compared)", file=out)
     print(summary.tally(), file=out)
     if args.markdown is not None:
-        _write_markdown(args.markdown, combine(runs), verdicts, str(args.baseline), base)
+        from .report.markdown import shown_path
+
+        # Named as a run names it: relative to the rootdir pytest would take (--rootdir, else
+        # the ini file's folder, else here), so that the shards' summary equals a serial one.
+        root = Path(args.rootdir) if args.rootdir else inifile.parent if inifile else Path.cwd()
+        shown = shown_path(args.baseline.resolve(), root.resolve())
+        _write_markdown(args.markdown, combine(runs), verdicts, shown, base)
     return EXIT_REGRESSED if summary.regressed else EXIT_OK
 
 
