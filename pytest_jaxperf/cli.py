@@ -343,7 +343,13 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         )
     print(summary.tally(), file=out)
     if args.markdown is not None:
-        _write_markdown(args.markdown, combine(runs), verdicts, str(args.baseline))
+        from .report.markdown import shown_path
+
+        # Named as a run names it: relative to the rootdir pytest would take (--rootdir, else
+        # the ini file's folder, else here), so that the shards' summary equals a serial one.
+        root = Path(args.rootdir) if args.rootdir else inifile.parent if inifile else Path.cwd()
+        shown = shown_path(resolved(args.baseline), resolved(root))
+        _write_markdown(args.markdown, combine(runs), verdicts, shown, base)
     return EXIT_REGRESSED if summary.regressed or failed_run else EXIT_OK
 
 
@@ -365,12 +371,17 @@ def _check_markdown(args: argparse.Namespace) -> None:
 
 
 def _write_markdown(
-    path: Path, run: RunRecord, verdicts: dict[str, compare.Verdict], baseline: str
+    path: Path,
+    run: RunRecord,
+    verdicts: dict[str, compare.Verdict],
+    baseline: str,
+    base: RunRecord | None = None,
 ) -> None:
     from .report.markdown import render_markdown
 
+    text = render_markdown(run, verdicts, baseline, baseline=base)
     try:
-        write_text(path, render_markdown(run, verdicts, baseline), append=is_step_summary(path))
+        write_text(path, text, append=is_step_summary(path))
     except OSError as exc:  # the disk filled up, say
         raise _UsageError(f"--markdown {path} not written: {exc.strerror or exc}") from None
 

@@ -80,8 +80,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_cross_machine_compile_rtol", "--jaxperf-cross-machine-compile-rtol",
            "float", DEFAULT_CROSS_MACHINE_COMPILE_RTOL,
            "against a baseline from another CPU model (scaled by the reference compiles), "
-           "the wider of this and the compile rtol is tolerated "
-           f"(default {DEFAULT_CROSS_MACHINE_COMPILE_RTOL})"),
+           "the wider of this and the compile rtol is tolerated, as a relative increase: "
+           f"the default, rtol {DEFAULT_CROSS_MACHINE_COMPILE_RTOL:g}, allows up to "
+           f"{1 + DEFAULT_CROSS_MACHINE_COMPILE_RTOL:g}x the scaled baseline"),
     Option("jaxperf_timing", "--jaxperf-timing", "mode", "gate",
            "steady-state runtime of jaxperf.benchmark: gate (measure, fail clear slowdowns), "
            "report (measure, never fail) or off (do not measure)"),
@@ -96,7 +97,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("jaxperf_markdown", "--jaxperf-markdown", "path", None,
            "write a markdown summary to PATH (e.g. $GITHUB_STEP_SUMMARY)"),
     Option("jaxperf_html", "--jaxperf-html", "path", None,
-           "write a self-contained HTML report with plots to PATH (needs pytest-jaxperf[plot])"),
+           "write a self-contained HTML report to PATH (its plots need pytest-jaxperf[plot])"),
     Option("jaxperf_history", "--jaxperf-history", "path", None,
            "append one line per run to this JSON Lines file; the HTML report plots it"),
     Option("jaxperf_max_time", "--jaxperf-max-time", "float", DEFAULT_MAX_TIME,
@@ -357,8 +358,12 @@ class MarkerLimits:
                 )
             for key, value in mark.kwargs.items():
                 if key not in _MARKER_KEYS:
+                    import difflib  # here: only a misspelt argument needs it
+
+                    close = difflib.get_close_matches(key, list(_MARKER_KEYS), n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
                     raise ConfigError(
-                        f"{nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}; "
+                        f"{nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}{hint}; "
                         f"expected one of {', '.join(_MARKER_KEYS)}"
                     )
                 kwargs[key] = _check_marker_value(nodeid, key, value)

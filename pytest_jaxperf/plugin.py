@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from .config import MARKER_DOC, OPTIONS, ConfigError, Settings, convert
+from .config import MARKER_DOC, OPTIONS, ConfigError, MarkerLimits, Settings, convert
 
 if TYPE_CHECKING:
     from .measure.fixture import JaxPerf
@@ -41,6 +41,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # The marker's keywords, checked with or without --jaxperf (MarkerLimits is pure: no jax
+    # imported), so that a typo fails the plain run too instead of passing silently.
+    for item in items:
+        if item.get_closest_marker("jaxperf") is not None:
+            try:
+                MarkerLimits.from_marks(item.nodeid, item.iter_markers("jaxperf"))
+            except ConfigError as exc:
+                raise pytest.UsageError(str(exc)) from None
     # Before `-m` deselects (pytest's own hook): a test that requests the jaxperf fixture is
     # recorded as a marked one is, so `-m jaxperf` selects it too.
     for item in items:
@@ -98,13 +106,6 @@ def pytest_configure(config: pytest.Config) -> None:
         base = store.read(settings.baseline, lazy=True)
     except store.BaselineError as exc:
         raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
-    if settings.html is not None:
-        from .report.html import require_matplotlib
-
-        try:
-            require_matplotlib()
-        except ImportError as exc:
-            raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
     if settings.tolerances.runtime_clock == "instructions":
         _under_valgrind(config)
         from .measure import instructions

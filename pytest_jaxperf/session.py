@@ -496,9 +496,10 @@ class JaxPerfSession:
 
         return remeasure
 
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int) -> None:
         if not self.records:
-            if not self.config.option.collectonly:
+            # Not after a usage error (a bad marker argument): its own line says what is wrong.
+            if not self.config.option.collectonly and exitstatus != pytest.ExitCode.USAGE_ERROR:
                 terminalreporter.write_line(nothing_recorded(self.settings), yellow=True)
             return
         tr = terminalreporter
@@ -507,6 +508,9 @@ class JaxPerfSession:
         rows = terminal.summary_rows(self.records, self.verdicts, entries, self.settings.tolerances)
         for line, status in rows:
             tr.write_line(line, **terminal.markup(status))
+        benchmarks = wording.benchmark_rows(self.records, self.verdicts, self.baseline, self._env())
+        for line in terminal.benchmark_lines(benchmarks):
+            tr.write_line(line)
         for nodeid, out in sorted(self.verdicts.items()):
             for b in out.breaches:
                 if not b.gated:
@@ -664,9 +668,12 @@ class JaxPerfSession:
             return None
 
     def _markdown(self, path: Path, run: RunRecord) -> None:
-        from .report.markdown import render_markdown
+        from .report.markdown import render_markdown, shown_path
 
-        text = render_markdown(run, self.verdicts, str(self.settings.baseline))
+        # Relative to the rootdir: in CI the absolute path is the runner's checkout
+        # (/home/runner/work/...), which says nothing to the reader of a step summary.
+        shown = shown_path(self.settings.baseline, self.config.rootpath)
+        text = render_markdown(run, self.verdicts, shown, baseline=self.baseline)
         outputs.write_text(path, text, append=outputs.is_step_summary(path))
 
     def _export(self, fmt: str, path: Path, run: RunRecord) -> None:

@@ -104,11 +104,51 @@ def run_lines(text: str) -> list[str]:
 
 
 def job(name: str) -> str:
-    """The text of one job of the workflow (from its name to the next job's)."""
+    """The text of one job of the workflow (from its name to the next job's); an opt-in job,
+    commented out, as it reads once uncommented (each line's `# ` after the indent removed)."""
     text = WORKFLOW.read_text()
+    if f"\n  {name}:\n" not in text:
+        text = uncommented(text, name)
     start = text.index(f"\n  {name}:\n")
     end = re.search(r"\n  \S[^\n]*:\n", text[start + 1 :])
     return text[start : start + 1 + end.start()] if end else text[start:]
+
+
+def uncommented(text: str, name: str) -> str:
+    """`text` with the commented-out job `name` uncommented: from its `  # name:` line to the
+    end of that comment block, `  # ` becomes `  ` (an editor's toggle-comment does the
+    same)."""
+    lines = text.splitlines(keepends=True)
+    start = lines.index(f"  # {name}:\n")
+    end = start
+    while end < len(lines) and lines[end].startswith("  #"):
+        end += 1
+    job_lines = ["  " + line[4:] if line.startswith("  # ") else "\n" for line in lines[start:end]]
+    return "".join(lines[:start] + job_lines + lines[end:])
+
+
+def test_the_instructions_job_is_opt_in_and_says_what_it_needs() -> None:
+    """A copied workflow runs only the job that gates against a committed baseline; the
+    instructions job needs valgrind, an extra and a baseline of its own to gate anything."""
+    text = WORKFLOW.read_text()
+    jobs = text[text.index("\njobs:\n") :]
+    assert re.findall(r"^  (\w[\w-]*):$", jobs, re.M) == ["jaxperf"]  # the only job on
+    comment = text[text.index("\n  # Opt-in") : text.index("\n  # instructions:\n")]
+    for needed in (
+        "valgrind",
+        "[instructions]",
+        ".jaxperf/baseline-instructions.json",
+        "pytest --jaxperf --jaxperf-runtime-clock=instructions --jaxperf-save",
+    ):
+        assert needed in comment, needed  # fmt: skip
+    instructions = steps(job("instructions"))
+    assert [s.uses or s.name for s in instructions] == [
+        "actions/checkout@v4", "actions/setup-python@v5", "Install valgrind", "Install",
+        "Instructions per call against .jaxperf/baseline-instructions.json",
+    ]  # fmt: skip
+    for line in run_lines(job("instructions")):
+        if "apt-get install" in line:
+            assert line.index("apt-get update") < line.index("apt-get install"), line
 
 
 def test_the_workflow_runs_on_pull_requests_and_main_and_reports_everywhere() -> None:
@@ -320,3 +360,83 @@ def test_every_command_of_the_instructions_job_runs(tmp_path: Path) -> None:
     assert "jaxperf: 0 regressions" in counted.stdout
     assert re.search(r"instructions per call\b.* not gated", counted.stdout) is None
     assert "instructions per call" in (tmp_path / "step_summary.md").read_text()
+
+
+# What pip prints when it cannot reach the package index (no network, a proxy refused).
+UNREACHABLE = ("NewConnectionError", "Failed to establish a new connection", "ProxyError",
+               "Temporary failure in name resolution", "No matching distribution found",
+               "Could not find a version that satisfies")  # fmt: skip
+
+
+def plain_venv(directory: Path) -> Path:
+    """A virtualenv holding this plugin as its wheel installs it (no extras, so no
+    matplotlib) and the jax this suite runs with; its bin directory. Skips the test where
+    the package index cannot be reached."""
+    from importlib.metadata import version
+
+    subprocess.run([sys.executable, "-m", "venv", str(directory)], check=True, timeout=120)
+    python = directory / "bin" / "python"
+    installed = subprocess.run(
+        [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", str(ROOT),
+         f"jax=={version('jax')}", f"jaxlib=={version('jaxlib')}"],
+        capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+    out = installed.stdout + installed.stderr
+    if installed.returncode != 0 and any(sign in out for sign in UNREACHABLE):
+        pytest.skip(f"the package index cannot be reached to build the venv: {out[-300:]}")
+    assert installed.returncode == 0, out
+    return directory / "bin"
+
+
+@pytest.mark.e2e
+@pytest.mark.skipif(shutil.which("jq") is None, reason="the gh shim answers --jq with jq")
+def test_the_workflow_runs_with_the_plain_package_and_no_extras(tmp_path: Path) -> None:
+    """The job as a user copies it: `pip install ... pytest-jaxperf` gives the plain package,
+    without matplotlib, and every step runs on it (the HTML report without its plots). The
+    other tests of the workflow run in this suite's environment, which has every extra."""
+    bin_dir = plain_venv(tmp_path / "venv")
+    python = bin_dir / "python"
+    probe = "import importlib.util as u; print(u.find_spec('matplotlib') is None)"
+    no_matplotlib = subprocess.run([str(python), "-c", probe], capture_output=True, text=True)
+    assert no_matplotlib.stdout.strip() == "True"
+    root, base, env = pull_request(tmp_path, [])
+    env = {
+        **env,
+        # The venv's pip, pytest and jaxperf first; the checkout importable as the editable
+        # install would make it; nothing of this suite's own environment on sys.path.
+        "PATH": os.pathsep.join([str(tmp_path / "shims"), str(bin_dir), os.environ["PATH"]]),
+        "PYTHONPATH": str(root),
+        "VIRTUAL_ENV": str(tmp_path / "venv"),
+    }
+    done = [(s, run_step(s, root, env, expressions(base))) for s in steps(job("jaxperf")) if s.run]
+    (_, pip), (_, counts), (_, ab), (_, summary), (_, commented) = done
+    assert pip.returncode == 0, pip.stdout + pip.stderr
+    assert "Would install tinypkg-0.1" in pip.stdout  # pytest-jaxperf: the venv's, satisfied
+    assert counts.returncode == 0, counts.stdout + counts.stderr
+    assert "jaxperf: 0 regressions" in counts.stdout
+    # The venv's pytest ran them (this suite's environment would have drawn the plots).
+    assert shutil.which("pytest", path=env["PATH"]) == str(bin_dir / "pytest")
+    page = (root / "jaxperf-report.html").read_text()
+    assert "Plots need matplotlib" in page and "data:image/png" not in page
+    assert "## pytest-jaxperf" in (root / "jaxperf-report.md").read_text()
+    assert ab.returncode in (0, 1), ab.stdout + ab.stderr
+    assert json.loads((root / "jaxperf-ab.json").read_text())["base"]["commit"] == base
+    assert summary.returncode == 0, summary.stderr
+    assert commented.returncode == 0, commented.stdout + commented.stderr
+
+
+def test_the_quickstart_ignores_every_file_the_workflow_writes() -> None:
+    """A run in a checkout writes the workflow's reports beside the code: the quickstart's
+    `.gitignore` lines keep each out of a commit, and the baseline in."""
+    import fnmatch
+
+    page = (ROOT / "docs" / "quickstart.md").read_text()
+    block = re.search(r"`\.gitignore` lines for them.*?```\n(.*?)```", page, re.S)
+    assert block is not None
+    patterns = [line.strip() for line in block.group(1).splitlines() if line.strip()]
+    written = set(re.findall(r"\bjaxperf-[\w-]+\.(?:json|html|md)\b", job("jaxperf")))
+    assert written >= {"jaxperf-report.json", "jaxperf-report.html", "jaxperf-report.md",
+                       "jaxperf-ab.json", "jaxperf-ab.md", "jaxperf-comment.md"}  # fmt: skip
+    for name in sorted(written) + [".jaxperf/baseline.json.lock", "jaxperf-history.jsonl"]:
+        assert any(fnmatch.fnmatch(name, p) for p in patterns), name
+    assert not any(fnmatch.fnmatch(".jaxperf/baseline.json", p) for p in patterns)

@@ -264,7 +264,12 @@ def test_compile_time():
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ("max_trace=1", "unknown argument 'max_trace'; expected one of max_traces*"),
+        (
+            "max_trace=1",
+            "unknown argument 'max_trace' (did you mean 'max_traces'?); expected "
+            "one of max_traces*",
+        ),
+        ("speedy=1", "unknown argument 'speedy'; expected one of max_traces*"),
         ("max_traces=-1", "max_traces=...) expects a whole number >= 0*got -1"),
         ("max_traces=1.5", "max_traces=...) expects a whole number >= 0*got 1.5"),
         ("max_compile_time='fast'", "max_compile_time=...) expects a number >= 0*'fast'"),
@@ -272,8 +277,11 @@ def test_compile_time():
         ("max_traces={}", "max_traces=...): the dict is empty, so it limits nothing; *"),
         ("max_hlo_ops={3: 1}", "max_hlo_ops=...): key 3 is not a function name or benchmark*"),
         # max_time is the time budget of every benchmark, not a limit: one number only.
-        ("max_time={'f': 0.1}", "max_time=...) expects a number >= 0 (seconds of timed rounds"
-         " per benchmark; one number for every benchmark of the test), got {'f': 0.1}"),
+        (
+            "max_time={'f': 0.1}",
+            "max_time=...) expects a number >= 0 (seconds of timed rounds"
+            " per benchmark; one number for every benchmark of the test), got {'f': 0.1}",
+        ),
         ("max_time={}", "max_time=...) expects a number >= 0 (seconds of timed rounds*got {}"),
         ("max_time=-1", "max_time=...) expects a number >= 0 (seconds of timed rounds*got -1"),
         ("rounds=0", "rounds=...) expects a whole number >= 1 (timed rounds per benchmark*got 0"),
@@ -291,9 +299,13 @@ def test_x():
     pass
 """
     )
-    result = jp.runpytest("--jaxperf")
-    assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(lit(f"ERROR: test_bad_marker_arguments.py::test_x: *{message}"))
+    line = f"ERROR: test_bad_marker_arguments.py::test_x: *{message}"
+    # Without --jaxperf too: a typo must not pass silently until the plugin is turned on.
+    for args in (["--jaxperf"], []):
+        result = jp.runpytest(*args)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR
+        result.stderr.fnmatch_lines(lit(line))
+        assert "jaxperf: no test was recorded" not in result.stdout.str()  # the error alone
 
 
 def test_per_test_tolerance_overrides_default(jp: pytest.Pytester) -> None:
@@ -491,8 +503,12 @@ def test_a_run_that_records_nothing_says_so_once(jp: pytest.Pytester) -> None:
 
 
 def test_a_save_where_no_recorded_test_passed_writes_nothing(jp: pytest.Pytester) -> None:
-    jp.makepyfile(test_mod=UNMARKED.replace("def test_plain", "@pytest.mark.jaxperf\ndef test_a")
-                  .replace("import jax\n", "import jax\nimport pytest\n", 1) + "    assert False\n")
+    jp.makepyfile(
+        test_mod=UNMARKED.replace("def test_plain", "@pytest.mark.jaxperf\ndef test_a").replace(
+            "import jax\n", "import jax\nimport pytest\n", 1
+        )
+        + "    assert False\n"
+    )
     result = jp.runpytest("--jaxperf", "--jaxperf-save")
     result.assert_outcomes(failed=1)
     baseline = jp.path / ".jaxperf" / "baseline.json"

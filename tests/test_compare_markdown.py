@@ -34,7 +34,7 @@ def test_compare_writes_the_markdown_a_run_writes(
     assert main(["compare", str(base_path), str(run_path), "--markdown", str(out)]) == 1
     printed = capsys.readouterr().out
     text = out.read_text()
-    assert text == render_markdown(run, outcomes_for(base, run), str(base_path))
+    assert text == render_markdown(run, outcomes_for(base, run), str(base_path), baseline=base)
     assert "**jaxperf: 1 regression, 1 improvement, 1 new, 0 not gated**" in text
     assert "### Regressions (1)" in text and "### Improvements (1)" in text
     # The terminal output is the same with or without it.

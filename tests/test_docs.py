@@ -156,3 +156,15 @@ def test_the_gating_page_lists_every_not_gated_code() -> None:
         meaning, fix = table[code.name]
         assert meaning == code.meaning and fix.startswith(code.fix)
         assert f"--jaxperf-strict={code.name}" in fix
+
+
+def test_the_cross_machine_tolerance_reads_the_same_in_help_and_docs() -> None:
+    """--help gives the rtol and the factor it allows, as the pages do ("rtol 1.5, i.e. up to
+    2.5x"): one of them alone reads as a different margin from the other."""
+    from pytest_jaxperf.config import DEFAULT_CROSS_MACHINE_COMPILE_RTOL as RTOL
+
+    (option,) = [o for o in OPTIONS if o.dest == "jaxperf_cross_machine_compile_rtol"]
+    assert f"rtol {RTOL:g}, allows up to {1 + RTOL:g}x" in option.help
+    for page in ("README.md", "docs/ci.md"):
+        text = " ".join((ROOT / page).read_text().split())
+        assert f"{1 + RTOL:g}x" in text and f"rtol {RTOL:g}" in text, page

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, outcomes_for, rec
 
 from pytest_jaxperf.model import RunRecord
-from pytest_jaxperf.report.markdown import render_markdown
+from pytest_jaxperf.report.markdown import render_markdown, shown_path
 from pytest_jaxperf.report.summary import RunSummary
 from pytest_jaxperf.report.wording import breach_lines
 
@@ -130,3 +133,19 @@ def test_an_empty_run() -> None:
     assert "jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated" in text
     assert "No test was recorded." in text
     assert "### Regressions" not in text
+
+
+def test_the_baseline_is_shown_relative_to_the_rootdir() -> None:
+    root = Path("/home/runner/work/proj/proj")
+    assert shown_path(root / ".jaxperf" / "baseline.json", root) == ".jaxperf/baseline.json"
+    assert shown_path(Path("/elsewhere/b.json"), root) == "/elsewhere/b.json"
+
+
+def test_a_runs_markdown_names_the_baseline_as_the_repository_does(jp: pytest.Pytester) -> None:
+    """In CI the rootdir is the runner's checkout (/home/runner/work/...): the step summary
+    names the committed file, not that."""
+    jp.makepyfile(test_m="import pytest\n\n@pytest.mark.jaxperf\ndef test_m():\n    pass\n")
+    assert jp.runpytest("--jaxperf", "--jaxperf-markdown=r.md").ret == 0
+    text = (jp.path / "r.md").read_text()
+    assert "baseline `.jaxperf/baseline.json`" in text
+    assert str(jp.path) not in text

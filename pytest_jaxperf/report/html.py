@@ -1,4 +1,5 @@
-"""A self-contained HTML report with embedded matplotlib plots (no scripts, no network)."""
+"""A self-contained HTML report (no scripts, no network): its text and tables always, its
+plots embedded where matplotlib is importable (the `[plot]` extra)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
     from matplotlib.patches import Patch  # type: ignore[import-not-found,unused-ignore]
 
 INSTALL_HINT = "--jaxperf-html needs matplotlib: pip install 'pytest-jaxperf[plot]'"
+# Said in a report written without matplotlib, where the plots would have been.
+NO_PLOTS = "Plots need matplotlib: pip install 'pytest-jaxperf[plot]'."
 
 MAX_CHART_TESTS = 30  # bars or panels in one chart
 MAX_TREND_TESTS = 10  # lines in the per-test trend chart
@@ -52,11 +55,19 @@ details summary { cursor: pointer; font-weight: 600; }
 
 
 def require_matplotlib() -> None:
-    """Raise ImportError with the install command when matplotlib is not importable."""
+    """Raise ImportError with the install command when matplotlib is not importable (for
+    callers that want the plots; the report itself renders without them)."""
+    if not plots_available():
+        raise ImportError(INSTALL_HINT)
+
+
+def plots_available() -> bool:
+    """Whether matplotlib is importable, so that the report can draw its plots."""
     try:
         import matplotlib  # type: ignore[import-not-found,unused-ignore]  # noqa: F401
     except ImportError:
-        raise ImportError(INSTALL_HINT) from None
+        return False
+    return True
 
 
 def render_html(
@@ -67,15 +78,19 @@ def render_html(
 ) -> str:
     """One HTML document: tally, regressions with causes, compile-time split per test (now
     against the baseline), runtime distributions against the baseline, trends over
-    `history` (with two entries or more) and a table of all recorded tests."""
-    require_matplotlib()
+    `history` (with two entries or more) and a table of all recorded tests. Without
+    matplotlib the plots are left out, and one line says so: a CI job installed with the
+    plain package still gets its verdicts and tables."""
     summary = RunSummary.of(verdicts)
     body: list[str] = ["<h1>pytest-jaxperf report</h1>"]
     body += _summary(run, baseline, summary)
     body += _verdicts(verdicts, summary)
-    body += _compile_chart(run, baseline, verdicts)
-    body += _runtime_chart(run, baseline)
-    body += _trends(history or [])
+    if plots_available():
+        body += _compile_chart(run, baseline, verdicts)
+        body += _runtime_chart(run, baseline)
+        body += _trends(history or [])
+    elif run.tests:
+        body.append(f'<p class="muted">{_e(NO_PLOTS)}</p>')
     body += _table(run, baseline, verdicts)
     return (
         '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'

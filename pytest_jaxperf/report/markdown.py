@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from ..compare import Verdict
 from ..model import RecordedTest, RunRecord
@@ -28,9 +29,11 @@ def render_markdown(
     baseline_path: str | None = None,
     *,
     max_rows: int = MAX_ROWS,
+    baseline: RunRecord | None = None,
 ) -> str:
-    """The whole summary: tally, regressions with causes, improvements, new tests, notes and
-    a table of every recorded test (the first `max_rows`, problems first)."""
+    """The whole summary: tally, regressions with causes, improvements, new tests, notes,
+    each benchmark's runtime (against `baseline`'s where given) and a table of every
+    recorded test (the first `max_rows`, problems first)."""
     summary = RunSummary.of(verdicts)
     out: list[str] = ["## pytest-jaxperf", ""]
     out.append(f"**{summary.tally()}** ({wording.plural(len(run.tests), 'recorded test')})")
@@ -85,8 +88,18 @@ def render_markdown(
             out.append(f"- … and {len(new) - MAX_LISTED} more")
         out.append("")
     out += _notes(summary)
+    out += _benchmarks(wording.benchmark_rows(run.tests, verdicts, baseline, run.environment))
     out += _table(run.tests, verdicts, max_rows)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def shown_path(path: Path, rootdir: Path) -> str:
+    """`path` relative to `rootdir` where it lies under it (POSIX separators, as a reader of
+    the repository writes it), else as given."""
+    try:
+        return path.relative_to(rootdir).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def _environment(run: RunRecord) -> list[str]:
@@ -168,6 +181,26 @@ def escape(text: str) -> str:
 
 def _one_line(text: str) -> str:
     return re.sub(r"\s*[\r\n]+\s*", " ", text)
+
+
+def _benchmarks(rows: list[wording.BenchmarkRow], most: int = MAX_ROWS) -> list[str]:
+    """How fast each benchmark is: median, spread, rounds and the change the gate saw."""
+    if not rows:
+        return []
+    out = [
+        f"### Benchmarks ({len(rows)})",
+        "",
+        "| benchmark | median | IQR | min | rounds | vs baseline |",
+        "|:--|--:|--:|--:|--:|:--|",
+    ]
+    out += [
+        f"| {code_span(r.name, in_table=True)} | {r.median} | {r.iqr} | {r.min} | {r.rounds} "
+        f"| {escape(r.versus)} |"
+        for r in rows[:most]
+    ]
+    if len(rows) > most:
+        out += ["", f"… {len(rows) - most} more benchmarks (the run's JSON report has all)."]
+    return out + [""]
 
 
 def _table(

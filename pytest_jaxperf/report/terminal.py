@@ -10,6 +10,7 @@ from ..config import Clock, Tolerances
 from ..confirmation import NOT_CONFIRMED
 from ..model import RecordedTest
 from ..storage.store import BaselineError
+from . import wording
 from .summary import status_of
 from .wording import (
     benchmark_line,
@@ -242,6 +243,35 @@ def _entry(
         return baseline.get(nodeid)
     except BaselineError:  # a broken entry failed its test already; the table goes on
         return None
+
+
+# The widest a benchmark's name grows in its table (cut from the left: the label and the
+# test's name are at the end).
+BENCHMARK_NAME_WIDTH = 60
+
+
+def benchmark_lines(rows: list[wording.BenchmarkRow]) -> list[str]:
+    """The benchmarks under the summary table, as pytest-benchmark lists them: a header and
+    one line per benchmark with its median, spread (IQR and the fastest round), rounds and
+    change against the baseline; no lines where the run has no benchmark."""
+    if not rows:
+        return []
+    table = [("benchmark", "median", "IQR", "min", "rounds", "vs baseline")] + [
+        (_left_cut(r.name, BENCHMARK_NAME_WIDTH), r.median, r.iqr, r.min, r.rounds,
+         _capped([r.versus]))
+        for r in rows
+    ]  # fmt: skip
+    widths = [max(len(row[i]) for row in table) for i in range(6)]
+    return [
+        "  ".join(
+            c.rjust(w) if 0 < i < 5 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ).rstrip()
+        for row in table
+    ]
+
+
+def _left_cut(text: str, width: int) -> str:
+    return text if len(text) <= width else "…" + text[-(width - 1) :]
 
 
 # How the terminal marks each status, as pytest colours its own outcomes (red for what

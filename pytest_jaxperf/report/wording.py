@@ -3,8 +3,24 @@ values in their units, a breach and its causes, a gone function, a benchmark's l
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
 from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
-from ..model import STATIC_METRICS, Counts, Entry, FunctionRecord, ScalingEntry
+from ..environment import timing_differences, under_xdist
+from ..model import (
+    STATIC_METRICS,
+    BenchmarkEntry,
+    Counts,
+    Entry,
+    FunctionRecord,
+    RecordedTest,
+    RunRecord,
+    ScalingEntry,
+)
+from ..notgated import code_of
+from ..storage.store import BaselineError
 
 
 def plural(n: int, word: str) -> str:
@@ -165,3 +181,105 @@ def seconds(value: float) -> str:
     if magnitude >= 1e-6:
         return f"{value * 1e6:.3g} µs"
     return f"{value * 1e9:.3g} ns"
+
+
+@dataclass(frozen=True)
+class BenchmarkRow:
+    """One `jaxperf.benchmark` result as the terminal and the markdown list it: how fast it
+    is (median, spread, rounds) and how it compares with the baseline."""
+
+    name: str  # "<nodeid>::<label>"
+    median: str
+    iqr: str
+    min: str
+    rounds: str
+    versus: str  # the change and the gate's word on it, or why it was not gated
+
+
+def benchmark_rows(
+    records: Mapping[str, RecordedTest],
+    verdicts: Mapping[str, Verdict],
+    baseline: RunRecord | None = None,
+    environment: Mapping[str, Any] | None = None,
+) -> list[BenchmarkRow]:
+    """Every benchmark of the run, sorted by test and label. `baseline` gives the medians the
+    change is computed from; `environment` (the run's) tells a change the gate could not see
+    (the timing environment differs) from one within its tolerance."""
+    rows = []
+    for nodeid in sorted(records):
+        entries = records[nodeid].benchmark_entries()
+        if not entries:
+            continue
+        base = _baseline_entry(baseline, nodeid)
+        old = dict(base.benchmark_entries()) if base is not None else {}
+        differences: list[str] = []
+        if base is not None and baseline is not None and environment is not None:
+            differences = timing_differences(baseline.environment_of(nodeid), environment)
+            if under_xdist(environment):
+                differences.append("under pytest-xdist")
+        for label, entry in entries:
+            rt = entry.runtime
+            if rt is None and entry.instructions is None:
+                continue
+            if rt is not None:
+                median, iqr = value_text(RUNTIME, rt.median_s), value_text(RUNTIME, rt.iqr_s)
+                low, rounds = value_text(RUNTIME, rt.min_s), str(rt.rounds)
+            else:  # instructions per call: exact, one count, no spread
+                median, iqr, low, rounds = (
+                    f"{instructions(entry.instructions or 0)} instr",
+                    "-",
+                    "-",
+                    "1",
+                )
+            verdict = verdicts.get(nodeid)
+            if baseline is None and (verdict is None or verdict.status != "new"):
+                versus = "-"  # no baseline given to compute the change from
+            else:
+                versus = _benchmark_versus(label, entry, old.get(label), verdict, differences)
+            rows.append(BenchmarkRow(f"{nodeid}::{label}", median, iqr, low, rounds, versus))
+    return rows
+
+
+def _baseline_entry(baseline: RunRecord | None, nodeid: str) -> RecordedTest | None:
+    if baseline is None:
+        return None
+    try:
+        return baseline.tests.get(nodeid)
+    except BaselineError:  # a broken entry failed its test already; the report goes on
+        return None
+
+
+def _benchmark_versus(
+    label: str,
+    entry: BenchmarkEntry,
+    old: BenchmarkEntry | None,
+    verdict: Verdict | None,
+    differences: Sequence[str],
+) -> str:
+    """'+3% ok', '+41% REGRESSED', '-30% improved', '+60% not gated: machine load', 'new':
+    the verdict's word where it has one (a breach, an improvement, a note naming the
+    benchmark), so that "improved" appears only where the gate says so."""
+    if old is None:
+        return "new"
+    if entry.runtime is not None and old.runtime is not None and old.runtime.median_s:
+        metric, change = RUNTIME, entry.runtime.median_s / old.runtime.median_s - 1
+    elif entry.instructions is not None and old.instructions:
+        metric, change = INSTRUCTIONS, entry.instructions / old.instructions - 1
+    else:
+        return "not gated: the baseline has no value for this clock"
+    shown = f"{change:+.1%}" if metric == INSTRUCTIONS else f"{change:+.0%}"
+    if verdict is None:
+        return shown
+    for b in verdict.breaches:
+        if b.benchmark == label and b.metric == metric:
+            return f"{shown} REGRESSED" if b.gated else f"{shown} reported only"
+    if any(i.startswith(f"{metric} of {label}:") for i in verdict.improvements):
+        return f"{shown} improved"
+    ours = f"{metric} of {label} " if metric == RUNTIME else "instructions per call not gated"
+    for note in verdict.notes:
+        if note.startswith(ours) or (metric == RUNTIME and note.startswith("runtime not gated")):
+            code = code_of(note)
+            return f"{shown} not gated: {code.replace('_', ' ') if code else note}"
+    if differences:
+        return f"{shown} not gated: environment differs ({', '.join(differences)})"
+    return f"{shown} ok"
