@@ -4,7 +4,7 @@
 One hook set per range of JAX versions, chosen once by feature detection (attributes, not
 version strings) in `_hooks()`:
 
-jax >= 0.9.0 (checked to 0.10.2; 0.11 read from its source): `_TraceToJaxpr`
+jax >= 0.9.0 (checked on 0.9.2, 0.10.2, 0.11.2, 0.12.0.1): `_TraceToJaxpr`
 - traces: test event "trace_to_jaxpr" inside the weakref_lru_cache'd
   `pe.trace_to_jaxpr(fun, in_avals, debug_info, ...)`; a jit's when the caller frame is
   `_trace_for_jit`, an eager body's when `core.trace_ctx.trace` is an EvalTrace;
@@ -78,8 +78,13 @@ LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
-# The versions whose internals this module was checked against (see the table above).
-SUPPORTED = "jax 0.6.0 - 0.11.x"
+# The JAX releases whose internals this module was checked against, oldest first: the test
+# matrix runs each (noxfile.py; .ci/run the first and the last), and pyproject.toml admits
+# jax and jaxlib from the first to below the minor release after the last (the recorder
+# reads internals, so an untested newer minor may have moved them). tests/test_docs.py
+# holds those, the README and the documentation's table to this one tuple.
+TESTED_JAX = ("0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2", "0.11.2", "0.12.0.1")
+SUPPORTED = f"jax {TESTED_JAX[0]} - {'.'.join(TESTED_JAX[-1].split('.')[:2])}.x"
 
 # How far up the stack a listener looks for JAX's frames.
 _MAX_DEPTH = 40
