@@ -10,7 +10,9 @@ import io
 import re
 import shlex
 import sys
+import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -124,24 +126,63 @@ def test_the_readme_starts_with_the_two_commands_ci_runs() -> None:
     assert sys.version_info >= (3, 10)
 
 
-def test_the_declared_jax_range_is_the_tested_one() -> None:
-    """pyproject.toml's jax and jaxlib bounds: from the oldest version the nox matrix tests
-    to below the minor release after its newest (0.11 is read, not tested)."""
-    import ast
+def _noxfile(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """noxfile.py as a module, under a stand-in for nox (not installed here): its matrix is
+    computed as nox would compute it."""
+    fake = types.ModuleType("nox")
+    fake.options = types.SimpleNamespace()  # type: ignore[attr-defined]
+    fake.session = lambda f: f  # type: ignore[attr-defined]
+    fake.parametrize = lambda names, values: lambda f: f  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nox", fake)
+    spec = importlib.util.spec_from_file_location("noxfile", ROOT / "noxfile.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    (deps,) = re.findall(r"^dependencies = (.*)$", (ROOT / "pyproject.toml").read_text(), re.M)
-    nox = ast.parse((ROOT / "noxfile.py").read_text())
-    names = {
-        t.id: node.value for node in nox.body if isinstance(node, ast.Assign)
-        for t in node.targets if isinstance(t, ast.Name)
-    }  # fmt: skip
-    newest = ast.literal_eval(names["NEWEST"])
-    versions = [newest if isinstance(e, ast.Name) else ast.literal_eval(e)
-                for e in names["JAX_VERSIONS"].elts]  # fmt: skip
-    oldest = min(versions, key=lambda v: tuple(map(int, v.split("."))))
+
+def test_the_declared_jax_range_is_the_tested_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One tuple, `_jaxhooks.TESTED_JAX`, is the supported JAX range: pyproject.toml admits
+    jax and jaxlib from its first to below the minor release after its last, and each of
+    them; the refusal's `SUPPORTED`, the nox matrix, .ci/run, the README and the
+    documentation's table follow it."""
+    from packaging.specifiers import SpecifierSet
+
+    from pytest_jaxperf.measure._jaxhooks import SUPPORTED, TESTED_JAX
+
+    oldest, newest = TESTED_JAX[0], TESTED_JAX[-1]
     major, minor = map(int, newest.split(".")[:2])
+    upper = f"{major}.{minor + 1}"
+    pyproject = (ROOT / "pyproject.toml").read_text()
+    (deps,) = re.findall(r"^dependencies = (.*)$", pyproject, re.M)
     for name in ("jax", "jaxlib"):
-        assert f'"{name}>={oldest},<{major}.{minor + 1}"' in deps, deps
+        assert f'"{name}>={oldest},<{upper}"' in deps, deps
+    bounds = SpecifierSet(f">={oldest},<{upper}")
+    assert all(bounds.contains(v) for v in TESTED_JAX)
+    assert not bounds.contains(f"{upper}.0")
+    assert f"jax {oldest} - {major}.{minor}.x" == SUPPORTED
+
+    nox = _noxfile(monkeypatch)
+    assert [jax for _, jax in nox.MATRIX] == list(TESTED_JAX)
+    assert nox.REFERENCE in TESTED_JAX
+    # Both ends of the Python range are tested: the oldest JAX on the oldest Python, the
+    # newest on the newest; and pyproject.toml claims exactly those Pythons.
+    assert (nox.MATRIX[0][0], nox.MATRIX[-1][0]) == (nox.PYTHONS[0], nox.PYTHONS[-1])
+    assert re.findall(r'"Programming Language :: Python :: (3\.\d+)"', pyproject) == list(
+        nox.PYTHONS
+    )
+    assert f'requires-python = ">={nox.PYTHONS[0]}"' in pyproject
+    # .ci/run reads the ends from the same tuple: no JAX version is written there.
+    ci = (ROOT / ".ci/run").read_text()
+    assert "TESTED_JAX" in ci and not re.search(r"jax[=-]+0\.\d", ci)
+
+    readme = (ROOT / "README.md").read_text()
+    assert f"JAX {oldest} to {major}.{minor}.x" in readme
+    counting = (ROOT / "docs/counting.md").read_text()
+    assert f"`jax>={oldest},<{upper}`" in counting
+    rows = re.findall(r"^\| ([\d., ]+) \| (yes|no|read)", counting, re.M)
+    tested_rows = {v for versions, tested in rows if tested == "yes" for v in versions.split(", ")}
+    assert set(TESTED_JAX) <= tested_rows, tested_rows
 
 
 def test_the_gating_page_lists_every_not_gated_code() -> None:

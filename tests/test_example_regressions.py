@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from _jax_releases import UNSTACKS, builtin_sum_eqns
 from conftest import EXAMPLE, lit
 
 pytestmark = pytest.mark.jax_internals
@@ -44,12 +45,13 @@ CASES = {
         select=("tests/test_integration.py::test_equations_do_not_grow_with_the_grid",),
         failed=("test_integration.py::test_equations_do_not_grow_with_the_grid",),
         lines=(
-            "*jaxpr_eqns of overlap grows with exponent 0.98 > max_exponent 0.1",
+            # The grid's builtin sum and overlap's other equations (29 of them; 30 with the
+            # unstack of jax >= 0.11, which builtin_sum_eqns counts in).
+            "*jaxpr_eqns of overlap grows with exponent "
+            + ("0.94" if UNSTACKS else "0.98")
+            + " > max_exponent 0.1",
             "      size  jaxpr_eqns",
-            "       200  629",
-            "       400  1229",
-            "       800  2429",
-            "      1600  4829",
+            *(f"{n:>10}  {builtin_sum_eqns(n, extra=29)}" for n in (200, 400, 800, 1600)),
         ),
     ),
     "int_std": Case(

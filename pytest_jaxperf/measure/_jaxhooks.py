@@ -4,19 +4,22 @@
 One hook set per range of JAX versions, chosen once by feature detection (attributes, not
 version strings) in `_hooks()`:
 
-jax >= 0.9.0 (checked to 0.10.2; 0.11 read from its source): `_TraceToJaxpr`
+jax >= 0.9.0 (checked on 0.9.2, 0.10.2, 0.11.2, 0.12.0.1): `_TraceToJaxpr`
 - traces: test event "trace_to_jaxpr" inside the weakref_lru_cache'd
   `pe.trace_to_jaxpr(fun, in_avals, debug_info, ...)`; a jit's when the caller frame is
   `_trace_for_jit`, an eager body's when `core.trace_ctx.trace` is an EvalTrace;
   jax >= 0.11 (`_TraceToJaxprNocache`): the event fires in `pe.trace_to_jaxpr_nocache`,
-  which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down
-  (checked on jax 0.11.2);
+  which the cached `pe.trace_to_jaxpr` calls: the same locals, one frame further down on
+  0.11 (a Python `trace_to_jaxpr` between); on 0.12 the cache wraps `trace_to_jaxpr_nocache`
+  itself, so the asker is its direct caller and every trace is read as a cache miss (the
+  cache's miss count, which tells a cleared cache, is read at each);
 - traces under way around a nested one: local `fun` of the frames of the same function
   (`trace_to_jaxpr`, or `trace_to_jaxpr_nocache` on jax >= 0.11) further up the stack;
 - traced programs: the top-level jit trace's jaxpr, local `jaxpr` of `_trace_for_jit` when
   it emits the trace-duration event (top-level traces only, trace cache hits too);
 - causes: `pe.trace_to_jaxpr.cache_keys()` and `pe.diff_tracing_cache_keys`; on jax >= 0.11,
-  which cannot explain a changed static argument, the keys' `FTStatic` values compared here;
+  which cannot explain a changed static argument, the keys' `FTStatic` values compared here
+  and ranked as 0.9 - 0.10 rank them (before a type difference);
 - eviction: `evict_weakref` per function on every listable cache in `util._caches`,
   `evict_function` on the `lu.cache`s (pmap's).
 
@@ -78,8 +81,13 @@ LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 CACHE_HIT_EVENT = "/jax/compilation_cache/cache_hits"
 
-# The versions whose internals this module was checked against (see the table above).
-SUPPORTED = "jax 0.6.0 - 0.11.x"
+# The JAX releases whose internals this module was checked against, oldest first: the test
+# matrix runs each (noxfile.py; .ci/run the first and the last), and pyproject.toml admits
+# jax and jaxlib from the first to below the minor release after the last (the recorder
+# reads internals, so an untested newer minor may have moved them). tests/test_docs.py
+# holds those, the README and the documentation's table to this one tuple.
+TESTED_JAX = ("0.6.2", "0.7.2", "0.8.3", "0.9.2", "0.10.2", "0.11.2", "0.12.0.1")
+SUPPORTED = f"jax {TESTED_JAX[0]} - {'.'.join(TESTED_JAX[-1].split('.')[:2])}.x"
 
 # How far up the stack a listener looks for JAX's frames.
 _MAX_DEPTH = 40
@@ -1058,9 +1066,12 @@ class _TraceToJaxprNocache(_TraceToJaxpr):
     """jax >= 0.11.0: the trace event moved into the uncached `pe.trace_to_jaxpr_nocache`,
     which the weakref_lru_cache'd `pe.trace_to_jaxpr` calls (Pallas calls it directly). The
     cache, its keys (after 0.11.0 without the qdd token) and the jit frames are as
-    in 0.9 - 0.10; only the frame holding the trace's locals is one further down."""
+    in 0.9 - 0.10; only the frame holding the trace's locals is one further down (0.11), or
+    is the cached function itself (0.12: the cache wraps it, no Python frame between)."""
 
     name = "trace_to_jaxpr_nocache (jax >= 0.11)"
+    # The keys `_earlier_keys` found for a trace, and the trace.
+    _keys_of: tuple[TraceCall, tuple[list[Any], bool]] | None = None
 
     def missing(self) -> list[str]:
         from jax._src.interpreters import partial_eval as pe
@@ -1070,15 +1081,33 @@ class _TraceToJaxprNocache(_TraceToJaxpr):
             problems.append("jax._src.interpreters.partial_eval.trace_to_jaxpr_nocache")
         return problems
 
+    def _earlier_keys(
+        self, call: TraceCall, new: Any, last: Any | None, epoch: int | None
+    ) -> tuple[list[Any], bool]:
+        found = super()._earlier_keys(call, new, last, epoch)
+        # Kept for `miss_explanation`, which compares them again: listing the cache's keys
+        # costs what the whole cache holds.
+        self._keys_of = (call, found)
+        return found
+
     def miss_explanation(self, call: TraceCall, previous: Any | None) -> tuple[bool, str | None]:
+        self._keys_of = None
         seen, text = super().miss_explanation(call, previous)
-        if not seen or text is None or "explanation unavailable" not in text:
-            return seen, text
         # jax 0.11 keeps static arguments out of the pytree JAX diffs (a FlatTree's
-        # `FTStatic` has a leaf treedef), so it cannot explain them: compared here.
+        # `FTStatic` has a leaf treedef), so it cannot explain them ("explanation
+        # unavailable"): compared here. jax 0.9 - 0.10 ranked a static argument's change as a
+        # pytree difference, before a debug-info or type difference (severity 1 against 2
+        # and 3 in `diff_tracing_cache_keys`); so does this, so that a retrace explained by
+        # either one earlier trace's static argument or another's shape names the static
+        # argument on every version. A context or pytree difference JAX names stays.
+        if not seen or text is None or text.startswith(_NAMED_BY_JAX):
+            return seen, text
         try:
-            last, _, epoch = _previous(previous)
-            keys, _ = self._earlier_keys(call, self._key(call), last, epoch)
+            if self._keys_of is not None and self._keys_of[0] is call:
+                keys = self._keys_of[1][0]
+            else:
+                last, _, epoch = _previous(previous)
+                keys, _ = self._earlier_keys(call, self._key(call), last, epoch)
             candidates = [k[1][0] for k in keys]
             diffs = [d for old in candidates if (d := _static_diffs(call.in_avals, old))]
         except Exception:
@@ -1092,12 +1121,21 @@ class _TraceToJaxprNocache(_TraceToJaxpr):
         if frame.f_code.co_name != "trace_to_jaxpr_nocache":
             return None
         # The cached entry point's caller is the one that asked for the trace (jit's
-        # `_trace_for_jit`, a control-flow primitive); a direct call is its own.
+        # `_trace_for_jit`, a control-flow primitive); a direct call is its own. On 0.11 a
+        # Python `trace_to_jaxpr` stands between the cache and this function; from 0.12 the
+        # cache wraps this function itself, so its caller is the asker and a cached miss
+        # cannot be told from a direct call (Pallas's) by the frames. Every trace is then
+        # taken as a miss: a direct call, which leaves the miss count alone, only starts a
+        # new epoch (the next explanation reads the cache's keys, and finds the same ones).
         caller = frame.f_back
         if caller is not None and caller.f_code.co_name == "trace_to_jaxpr":
-            self._observe_miss()
             caller = caller.f_back
+        self._observe_miss()
         return self._trace_call(frame, caller)
+
+
+# The explanations of jax's `diff_tracing_cache_keys` that rank before a static argument's.
+_NAMED_BY_JAX = ("Tracing context", "different input pytree")
 
 
 def _static_diffs(new: Any, old: Any, path: str = "") -> list[str]:
