@@ -323,24 +323,16 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     if upgraded is not None:
         print(upgraded, file=out)
     missing = len(set(base.tests) - set(tests))
-    failed_run = False
+    found = []
     if missing:
         where = "the report" if len(runs) == 1 else "any report"
-        strict = "not_run" in settings.strict
-        failed_run |= strict
-        print(
-            f"{missing} baseline tests are not in {where} (not compared) [not_run]"
-            + (" (failed by --strict)" if strict else ""),
-            file=out,
-        )
+        found.append(("not_run", f"{missing} baseline tests are not in {where} (not compared)"))
     if tests and not any(nodeid in base.tests for nodeid in tests):
-        strict = "no_baseline" in settings.strict
-        failed_run |= strict
-        print(
-            f"the baseline has none of the {len(tests)} tests compared [no_baseline]"
-            + (" (failed by --strict)" if strict else ""),
-            file=out,
-        )
+        found.append(("no_baseline", f"the baseline has none of the {len(tests)} tests compared"))
+    for code, line in found:
+        strict = " (failed by --strict)" if code in settings.strict else ""
+        print(f"{line} [{code}]{strict}", file=out)
+    failed_run = any(code in settings.strict for code, _ in found)
     print(summary.tally(), file=out)
     if args.markdown is not None:
         from .report.markdown import shown_path

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from . import causes
-from .config import NO_LIMITS, Clock, Limit, MarkerLimits, TimingMode, Tolerances
+from .config import (
+    NO_LIMITS,
+    Clock,
+    Limit,
+    MarkerLimits,
+    TimingMode,
+    Tolerances,
+    did_you_mean,
+)
 from .environment import (
     MACHINE_KEYS,
     UNDER_XDIST,
@@ -205,10 +213,7 @@ def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> st
     else:
         did, listed, fix = "run", "benchmarks", "the label of one of this test's benchmarks"
         pool = known
-    import difflib  # here: only a misspelt name needs it
-
-    close = difflib.get_close_matches(key, pool, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    hint = did_you_mean(key, pool)
     shown = ", ".join(known[:MAX_LISTED]) or "none"
     if len(known) > MAX_LISTED:
         shown += f" and {len(known) - MAX_LISTED} more"

@@ -292,12 +292,17 @@ def convert(name: str, kind: str, value: Any, base: Path) -> Any:
     if kind == "codes":
         if isinstance(value, frozenset):
             return value
-        from . import notgated
+        from .notgated import BY_NAME
 
-        try:
-            return notgated.parse(str(value), name)
-        except ValueError as exc:
-            raise ConfigError(str(exc)) from None
+        codes = {part.strip() for part in str(value).split(",") if part.strip()}
+        if "all" in codes:
+            return frozenset(BY_NAME)
+        for code in sorted(codes - set(BY_NAME)):
+            raise ConfigError(
+                f"{name}: unknown not-gated code {code!r}{did_you_mean(code, BY_NAME)}; "
+                f"expected a comma-separated list of {', '.join(BY_NAME)}, or all"
+            )
+        return frozenset(codes)
     if kind == "export":
         fmt, colon, where = str(value).partition(":")
         if fmt not in EXPORT_FORMATS or not colon or not where.strip():
@@ -308,6 +313,14 @@ def convert(name: str, kind: str, value: Any, base: Path) -> Any:
         return fmt, convert(name, "path", where.strip(), base)
     path = Path(str(value)).expanduser()
     return path if path.is_absolute() else base / path
+
+
+def did_you_mean(word: str, known: Iterable[str]) -> str:
+    """` (did you mean 'x'?)` for the closest of `known` to a misspelt `word`, else ""."""
+    import difflib  # here: only a misspelt word needs it (jaxperf compare's import cost)
+
+    close = difflib.get_close_matches(word, list(known), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 # -- marker ---------------------------------------------------------------------------------
@@ -358,13 +371,10 @@ class MarkerLimits:
                 )
             for key, value in mark.kwargs.items():
                 if key not in _MARKER_KEYS:
-                    import difflib  # here: only a misspelt argument needs it
-
-                    close = difflib.get_close_matches(key, list(_MARKER_KEYS), n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
                     raise ConfigError(
-                        f"{nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}{hint}; "
-                        f"expected one of {', '.join(_MARKER_KEYS)}"
+                        f"{nodeid}: @pytest.mark.jaxperf got unknown argument {key!r}"
+                        f"{did_you_mean(key, _MARKER_KEYS)}; expected one of "
+                        f"{', '.join(_MARKER_KEYS)}"
                     )
                 kwargs[key] = _check_marker_value(nodeid, key, value)
         return cls(**kwargs)

@@ -91,25 +91,6 @@ def code_of(note: str) -> str | None:
     return getattr(note, "code", None)
 
 
-def parse(value: str, name: str) -> frozenset[str]:
-    """--jaxperf-strict's value: comma-separated codes, or `all`. Raises ValueError naming
-    the unknown code, the close match and the known ones."""
-    codes = {part.strip() for part in value.split(",") if part.strip()}
-    if "all" in codes:
-        return frozenset(BY_NAME)
-    for code in sorted(codes):
-        if code not in BY_NAME:
-            import difflib  # here: only a misspelt code needs it (jaxperf compare's cost)
-
-            close = difflib.get_close_matches(code, list(BY_NAME), n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ValueError(
-                f"{name}: unknown not-gated code {code!r}{hint}; expected a comma-separated "
-                f"list of {', '.join(BY_NAME)}, or all"
-            )
-    return frozenset(codes)
-
-
 def strict_lines(notes: Iterable[str], strict: frozenset[str]) -> list[str]:
     """The notes whose code is in `strict`, each as the line that fails the test."""
     return [
