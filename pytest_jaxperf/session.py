@@ -603,7 +603,9 @@ class JaxPerfSession:
         if (html_path := s.html) is not None:
             from .report.html import render_html
 
-            html = render_html(run, self.baseline, self.verdicts, runs)
+            html = render_html(
+                run, self.baseline, self.verdicts, runs, self.settings.tolerances.compile_clock
+            )
             self._write_file("jaxperf_html", html_path, lambda: outputs.write_text(html_path, html))
         if (exported := s.export) is not None:
             fmt, path = exported

@@ -224,3 +224,21 @@ def test_without_matplotlib_the_report_has_its_text_and_says_where_the_plots_wen
 def test_with_matplotlib_no_line_about_plots() -> None:
     base, run = baseline_and_run()
     assert NO_PLOTS not in render_html(run, base, outcomes_for(base, run))
+
+
+def test_the_charts_draw_what_the_gate_read() -> None:
+    from _records import fn as record_fn
+    from _records import rec as record
+
+    from pytest_jaxperf.compare import RUNTIME, Breach, Verdict
+    from pytest_jaxperf.report.html import _runtime_failed
+
+    run = RunRecord(tests={"t::a": record(record_fn("f", "m.py:1", compile_s=0.5, cpu=0.2))})
+    assert "(CPU seconds, the clock the gate read)" in render_html(run, None, {})
+    assert "(wall seconds, the clock the gate read)" in render_html(run, None, {}, clock="wall")
+    # Red only where the gate failed the benchmark's runtime: a slowdown left ungated for
+    # load (a note) is drawn as any other.
+    failed = Verdict(breaches=[Breach(RUNTIME, None, 1.0, 3.0, "baseline", benchmark="b")])
+    assert _runtime_failed(failed, "b") and not _runtime_failed(failed, "other")
+    loaded = Verdict(notes=["runtime of b median +200% but its fastest round only +2%: ..."])
+    assert not _runtime_failed(loaded, "b") and not _runtime_failed(None, "b")

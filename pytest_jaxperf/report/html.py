@@ -12,7 +12,8 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..compare import Verdict
+from ..compare import INSTRUCTIONS, RUNTIME, Verdict
+from ..config import Clock
 from ..environment import timing_differences
 from ..model import RecordedTest, RunRecord
 from ..storage.history import number
@@ -34,6 +35,9 @@ MAX_TABLE_ROWS = 20_000
 
 PHASES = (("trace_s", "trace", "#4c72b0"), ("lower_s", "lower", "#dd8452"),
           ("compile_s", "backend compile", "#55a868"))  # fmt: skip
+# A benchmark the gate found slower is red; one it did not gate (load, not significant,
+# another environment) or found within tolerance is drawn as any other.
+SLOWER, DRAWN, BASELINE = "#cf222e", "#4c72b0", "#c8d1dc"
 
 CSS = """
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; color: #1f2328;
@@ -75,10 +79,13 @@ def render_html(
     baseline: RunRecord | None,
     verdicts: Mapping[str, Verdict],
     history: list[dict[str, Any]] | None = None,
+    clock: Clock = "cpu",
 ) -> str:
     """One HTML document: tally, regressions with causes, compile-time split per test (now
     against the baseline), runtime distributions against the baseline, trends over
-    `history` (with two entries or more) and a table of all recorded tests. Without
+    `history` (with two entries or more) and a table of all recorded tests. The charts
+    draw what the gate read: compile phases on `clock` (the gate's compile clock: process CPU
+    seconds where measured), a benchmark red only where the gate failed its runtime. Without
     matplotlib the plots are left out, and one line says so: a CI job installed with the
     plain package still gets its verdicts and tables."""
     summary = RunSummary.of(verdicts)
@@ -86,8 +93,8 @@ def render_html(
     body += _summary(run, baseline, summary)
     body += _verdicts(verdicts, summary)
     if plots_available():
-        body += _compile_chart(run, baseline, verdicts)
-        body += _runtime_chart(run, baseline)
+        body += _compile_chart(run, baseline, verdicts, clock)
+        body += _runtime_chart(run, baseline, verdicts)
         body += _trends(history or [])
     elif run.tests:
         body.append(f'<p class="muted">{_e(NO_PLOTS)}</p>')
@@ -284,7 +291,7 @@ def _truncation(shown: int, total: int, what: str) -> str:
 
 
 def _compile_chart(
-    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
+    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict], clock: Clock
 ) -> list[str]:
     if not run.tests:
         return []
@@ -311,8 +318,11 @@ def _compile_chart(
     ys = list(range(len(bars)))[::-1]
     lefts = [0.0] * len(bars)
     legend: list[Patch] = []
+    on_cpu = clock == "cpu" and all(rec.total_cpu_s is not None for _, rec, _ in bars)
     for field, name, color in PHASES:
-        widths = [getattr(rec, field) for _, rec, _ in bars]
+        # The gate's clock: CPU seconds (`trace_cpu_s`, ...) where every bar has them.
+        read = field.replace("_s", "_cpu_s") if on_cpu else field
+        widths = [getattr(rec, read) or 0.0 for _, rec, _ in bars]
         colors = [to_rgba(color, 0.4 if is_base else 1.0) for _, _, is_base in bars]
         ax.barh(ys, widths, left=lefts, color=colors, height=0.8)
         legend.append(Patch(color=color, label=name))
@@ -323,13 +333,16 @@ def _compile_chart(
         if is_base:
             tick.set_color("#59636e")
             tick.set_fontstyle("italic")
-    ax.set_xlabel("seconds (trace + lower + backend compile)")
+    ax.set_xlabel(
+        f"{'CPU' if on_cpu else 'wall'} seconds (trace + lower + backend compile), as gated"
+    )
     ax.grid(axis="x", alpha=0.3)
     ax.legend(handles=legend, loc="lower right", fontsize=8)
     what = "tests (regressed first, then the longest compile times)"
     return [
         "<h2>Compile time per test</h2>",
-        "<p>Each test's compile time split into tracing, lowering and XLA backend "
+        f"<p>Each test's compile time ({'CPU' if on_cpu else 'wall'} seconds, the clock "
+        "the gate read) split into tracing, lowering and XLA backend "
         + (
             "compilation; the faded bar below a test is its baseline.</p>"
             if baseline
@@ -340,8 +353,10 @@ def _compile_chart(
     ]
 
 
-def _runtime_chart(run: RunRecord, baseline: RunRecord | None) -> list[str]:
-    found: list[tuple[float, str, list[float], list[float]]] = []
+def _runtime_chart(
+    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
+) -> list[str]:
+    found: list[tuple[float, str, list[float], list[float], bool]] = []
     for nodeid, rec in run.tests.items():
         base_rec = baseline.tests.get(nodeid) if baseline else None
         old = dict(base_rec.benchmark_entries()) if base_rec else {}
@@ -353,7 +368,8 @@ def _runtime_chart(run: RunRecord, baseline: RunRecord | None) -> list[str]:
             before = list(old_runtime.samples_s) if old_runtime else []
             base_median = statistics.median(before) if before else 0.0
             ratio = statistics.median(now) / base_median if base_median > 0 else 0.0
-            found.append((ratio, f"{nodeid}::{label}", now, before))
+            failed = _runtime_failed(verdicts.get(nodeid), label)
+            found.append((ratio, f"{nodeid}::{label}", now, before, failed))
     if not found:
         return []
     # The biggest slowdowns first; benchmarks without a baseline last.
@@ -365,17 +381,17 @@ def _runtime_chart(run: RunRecord, baseline: RunRecord | None) -> list[str]:
     data: list[list[float]] = []
     labels: list[str] = []
     colors: list[str] = []
-    for ratio, name, now, before in chosen:
+    for ratio, name, now, before, failed in chosen:
         reference = statistics.median(before) if ratio > 0 else statistics.median(now)
         reference = reference or 1.0
         head = f"{_label(name, 60)}  {wording.seconds(statistics.median(now))}"
         data.append([v / reference for v in now])
         labels.append(head + (f"  ×{ratio:.2f}" if ratio > 0 else "  (no baseline)"))
-        colors.append("#cf222e" if ratio > 1.1 else "#4c72b0")
+        colors.append(SLOWER if failed else DRAWN)
         if ratio > 0:
             data.append([v / reference for v in before])
             labels.append(f"baseline  {wording.seconds(reference)}")
-            colors.append("#c8d1dc")
+            colors.append(BASELINE)
     fig = _figure(11, 1.0 + 0.26 * len(data), left=_label_inches(labels, 7.5))
     ax = fig.add_subplot()
     positions = list(range(len(data), 0, -1))
@@ -391,7 +407,7 @@ def _runtime_chart(run: RunRecord, baseline: RunRecord | None) -> list[str]:
         patch.set_facecolor(color)
     ax.set_yticks(positions, labels, fontsize=7.5)
     for tick, color in zip(ax.get_yticklabels(), colors):
-        if color == "#c8d1dc":
+        if color == BASELINE:
             tick.set_color("#59636e")
             tick.set_fontstyle("italic")
     ax.axvline(1.0, color="#59636e", linewidth=0.8, linestyle="--")
@@ -401,10 +417,19 @@ def _runtime_chart(run: RunRecord, baseline: RunRecord | None) -> list[str]:
         "<h2>Steady-state runtime</h2>",
         "<p>Per-round times of each benchmark relative to its baseline median, now against "
         "the baseline (box: quartiles, line: median, whiskers: 1.5 IQR; the label gives the "
-        "median now and the ratio of the medians).</p>",
+        "median now and the ratio of the medians); red where the gate failed the runtime, "
+        "not where a change was left ungated (machine load, another environment).</p>",
         _truncation(len(chosen), len(found), "benchmarks (largest slowdowns first)"),
         _img(fig, "runtime distributions per benchmark, now against the baseline"),
     ]
+
+
+def _runtime_failed(verdict: Verdict | None, label: str) -> bool:
+    """Whether the gate failed the runtime of benchmark `label`."""
+    return verdict is not None and any(
+        b.gated and b.benchmark == label and b.metric in (RUNTIME, INSTRUCTIONS)
+        for b in verdict.breaches
+    )
 
 
 def _horizontal() -> dict[str, Any]:
