@@ -641,7 +641,8 @@ def _sizes_vs_baseline(
                 # neither their sizes: nothing to gate.
                 continue
             if now is None or before is None:
-                where = "the baseline" if before is None else "this run"
+                # Where neither side has it, this run's is the one to mend.
+                where = "the baseline" if before is None and now is not None else "this run"
                 unmeasured.setdefault(metric, set()).add(where)
                 continue
             # A retrace or recompile is the counts' finding: where their number changed, the

@@ -202,3 +202,51 @@ def test_a_file_of_the_fourth_schema_reads_traced_sizes_as_not_measured(tmp_path
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(BaselineError, match="missing field 'trace_eqns'"):
         load(path)
+
+
+RAISES = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def solve(x):
+    if x.shape[0] > 2:  # as diffrax's error tests: this trace raises
+        raise ValueError("too long")
+    return jnp.sin(x)
+
+@pytest.mark.jaxperf
+def test_raise():
+    solve(jnp.ones(2))
+    with pytest.raises(ValueError):
+        solve(jnp.ones(3))
+"""
+
+
+@pytest.mark.jax_internals
+def test_a_trace_that_raised_adds_no_equation_and_no_false_note(jp: pytest.Pytester) -> None:
+    # The raised trace made no program: the function's traced equations are the completed
+    # trace's alone (not "not measured"), and a rerun gates them without a note blaming the
+    # baseline (diffrax's and equinox's re-runs said "the baseline has none" of a baseline
+    # this version had just saved).
+    jp.makepyfile(test_raise=RAISES)
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    saved = read_json(jp.path / ".jaxperf" / "baseline.json")["tests"]["test_raise.py::test_raise"]
+    (solve,) = saved["functions"].values()
+    assert (solve["traces"], solve["trace_eqns"]) == (2, 1)
+    result = jp.runpytest("--jaxperf")
+    result.assert_outcomes(passed=1)
+    assert "traced jaxpr equations not gated" not in result.stdout.str()
+    result.stdout.fnmatch_lines(["jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated"])
+
+
+def test_sizes_neither_side_measured_are_not_blamed_on_the_baseline() -> None:
+    def only_traced() -> Any:
+        f = fn("f", "m.py:1", compiles=0)
+        f.lowerings, f.jaxpr_eqns, f.trace_eqns = 0, None, None
+        return rec(f)
+
+    verdict = evaluate(only_traced(), only_traced(), MarkerLimits(), Gating(Tolerances()))
+    assert [str(n) for n in verdict.notes if "traced" in n] == [
+        "traced jaxpr equations not gated: this run has none (the traced program was not read)"
+    ]

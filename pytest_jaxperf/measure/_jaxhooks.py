@@ -528,6 +528,17 @@ class TracedProgram:
     misses_only: bool
 
 
+def trace_raised() -> bool:
+    """Whether the duration event being emitted leaves its timed block with an exception (a
+    trace that raised made no program: no equation, rather than an unread one): the
+    `exc_type` JAX's `LogElapsedTimeContextManager.__exit__` got (jax 0.10.2 times the trace
+    with it; where the frame is not found, False: the program is then looked for as ever)."""
+    frame = find_frame("__exit__", start=3)
+    if frame is None or type(frame.f_locals.get("self")).__name__ != "LogElapsedTimeContextManager":
+        return False
+    return frame.f_locals.get("exc_type") is not None
+
+
 def traced_program() -> TracedProgram:
     """The program of the jit trace whose duration event is being emitted: the local
     `jaxpr` of `_trace_for_jit` (jax >= 0.9), of `_create_pjit_jaxpr` or of the pre-merge

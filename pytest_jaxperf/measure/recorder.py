@@ -792,7 +792,9 @@ class Recorder:
                 program = hooks.traced_program()
                 # A trace cache hit emits the event too: only real traces add their size.
                 if program.top_level and (started or program.misses_only):
-                    scope.on_traced_program(ident, program_metrics.traced_eqns(program.jaxpr))
+                    # A trace that raised (diffrax's error tests) made no program: 0 more.
+                    eqns = 0 if hooks.trace_raised() else program_metrics.traced_eqns(program.jaxpr)
+                    scope.on_traced_program(ident, eqns)
         elif event == hooks.LOWER_EVENT:
             lowering = hooks.lowering()
             lowered = self._lowered(lowering.jaxpr)
