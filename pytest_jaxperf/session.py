@@ -657,6 +657,15 @@ class JaxPerfSession:
             with contextlib.suppress(ValueError):  # outside the rootdir: shown whole
                 path = path.relative_to(self.config.rootpath)
             self.saved = how.tally.line(str(path))
+            before = known.run.environment if known.run is not None else None
+            changed = _environment_changed(before, saved.environment)
+            if changed and (how.tally.updated or how.tally.added):
+                # Said once: a save under x64 (another jax, device count) switches the gate
+                # off for every run in the old environment, CI's included.
+                self.saved += (
+                    f"; the baseline's environment changed ({changed}): runs in the old one "
+                    "gate no program sizes or compile time of the entries this save wrote"
+                )
 
     def _write_file(self, dest: str, path: Path, write: Callable[[], T]) -> T | None:
         """write(), or None with one line about the failure kept for the summary."""
@@ -698,6 +707,16 @@ class JaxPerfSession:
         if note is not None:
             self.notes.append(note)
         return read.entries
+
+
+def _environment_changed(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
+    """'x64 False -> True, ...': how the file's environment changed in what program metrics
+    depend on; "" where it did not (or there was no file)."""
+    if before is None:
+        return ""
+    from .environment import static_differences
+
+    return ", ".join(static_differences(before, after))
 
 
 def nothing_recorded(settings: Settings) -> str:

@@ -106,3 +106,21 @@ def test_a_run_that_gated_nothing_against_a_baseline_says_so(jp: pytest.Pytester
     assert main(["compare", "other.json", str(jp.path / "run.json")]) == 0
     assert main(["compare", "other.json", str(jp.path / "run.json"), "--strict=no_baseline"]) == 1
     assert main(["compare", "other.json", str(jp.path / "run.json"), "--strict=not_run"]) == 1
+
+
+def test_a_save_that_changes_the_environment_says_what_it_switches_off(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_mod=TESTS.format(name="step"))
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2)
+    monkeypatch.setenv("JAX_ENABLE_X64", "1")
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines(
+        ["jaxperf: baseline .jaxperf/baseline.json: 2 entries updated, 0 kept, 0 added; the "
+         "baseline's environment changed (x64 False -> True): runs in the old one gate no "
+         "program sizes or compile time of the entries this save wrote"]
+    )  # fmt: skip
+    # A re-save in the same environment says nothing of it.
+    again = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save")
+    assert "environment changed" not in again.stdout.str()
