@@ -65,8 +65,6 @@ CODES: tuple[Code, ...] = (
          "collected file, or its file is gone; a renamed test that got slower passes as new",
          "re-save with --jaxperf-prune to remove them"),
 )  # fmt: skip
-# The codes that concern a run, not a test (`jaxperf: ... [code]` lines of the summary).
-RUN_CODES = frozenset({"no_baseline", "not_run"})
 BY_NAME = {c.name: c for c in CODES}
 
 

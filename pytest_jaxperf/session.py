@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -337,8 +338,10 @@ class JaxPerfSession:
             return
         self.collected = (self.collected or set()) | set(ids)
 
+    @functools.cached_property
     def not_run(self) -> list[str]:
-        """The baseline's tests this run did not run, renamed or deleted (see notrun.py)."""
+        """The baseline's tests this run did not run, renamed or deleted (see notrun.py);
+        asked once the tests have run (by the save, the exit status and the summary)."""
         if self.baseline is None or self.collected is None:
             return []
         from . import notrun
@@ -348,9 +351,10 @@ class JaxPerfSession:
             self.baseline.tests, self.collected, self.deselected, lambda p: (root / p).exists()
         )
 
-    def _run_findings(self) -> list[tuple[str, str]]:
+    @functools.cached_property
+    def run_findings(self) -> list[tuple[str, str]]:
         """(code, line) of what concerns the run, not a test: a baseline that gated nothing,
-        baseline tests that did not run."""
+        baseline tests that did not run (asked by the exit status and the summary)."""
         from . import notrun
 
         s = self.settings
@@ -368,7 +372,7 @@ class JaxPerfSession:
                     f"recorded test(s) of this run ({len(self.baseline.tests)} entries of other "
                     "tests: another rootdir or --jaxperf-baseline?) [no_baseline]"
                 )))  # fmt: skip
-        gone = self.not_run()
+        gone = self.not_run
         if gone and not (s.save and s.prune):
             found.append(("not_run", notrun.line(gone, str(s.baseline), s.save)))
         return found
@@ -529,7 +533,7 @@ class JaxPerfSession:
         tr.write_line(summary.tally(), **terminal.tally_markup(bool(summary.regressed)))
         if self.saved is not None:
             tr.write_line(self.saved)
-        for code, line in self._run_findings():
+        for code, line in self.run_findings:
             strict = code in self.settings.strict
             tr.write_line(
                 line + (" (failed by --jaxperf-strict)" if strict else ""),
@@ -613,7 +617,7 @@ class JaxPerfSession:
         if self.write_errors and session.exitstatus == pytest.ExitCode.OK:
             # Exit 4, as for a path found wrong at start-up: what was asked for is missing.
             session.exitstatus = pytest.ExitCode.USAGE_ERROR
-        strict = {code for code, _ in self._run_findings()} & self.settings.strict
+        strict = {code for code, _ in self.run_findings} & self.settings.strict
         if strict and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
@@ -626,7 +630,7 @@ class JaxPerfSession:
         how = resave.Resave(
             resave.Measured.of(run.environment, s.timing_mode, s.tolerances.runtime_clock),
             s.tolerances,
-            prune=frozenset(self.not_run()) if s.prune else frozenset(),
+            prune=frozenset(self.not_run) if s.prune else frozenset(),
         )
 
         def merge(old: RunRecord | None, run: RunRecord) -> RunRecord:
