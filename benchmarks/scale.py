@@ -267,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         lazy_base = known.run
         t_gated, _ = best_of(repeat, lambda: evaluate_all(lazy_base, r, Tolerances()))
         t_cmp, verdicts = best_of(repeat, lambda: evaluate_all(b, r, Tolerances()))
-        merged = store.merge(b, r)
+        merged = _resave(r)(b, r)
 
         def save_merged() -> bool:
             store.save(saved_path, merged)
@@ -389,7 +389,7 @@ def _save_merged(repeat: int, baseline: Path, path: Path, run: RunRecord) -> flo
         known = store.read(path, lazy=True)
         gc.collect()
         start = time.perf_counter()
-        store.save_merged(path, run, known, _resave(run))
+        store.save_merged(path, run, _resave(run), known)
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -473,7 +473,7 @@ if step == "gate":
 else:
     tol = Tolerances()
     how = resave.Resave(resave.Measured.of(run.environment, "gate", tol.runtime_clock), tol)
-    store.save_merged(baseline, run, known, how)
+    store.save_merged(baseline, run, how, known)
 seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds, "extra": peak() - before, **read}))
 """

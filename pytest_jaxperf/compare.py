@@ -951,7 +951,7 @@ def _benchmarks_vs_baseline(
                                 "clock asked for has no seconds to compare",
                                 "not_measured"))  # fmt: skip
         else:
-            _runtime(verdict, label, bench, old, gating)
+            runtime_verdict(verdict, label, bench, old, gating)
 
 
 def _program_metrics(
@@ -978,7 +978,7 @@ def _program_metrics(
             verdict.improvements.append(f"{metric} of {label}: {before:g} -> {now:g}")
 
 
-def _runtime(
+def runtime_verdict(
     verdict: Verdict, label: str, bench: BenchmarkEntry, old: BenchmarkEntry, gating: Gating
 ) -> None:
     """Steady-state runtime: median, fastest round, CPU per call and a rank test."""

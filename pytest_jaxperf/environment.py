@@ -29,6 +29,10 @@ REFERENCE_KEY = "reference_compile_cpu_s"
 # Beside it: the relative spread of its samples ((max - min) / median) and their number.
 SPREAD_KEY = "reference_compile_spread"
 SAMPLES_KEY = "reference_compile_samples"
+# Two references of one machine agree (the stored one stands) within this share of the stored
+# one's seconds, or within the wider of their samples' spreads: one rule, for the session's
+# check and for what a save keeps.
+REFERENCE_AGREE = 0.1
 # A reference whose samples spread more than this is not scaled by: the factor between two
 # machines would be off by about as much (the cross-model data's references, one per run,
 # ranged 0.364-0.558 s on one machine; its compile seconds stayed within 2.40x).
@@ -168,6 +172,25 @@ def reference_missing(baseline: Mapping[str, Any], current: Mapping[str, Any]) -
         and REFERENCE_KEY not in baseline
         and REFERENCE_KEY in current
     )
+
+
+def references_agree(
+    stored_s: float, stored_spread: float, fresh_s: float, fresh_spread: float
+) -> bool:
+    """Whether a fresh reference compile of the same machine agrees with the stored one."""
+    tol = max(REFERENCE_AGREE, stored_spread, fresh_spread)
+    return abs(fresh_s - stored_s) <= tol * stored_s
+
+
+def stored_reference_agrees(stored: Mapping[str, Any], fresh: Mapping[str, Any]) -> bool:
+    """references_agree() of the references two environment blocks store (a spread not
+    stored counts as none); a side without one agrees only with another without one."""
+    before, now = stored.get(REFERENCE_KEY), fresh.get(REFERENCE_KEY)
+    if not (_positive(before) and _positive(now)):
+        return before == now
+    spreads = [env.get(SPREAD_KEY) for env in (stored, fresh)]
+    a, b = (float(s) if _positive(s) else 0.0 for s in spreads)
+    return references_agree(float(before), a, float(now), b)
 
 
 def under_xdist(env: Mapping[str, Any]) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_jaxperf.model import Entry, FunctionRecord, RecordedTest
+from pytest_jaxperf.model import Entry, FunctionRecord, RecordedTest, RunRecord
 
 
 def fn(
@@ -43,3 +43,11 @@ def rec(*functions: FunctionRecord, benchmarks: dict[str, Entry] | None = None) 
     record = RecordedTest(functions={f.key: f for f in functions}, benchmarks=benchmarks or {})
     record.recompute_totals()
     return record
+
+
+def resaved(old: RunRecord | None, run: RunRecord) -> RunRecord:
+    """`run` saved into `old` as every save merges (storage/resave.py), all values measured."""
+    from pytest_jaxperf.config import Tolerances
+    from pytest_jaxperf.storage.resave import Measured, Resave
+
+    return Resave(Measured(), Tolerances())(old, run)

@@ -169,3 +169,66 @@ def test_every_exported_name_is_documented() -> None:
     section = (PACKAGE.parent / "docs" / "api.md").read_text()
     for name in pytest_jaxperf.__all__:
         assert f"`{name}`" in section, name
+
+
+def _storage_graph() -> dict[str, set[str]]:
+    """storage module -> the storage modules it imports (at any depth of its code)."""
+    storage = {m.split(".")[1] for m in MODULES if m.startswith("storage.")}
+    graph: dict[str, set[str]] = {}
+    for module in storage:
+        names = MODULES[f"storage.{module}"]
+        graph[module] = {
+            n.split(".")[2]
+            for n in names
+            if n.startswith("pytest_jaxperf.storage.") and n.split(".")[2] in storage
+        } - {module}
+    return graph
+
+
+def test_the_storage_modules_import_each_other_in_one_direction() -> None:
+    # read (file -> entries -> records), merge (one Resave), write: a circle between two of
+    # them (entries and store imported each other) is where a policy starts to bounce.
+    graph = _storage_graph()
+    assert graph["entries"] == {"errors"}
+    seen: dict[str, int] = {}  # 1: on the path being walked, 2: done
+
+    def walk(module: str, path: tuple[str, ...]) -> None:
+        assert seen.get(module) != 1, f"import circle: {' -> '.join((*path, module))}"
+        if seen.get(module) == 2:
+            return
+        seen[module] = 1
+        for other in sorted(graph[module]):
+            walk(other, (*path, module))
+        seen[module] = 2
+
+    for module in sorted(graph):
+        walk(module, ())
+
+
+def test_no_module_uses_another_modules_private_names() -> None:
+    # A leading underscore says "this module's own"; the package's private modules
+    # (_jaxhooks, _xdist) are whole modules, imported as such.
+    modules = {p.stem for p in PACKAGE.rglob("*.py")}
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        tree = ast.parse(path.read_text())
+        internal: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (
+                node.level or (node.module or "").startswith("pytest_jaxperf")
+            ):
+                for alias in node.names:
+                    internal.add(alias.asname or alias.name)
+                    if alias.name.startswith("_") and alias.name not in modules:
+                        found.append(f"{path.name}: from {node.module} import {alias.name}")
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id in internal
+                and node.value.id in modules
+                and node.attr.startswith("_")
+                and not node.attr.startswith("__")
+            ):
+                found.append(f"{path.name}:{node.lineno}: {node.value.id}.{node.attr}")
+    assert not found

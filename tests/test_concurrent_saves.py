@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from _jaxperf_data import ENV
-from _records import fn, rec
+from _records import fn, rec, resaved
 from conftest import read_json
 from filelock import FileLock
 
@@ -27,12 +27,10 @@ def test_save_merged_keeps_entries_saved_since_the_run_started(tmp_path: Path) -
     path = tmp_path / ".jaxperf" / "baseline.json"
     store.save(path, _run("t::old"))
     at_start = store.read(path)  # what this run read at start-up
-    store.save_merged(path, _run("t::other"))  # another run saved meanwhile
-    merged = store.save_merged(path, _run("t::mine"), at_start)
+    store.save_merged(path, _run("t::other"), resaved)  # another run saved meanwhile
+    merged = store.save_merged(path, _run("t::mine"), resaved, at_start)
     assert set(merged.tests) == {"t::old", "t::other", "t::mine"}
     assert store.load(path) == merged
-    # What saving did before: the start-up read merged, the other run's entry lost.
-    assert "t::other" not in store.merge(at_start.run, _run("t::mine")).tests
     assert outputs.lock_path(path) == tmp_path / ".jaxperf" / "baseline.json.lock"
     assert outputs.lock_path(path).exists()
 
@@ -49,7 +47,7 @@ def test_save_merged_reads_an_unchanged_file_once(
         raise AssertionError("read again")
 
     monkeypatch.setattr(store, "load", no_second_read)
-    merged = store.save_merged(path, _run("t::mine"), at_start)
+    merged = store.save_merged(path, _run("t::mine"), resaved, at_start)
     assert set(merged.tests) == {"t::old", "t::mine"}
     monkeypatch.undo()
     assert store.load(path) == merged
@@ -59,9 +57,8 @@ def test_save_merged_reads_an_unchanged_file_once(
     new = tmp_path / "new.json"
     assert store.read(new) == store.Loaded(None, None)
     monkeypatch.setattr(store, "load", no_second_read)
-    assert set(store.save_merged(new, _run("t::mine"), store.Loaded(None, None)).tests) == {
-        "t::mine"
-    }
+    nothing = store.Loaded(None, None)
+    assert set(store.save_merged(new, _run("t::mine"), resaved, nothing).tests) == {"t::mine"}
 
 
 def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
@@ -74,7 +71,7 @@ def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
     # Other runs holding the locks.
     with FileLock(outputs.lock_path(path)), FileLock(outputs.lock_path(log)):
         with pytest.raises(outputs.OutputError) as info:
-            store.save_merged(path, _run("t::mine"))
+            store.save_merged(path, _run("t::mine"), resaved)
         with pytest.raises(outputs.OutputError, match="h.jsonl.lock after 0.05 s"):
             history.append(log, {"tests": {}})
     assert str(info.value) == (
@@ -83,7 +80,7 @@ def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
     )
     assert path.read_text() == before
     assert not log.exists()
-    store.save_merged(path, _run("t::mine"))  # free again
+    store.save_merged(path, _run("t::mine"), resaved)  # free again
     assert set(read_json(path)["tests"]) == {"t::old", "t::mine"}
     history.append(log, {"tests": {}})
     assert history.load(log) == [{"tests": {}}]
@@ -93,7 +90,7 @@ def test_a_broken_baseline_met_while_saving_is_left_as_it_is(tmp_path: Path) -> 
     path = tmp_path / "baseline.json"
     path.write_text('{"schema": "pytest-jaxperf/2", "tests": {"a": ')  # cut short meanwhile
     with pytest.raises(store.BaselineError, match="is not valid JSON"):
-        store.save_merged(path, _run("t::mine"))
+        store.save_merged(path, _run("t::mine"), resaved)
     assert path.read_text() == '{"schema": "pytest-jaxperf/2", "tests": {"a": '
 
 

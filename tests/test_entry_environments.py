@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from _records import fn, rec
+from _records import fn, rec, resaved
 from conftest import lit, read_json
 
 from pytest_jaxperf.environment import timing_differences
 from pytest_jaxperf.model import RunRecord
-from pytest_jaxperf.storage.store import dumps, load, merge, save
+from pytest_jaxperf.storage.store import dumps, load, save
 
 SUITE = """
 import jax
@@ -66,7 +66,7 @@ def test_a_partial_save_keeps_the_other_entries_environment(reference_on: pytest
 def test_entry_environments_are_written_and_read_back(tmp_path: object) -> None:
     old = RunRecord({"jax": "0.9.0", "cpu": "A"}, tests={"t::b": rec(fn("g", "m.py:2"))})
     run = RunRecord({"jax": "0.10.2", "cpu": "B"}, tests={"t::a": rec(fn("f", "m.py:1"))})
-    merged = merge(old, run)
+    merged = resaved(old, run)
     path = tmp_path / "baseline.json"  # type: ignore[operator]
     save(path, merged)
     text = path.read_text(encoding="utf-8")
@@ -85,11 +85,15 @@ def test_entry_environments_are_written_and_read_back(tmp_path: object) -> None:
 def test_an_entry_measured_here_again_drops_its_own_environment() -> None:
     env = {"jax": "0.10.2"}
     old = RunRecord(environment={"jax": "0.9.0"}, tests={"t::b": rec(fn("g", "m.py:2"))})
-    kept = merge(old, RunRecord(environment=env))
-    assert kept.tests["t::b"].environment == {"jax": "0.9.0"}
-    # A later run in that same old environment: the entry needs no environment of its own.
-    back = merge(kept, RunRecord(environment={"jax": "0.9.0"}))
-    assert back.tests["t::b"].environment is None
+    tests = {n: rec(fn("f", "m.py:1")) for n in ("t::a", "t::c")}
+    kept = resaved(old, RunRecord(environment=env, tests=tests))
+    assert kept.environment == env and kept.tests["t::b"].environment == {"jax": "0.9.0"}
+    # Later runs in that same old environment make it the file's again (most entries'): the
+    # entry needs no environment of its own.
+    again = {n: rec(fn("f", "m.py:1")) for n in ("t::b", "t::d", "t::e")}
+    back = resaved(kept, RunRecord(environment={"jax": "0.9.0"}, tests=again))
+    assert back.environment == {"jax": "0.9.0"} and back.tests["t::b"].environment is None
+    assert back.tests["t::a"].environment == env
 
 
 @pytest.mark.parametrize(

@@ -113,7 +113,7 @@ def _saved_both_ways(
         with monkeypatch.context() as m:
             if lazy:
                 m.setattr(store, "_fast_loads", counted)
-            store.save_merged(copy, run, store.read(copy, lazy=lazy), how())
+            store.save_merged(copy, run, how(), store.read(copy, lazy=lazy))
         out.append(copy.read_bytes())
     return out[0], out[1], parsed
 
@@ -125,10 +125,9 @@ def _one_test_run(environment: dict[str, Any]) -> RunRecord:
     return RunRecord(environment=environment, tests={nodeid: rec, "tests/new.py::t": rec})
 
 
-@pytest.mark.parametrize("how", ["merge", "resave"])
 @pytest.mark.parametrize("where", ["same environment", "another environment"])
 def test_a_save_writes_the_same_bytes_as_after_a_whole_read(
-    saved: Path, how: str, where: str, monkeypatch: pytest.MonkeyPatch
+    saved: Path, where: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = dict(big_run().environment)
     if where == "another environment":
@@ -136,21 +135,15 @@ def test_a_save_writes_the_same_bytes_as_after_a_whole_read(
     run = _one_test_run(env)
 
     def merge_how() -> Any:
-        if how == "merge":
-            return store.merge
         return resave.Resave(resave.Measured.of(env, "gate", "wall"), Tolerances())
 
     lazy, whole, parsed = _saved_both_ways(saved, run, merge_how, monkeypatch)
     assert lazy == whole
     assert b'"tests/new.py::t"' in lazy and lazy != saved.read_bytes()
-    if where == "another environment" and how == "merge":
-        # The file's environment becomes the run's: every entry gets its own.
-        assert len(parsed) == len(big_run().tests)
-    else:
-        # The entry with an environment of its own, and (for a re-save, which keeps the
-        # file's environment where most entries were measured) the stored entry it compares
-        # the run with: every other entry is copied as it was read.
-        assert len(parsed) == (1 if how == "merge" else 2)
+    # The entry with an environment of its own, and (a re-save keeps the file's environment
+    # where most entries were measured) the stored entry it compares the run with: every
+    # other entry is copied as it was read.
+    assert len(parsed) == 2
 
 
 def _broken(path: Path, nodeid: str, old: str, new: str) -> None:
@@ -180,7 +173,7 @@ def test_a_wrong_value_fails_only_the_test_that_reads_it(saved: Path) -> None:
     )
     how = resave.Resave(resave.Measured.of(run.environment, "gate", "wall"), Tolerances())
     with pytest.raises(BaselineError):
-        store.save_merged(saved, run2, store.read(saved, lazy=True), how)
+        store.save_merged(saved, run2, how, store.read(saved, lazy=True))
     assert saved.read_bytes() == before
 
 

@@ -5,6 +5,7 @@ theirs, and a save that could not keep a value honestly is refused in one line."
 from __future__ import annotations
 
 import copy
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ from _records import fn, rec
 
 from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.environment import REFERENCE_KEY, timing_differences
-from pytest_jaxperf.model import BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
+from pytest_jaxperf.model import BenchmarkEntry, Counts, RecordedTest, RunRecord, RuntimeStats
 from pytest_jaxperf.storage import resolve as resolving
 from pytest_jaxperf.storage.resave import Measured, Resave, SaveRefused, Tally
 from pytest_jaxperf.storage.store import dumps, save, save_merged
@@ -259,3 +260,59 @@ def test_sizes_the_self_check_left_out_keep_their_stored_values() -> None:
     )
     # The sizes kept were measured: the entry carries no "not measured" of its own.
     assert saved.environment_of("t::a") == HERE
+
+
+def _phases(test: RecordedTest, wall: float, cpu: float) -> RecordedTest:
+    """`test` with every phase of its function at `wall` wall and `cpu` CPU seconds."""
+    out = copy.deepcopy(test)
+    for f in out.functions.values():
+        f.trace_s = f.lower_s = f.compile_s = wall
+        f.trace_cpu_s = f.lower_cpu_s = f.compile_cpu_s = cpu
+    out.recompute_totals()
+    return out
+
+
+def test_wall_seconds_moving_under_load_rewrite_nothing_the_gate_reads_cpu() -> None:
+    # As on a busy machine: every wall phase x8 (a lower_s 0.015 -> 0.126 in the field), the
+    # CPU seconds the gate reads unchanged; the eager helpers' and the first call's seconds
+    # moved too (never gated).
+    stored = _phases(_test(b=_bench(None)), wall=0.05, cpu=0.1)
+    stored.eager = Counts(compiles=2, compile_s=0.1)
+    base, _ = _save(None, stored, HERE)
+    busy = _phases(_test(b=_bench(None)), wall=0.4, cpu=0.1)
+    busy.eager = Counts(compiles=2, compile_s=0.7)
+    busy.benchmarks["b"] = dataclasses.replace(busy.benchmarks["b"], first_call_s=0.9)
+    again, how = _save(base, busy, HERE)
+    assert dumps(again) == dumps(base)
+    assert (how.tally.updated, how.tally.kept) == (0, 1)
+    # The helpers compiling more is a change of what ran: their block is written anew.
+    busy.eager = Counts(compiles=3, compile_s=0.7)
+    moved, _ = _save(base, busy, HERE)
+    assert moved.tests["t::a"].eager.compiles == 3
+    assert moved.tests["t::a"].compile_cpu_s == base.tests["t::a"].compile_cpu_s
+
+
+@pytest.mark.parametrize(
+    ("cpu_now", "written"),
+    [(0.55, True), (0.65, False), (1.9, False), (2.2, True)],
+)
+def test_a_compile_time_is_kept_only_inside_its_keep_band(cpu_now: float, written: bool) -> None:
+    # Stored 1.0 CPU s over three phases; the band keeps 0.6x-2x (suite data: unchanged code
+    # read 0.61x-1.83x): 1.0 -> 0.55 is an improvement the file records, so a later 2x of the
+    # new value fails; 0.65 is noise and rewrites nothing.
+    base, _ = _save(None, _phases(_test(), wall=1 / 3, cpu=1 / 3), HERE)
+    again, how = _save(base, _phases(_test(), wall=cpu_now / 3, cpu=cpu_now / 3), HERE)
+    assert (how.tally.updated == 1) is written
+    stored = again.tests["t::a"].total_cpu_s
+    assert stored == pytest.approx(cpu_now if written else 1.0, rel=1e-5)
+
+
+def test_a_save_takes_a_fresh_reference_by_the_sessions_agreement_rule() -> None:
+    # The stored reference stands only where a fresh one agrees with it (10%, or the samples'
+    # spread): a fresh 0.48 s against a stored 0.25 s is written with the entries it measured.
+    stored = {**HERE, REFERENCE_KEY: 0.25}
+    base, _ = _save(None, _test(traces=1), stored)
+    moved, _ = _save(base, _test(traces=2), {**HERE, REFERENCE_KEY: 0.48})
+    assert moved.environment[REFERENCE_KEY] == 0.48
+    agreeing, _ = _save(base, _test(traces=2), {**HERE, REFERENCE_KEY: 0.26})
+    assert agreeing.environment[REFERENCE_KEY] == 0.25

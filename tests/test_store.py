@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _records import resaved
 
 from pytest_jaxperf import model
 from pytest_jaxperf.model import (
@@ -28,7 +29,7 @@ from pytest_jaxperf.model import (
     run_to_json,
 )
 from pytest_jaxperf.storage import store
-from pytest_jaxperf.storage.store import BaselineError, dumps, format_json, load, merge, save
+from pytest_jaxperf.storage.store import BaselineError, dumps, format_json, load, save
 
 
 def full_report() -> RunRecord:
@@ -456,7 +457,7 @@ def test_merge_keeps_tests_that_did_not_run_and_takes_passed_ones() -> None:
         environment={"jax": "0.10.2"},
         tests={"t::updated": with_outcome("passed", 2), "t::added": with_outcome("passed", 3)},
     )
-    merged = merge(old, run)
+    merged = resaved(old, run)
     assert sorted(merged.tests) == ["t::added", "t::kept", "t::updated"]
     # The kept entry was measured under jax 0.10.1, and keeps saying so; the file now says 0.10.2.
     assert merged.tests["t::kept"].traces == 1
@@ -472,19 +473,19 @@ def test_merge_keeps_tests_that_did_not_run_and_takes_passed_ones() -> None:
 def test_merge_never_overwrites_with_an_unpassed_run(outcome: str) -> None:
     old = RunRecord(tests={"t::a": with_outcome("passed", 1)})
     run = RunRecord(tests={"t::a": with_outcome(outcome, 5), "t::b": with_outcome(outcome, 5)})
-    merged = merge(old, run)
+    merged = resaved(old, run)
     assert merged.tests == {"t::a": old.tests["t::a"]}
     assert merged.tests["t::a"].traces == 1
 
 
 def test_merge_without_an_old_baseline() -> None:
     run = RunRecord(tests={"t::a": with_outcome("passed", 1), "t::b": with_outcome("failed", 1)})
-    assert sorted(merge(None, run).tests) == ["t::a"]
+    assert sorted(resaved(None, run).tests) == ["t::a"]
 
 
 def test_merge_does_not_modify_the_old_report() -> None:
     old = RunRecord(tests={"t::a": with_outcome("passed", 1)})
-    merge(old, RunRecord(tests={"t::b": with_outcome("passed", 1)}))
+    resaved(old, RunRecord(tests={"t::b": with_outcome("passed", 1)}))
     assert sorted(old.tests) == ["t::a"]
 
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..environment import REFERENCE_KEY, SAMPLES_KEY, SPREAD_KEY
+from ..environment import REFERENCE_KEY, SAMPLES_KEY, SPREAD_KEY, references_agree
 
 # Changed whenever the program or the way it is measured changes: a value cached for
 # another is not reused (/2: a child process, the median of SAMPLES and their spread).
@@ -39,9 +39,8 @@ _CACHE_KEYS = ("backend", "device_kind", "cpu", "cpu_count", "jax", "jaxlib")
 # 0.39-0.57 s within one process.
 SAMPLES = 5
 CHECK_SAMPLES = 1
-# A cached value and a fresh sample agree when they differ by no more than the larger of
-# their spreads, and at least this much.
-AGREE = 0.1
+# A cached value and a fresh sample agree as environment.references_agree says (the rule a
+# save follows too).
 # Seconds the child may take (a jax import and the compiles) before it is given up.
 TIMEOUT_S = 300
 # Variables the child does not inherit: the suite's JAX and XLA settings (it compiles under
@@ -135,8 +134,7 @@ class Reference:
         return all(str(env.get(k)) == v for k, v in self.machine)
 
     def agrees(self, other: Reference) -> bool:
-        tol = max(AGREE, self.spread, other.spread)
-        return abs(other.seconds - self.seconds) <= tol * self.seconds
+        return references_agree(self.seconds, self.spread, other.seconds, other.spread)
 
     def to_cache(self) -> dict[str, Any]:
         return {"seconds": self.seconds, "spread": self.spread, "samples": self.samples,

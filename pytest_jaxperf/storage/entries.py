@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..model import SCHEMA, FormatError, RecordedTest, RunRecord, recorded_test_from_json
+from .errors import BaselineError
 
 # Files this big or bigger are read this way (about 4,000 tests of a synthetic suite with
 # every field present); smaller ones are read and checked whole at start-up.
@@ -53,8 +54,6 @@ class _Source:
         self.whole: dict[str, RecordedTest] | None = None
 
     def entry(self, nodeid: str, span: Span) -> RecordedTest:
-        from .store import BaselineError
-
         if self.whole is not None:
             return self.whole[nodeid]
         try:
@@ -143,8 +142,6 @@ def read(
 ) -> RunRecord | None:
     """The run in `raw` with its test entries kept as text, where the file is big and laid
     out as the plugin saves it, in the current schema; None for any other file (read whole)."""
-    from .store import BaselineError
-
     if len(raw) < LAZY_FROM_BYTES:
         return None
     at = raw.find(_TESTS)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..model import FormatError, RecordedTest, RunRecord, recorded_test_to_json, run_from_json
 from . import gitenv
-from .resave import _file_environment
+from .resave import file_environment
 from .store import BaselineError, placed, save
 
 OURS, THEIRS = "ours", "theirs"
@@ -156,7 +156,7 @@ def resolve_sides(
                 if reason.startswith(_BOTH):
                     conflicting.append(nodeid)
         entries[nodeid] = (take.tests[nodeid], take.environment_of(nodeid))
-    environment = _file_environment(
+    environment = file_environment(
         [env for _, env in entries.values()], other.environment, chosen.environment
     )
     tests = {k: placed(r, env, environment) for k, (r, env) in entries.items()}

@@ -1,5 +1,6 @@
-"""Loading, validating, merging and atomically saving baselines and run files (a run's
-`RunRecord` as JSON)."""
+"""Reading, validating and atomically writing baselines and run files (a run's `RunRecord` as
+JSON), and the locked read-merge-write every save goes through (`save_merged`; the merge
+itself is `resave.Resave`)."""
 
 from __future__ import annotations
 
@@ -31,11 +32,7 @@ from ..model import (
     run_from_json,
     run_to_json,
 )
-
-
-class BaselineError(Exception):
-    """A baseline or report file cannot be used; the message names the file and the fix."""
-
+from .errors import BaselineError as BaselineError  # raised by every reader: named here too
 
 # What to do about a broken file, for a baseline.
 FIX_BASELINE = "fix it, or delete it and re-create it with --jaxperf-save"
@@ -277,31 +274,6 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def merge(old: RunRecord | None, run: RunRecord) -> RunRecord:
-    """`old` updated with the passed tests of `run`; every other entry of `old` is kept, with
-    the environment it was measured in (the file's environment becomes `run`'s)."""
-    if old is None:
-        return RunRecord(
-            environment=dict(run.environment),
-            tests={k: rec for k, rec in run.tests.items() if rec.outcome == "passed"},
-        )
-    # Entries of a big baseline still unread (entries.py) stay text where the file's
-    # environment stays: placing them changes nothing.
-    unread = getattr(old.tests, "unread", None) if old.environment == run.environment else None
-    tests: dict[str, RecordedTest | None] = {}
-    for nodeid in old.tests:
-        if unread is not None and unread(nodeid):
-            tests[nodeid] = None
-        else:
-            tests[nodeid] = placed(old.tests[nodeid], old.environment_of(nodeid), run.environment)
-    for nodeid, rec in run.tests.items():
-        if rec.outcome == "passed":
-            tests[nodeid] = rec
-    if hasattr(old.tests, "updated"):
-        return RunRecord(environment=dict(run.environment), tests=old.tests.updated(tests))
-    return RunRecord(environment=dict(run.environment), tests=tests)  # type: ignore[arg-type]
-
-
 def placed(
     rec: RecordedTest, measured_in: dict[str, Any], file_environment: dict[str, Any]
 ) -> RecordedTest:
@@ -314,8 +286,8 @@ def placed(
 def save_merged(
     path: Path,
     run: RunRecord,
+    how: Callable[[RunRecord | None, RunRecord], RunRecord],
     known: Loaded | None = None,
-    how: Callable[[RunRecord | None, RunRecord], RunRecord] = merge,
 ) -> RunRecord:
     """Merge the passed tests of `run` into the baseline at `path` as it is now, not as it was
     when the run started, and save the result; returns it. The read, merge and write happen
@@ -432,7 +404,7 @@ def _pieces(run: RunRecord) -> Iterator[str]:
     for key, nodeid in zip(keys, nodeids):
         text = text_of(nodeid)
         if text is None:
-            text = _test_text(run.tests[nodeid])
+            text = entry_text(run.tests[nodeid])
         yield f"{separator}    {key}: {text}"
         separator = ",\n"
     yield "\n  }" + tail
@@ -486,17 +458,17 @@ def _numbers(c: Counts) -> tuple[Any, ...] | None:
     return None
 
 
-def _test_text(rec: RecordedTest) -> str:
+def entry_text(rec: RecordedTest) -> str:
     """format_json(recorded_test_to_json(rec), _TEST, "    "), from templates when the values
     are plain."""
     try:
-        text = _quick_test_text(rec)
+        text = _quickentry_text(rec)
     except TypeError:  # a string field that is not a string, say
         text = None
     return text if text is not None else format_json(recorded_test_to_json(rec), _TEST, "    ")
 
 
-def _quick_test_text(rec: RecordedTest) -> str | None:
+def _quickentry_text(rec: RecordedTest) -> str | None:
     if rec.environment is not None or rec.marker or rec.confirmation is not None:
         return None  # not in the template: the general way
     own, eager = _numbers(rec), _numbers(rec.eager)
