@@ -28,7 +28,7 @@ from pytest_jaxperf.model import (
     ScalingEntry,
     run_to_json,
 )
-from pytest_jaxperf.storage import store
+from pytest_jaxperf.storage import entries, store
 from pytest_jaxperf.storage.store import BaselineError, dumps, format_json, load, save
 
 
@@ -801,6 +801,35 @@ def test_a_test_kept_twice_by_a_merge_is_refused_naming_it(tmp_path: Path, parse
     path.write_text("".join(lines[: end + 1] + [",\n"] + lines[start:]).replace("},\n,\n", "},\n"))
     with pytest.raises(BaselineError) as info:
         load(path)
+    assert str(info.value) == (
+        f"{path} holds the key 't.py::test_a' twice (a merge that kept both sides?): only one "
+        "would be read; keep one of them"
+    )
+
+
+@pytest.mark.parametrize("lazy", [False, True])
+def test_a_test_kept_twice_on_one_line_is_refused_too(
+    tmp_path: Path, parser: str, lazy: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The second copy does not start a line of its own (a hand-resolved conflict joined two
+    # lines): the line count cannot tell it, the tests' own count can.
+    report = RunRecord(
+        environment={"jax": "0.10.2"},
+        tests={"t.py::test_a": RecordedTest(traces=1), "t.py::test_b": RecordedTest(traces=2)},
+    )
+    text = store.dumps(report)
+    lines = text.splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if line.startswith('    "t.py::test_a"'))
+    end = next(i for i in range(start + 1, len(lines)) if lines[i].startswith("    }"))
+    copy = "".join(lines[start : end + 1]).strip().rstrip(",")
+    joined = lines[: end + 1]
+    joined[end] = joined[end].rstrip("\n").rstrip(",") + ", " + copy + ",\n"
+    path = tmp_path / "baseline.json"
+    path.write_text("".join(joined + lines[end + 1 :]))
+    if lazy:
+        monkeypatch.setattr(entries, "LAZY_FROM_BYTES", 0)
+    with pytest.raises(BaselineError) as info:
+        store.read(path, lazy=lazy)
     assert str(info.value) == (
         f"{path} holds the key 't.py::test_a' twice (a merge that kept both sides?): only one "
         "would be read; keep one of them"

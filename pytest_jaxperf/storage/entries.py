@@ -133,6 +133,12 @@ class Entries(Mapping[str, RecordedTest]):
         return Entries(self._source, items)
 
 
+# Each test entry holds this key once, and nothing else in a file holds it as written (a
+# quote inside a string is escaped): counted in C, it tells how many test entries the file
+# has, wherever they start.
+OUTCOME = b'"outcome"'
+
+
 def read(
     path: Path,
     raw: bytes,
@@ -182,6 +188,8 @@ def read(
     if tail is None or not _closed(raw, previous[1], end):
         return None
     items[previous[0]] = (previous[1], end)
+    if raw.count(OUTCOME) != len(items):
+        return None  # an entry that starts no line of its own (a key twice?): read whole
     source = _Source(path, raw, hint, loads, read_whole)
     return RunRecord(environment=environment, tests=Entries(source, items))  # type: ignore[arg-type]
 

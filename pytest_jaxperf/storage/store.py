@@ -32,6 +32,7 @@ from ..model import (
     run_from_json,
     run_to_json,
 )
+from . import entries
 from .errors import BaselineError as BaselineError  # raised by every reader: named here too
 
 # What to do about a broken file, for a baseline.
@@ -84,8 +85,6 @@ def read(path: Path, hint: str = FIX_BASELINE, lazy: bool = False) -> Loaded:
         raise BaselineError(f"cannot read {path}: {exc}") from None
     stamp = _stamp(st)
     if lazy:
-        from . import entries
-
         with collector_paused():
             run = entries.read(path, raw, hint, _fast_loads or json.loads, _read_text)
         if run is not None:
@@ -135,6 +134,8 @@ def _read_once(raw: bytes) -> RunRecord | None:
         return None
     if depth_two is not None and raw.count(depth_two) != _entries_at_depth_two(data):
         return None
+    if raw.count(entries.OUTCOME) != _tests_read(data):
+        return None  # a test entry twice where it starts no line of its own, say
     try:
         return run_from_json(data, consume=True)
     except ValueError:  # FormatError is one
@@ -206,7 +207,9 @@ def _refuse_duplicates(path: Path, text: str, data: Any) -> None:
     merge conflict resolved by keeping both sides leaves it: either parser would keep the
     last silently. Checked where the keys at that depth, as `dumps` lays them out, outnumber
     those read (so at no cost for a file as the plugin writes it); then json says which."""
-    if _keys_at_depth_two(text) == _entries_at_depth_two(data):
+    if _keys_at_depth_two(text) == _entries_at_depth_two(data) and text.count(
+        entries.OUTCOME.decode()
+    ) == _tests_read(data):
         return
     try:
         json.loads(text, object_pairs_hook=_unique)
@@ -229,6 +232,11 @@ def _entries_at_depth_two(data: Any) -> int:
     if not isinstance(data, dict):
         return -1
     return sum(len(v) for v in data.values() if isinstance(v, dict))
+
+
+def _tests_read(data: Any) -> int:
+    tests = data.get("tests") if isinstance(data, dict) else None
+    return len(tests) if isinstance(tests, dict) else -1
 
 
 def stamp_of(path: Path) -> Stamp | None:
