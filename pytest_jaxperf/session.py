@@ -137,19 +137,8 @@ class JaxPerfSession:
 
         here = machine.here()
         known = [e for e in self._baseline_environments() if not other_machine([e], here)]
-        settled = None
-        if self._save_only():
-            # Only the save uses it, and the re-save keeps the stored value unless a fresh
-            # one is off by more than the compile tolerance: a check within it settles it.
-            from .storage.resave import seconds_close
-
-            tol = self.settings.tolerances
-
-            def settled(stored: float, checked: float) -> bool:
-                return seconds_close(stored, checked, tol)
-
         cache = getattr(self.config, "cache", None)
-        self.reference = reference.for_session(cache, known, settled)
+        self.reference = reference.for_session(cache, known)
 
     def _save_only(self) -> bool:
         """Whether the save is the only use of this run's reference compile: no report or

@@ -320,19 +320,15 @@ _MEASURED: list[Reference] = []
 def for_session(
     cache: Any | None,
     known: Sequence[Mapping[str, Any]] = (),
-    settled: Callable[[float, float], bool] | None = None,
 ) -> Reference | None:
     """This machine's reference compile, measured now in a child process. Where a value is
     known for the same machine and versions, from pytest's cache (`cache`, None where the
     cache provider is off) or from environment blocks of the baseline (`known`), one fresh
     compile checks it, and the known value is kept where they agree (so that re-saved
     baselines keep the same number); else the full sample is measured (and checked against
-    them again), and a fresh value replaces the cached one. Where `settled(known seconds,
-    checked seconds)` holds for a value of `known`, that value is kept without the full
-    sample: a session whose only use of the reference is to save it into that baseline,
-    which keeps its stored value unless a fresh one is further off than the compile
-    tolerance (`resave._as_stored`), would measure five compiles for a number it throws
-    away. None where it could not be measured."""
+    them again), and a fresh value replaces the cached one. Agreement is the one rule a save
+    keeps a stored reference by too (environment.references_agree). None where it could not
+    be measured."""
     if _MEASURED:
         return _MEASURED[0]
     # One entry per interpreter (a virtualenv, a JAX version); what it was measured on is
@@ -352,9 +348,6 @@ def for_session(
         if fresh is None:
             return None
         chosen = _agreeing(cached, known, fresh)
-        if chosen is None and settled is not None:
-            now = fresh.seconds
-            chosen = _agreeing(None, known, fresh, lambda c: settled(c.seconds, now))
         if chosen is None and fresh.samples < SAMPLES:
             fresh = MEASURE(SAMPLES)  # in the same child, warm
             if fresh is None:
@@ -371,14 +364,9 @@ def for_session(
 
 
 def _agreeing(
-    cached: Any,
-    known: Sequence[Mapping[str, Any]],
-    fresh: Reference,
-    agree: Callable[[Reference], bool] | None = None,
+    cached: Any, known: Sequence[Mapping[str, Any]], fresh: Reference
 ) -> Reference | None:
-    """The first known value measured on `fresh`'s machine that `fresh` agrees with (or, with
-    `agree`, for which `agree` holds)."""
+    """The first known value measured on `fresh`'s machine that `fresh` agrees with."""
     candidates = [Reference.from_cache(cached, fresh.machine)]
     candidates += [Reference.from_environment(env, fresh.machine) for env in known]
-    agree = agree or (lambda c: c.agrees(fresh))
-    return next((c for c in candidates if c is not None and agree(c)), None)
+    return next((c for c in candidates if c is not None and c.agrees(fresh)), None)
