@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from . import causes
+from . import causes, diagnose
 from .config import (
     NO_LIMITS,
     Clock,
@@ -95,12 +95,16 @@ class Breach:
     gated: bool = True
     detail: str = ""
     benchmark: str | None = None  # the jaxperf.benchmark label, for program/runtime metrics
+    # Of a breach of jaxpr equations: the source lines that made most of them (`diagnose`).
+    where: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """Plain JSON values (a pytest-xdist worker sends its verdicts to the controller)."""
         out = {k: getattr(self, k) for k in ("metric", "reference", "current", "against",
                                              "gated", "detail", "benchmark")}  # fmt: skip
         out["reasons"] = list(self.reasons)
+        if self.where:  # written where found: a verdict read from an older file has none
+            out["where"] = list(self.where)
         out["function"] = function_to_json(self.function) if self.function is not None else None
         return out
 
@@ -110,7 +114,7 @@ class Breach:
         return cls(
             metric=d["metric"], function=fn, reference=d["reference"], current=d["current"],
             against=d["against"], reasons=tuple(d["reasons"]), gated=d["gated"],
-            detail=d["detail"], benchmark=d["benchmark"],
+            detail=d["detail"], benchmark=d["benchmark"], where=tuple(d.get("where", ())),
         )  # fmt: skip
 
 
@@ -378,6 +382,7 @@ def evaluate(
     _count_and_time_limits(verdict, record, limits, gating)
     _size_limits(verdict, record, limits, gating)
     if base is None:
+        _diagnose(verdict, record, None, {})
         verdict.status = verdict_status(verdict, new=True)
         return verdict
     _benchmarks_vs_baseline(verdict, record, base, gating)
@@ -392,8 +397,39 @@ def evaluate(
             f"upgrade ({', '.join(gating.upgrade)}), not gated: "
             + ", ".join(map(upgrade_text, verdict.upgrade))
         )
+    _diagnose(verdict, record, base, matched)
     verdict.status = verdict_status(verdict)
     return verdict
+
+
+def _diagnose(
+    verdict: Verdict,
+    record: RecordedTest,
+    base: RecordedTest | None,
+    matched: Mapping[str, FunctionRecord],
+) -> None:
+    """Says where each breach of jaxpr equations comes from and which known pattern it is,
+    with its fix (`diagnose`); and a compile storm outside any jit, which no gate sees."""
+    said: set[tuple[str, ...]] = set()
+    for i, b in enumerate(verdict.breaches):
+        if b.metric not in diagnose.EQUATION_METRICS or b.where:
+            continue
+        where, found = diagnose.explain_size(
+            b.function, record, base, matched, b.against == "baseline"
+        )
+        # A benchmark's program, its function and the test's total are often the same
+        # program: its lines are said once, at the first breach of it.
+        seen = tuple(found) + tuple(line.split(" (")[0] for line in where)
+        if seen in said:
+            continue
+        said.add(seen)
+        if where or found:
+            verdict.breaches[i] = dataclasses.replace(
+                b, where=tuple(where), reasons=b.reasons + tuple(found)
+            )
+    storm = diagnose.compile_storm(record, base)
+    if storm is not None:
+        verdict.info.append(diagnose.DIAGNOSIS + storm)
 
 
 def upgrade_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:

@@ -29,6 +29,8 @@ PROGRAM_SIZE = "program size"
 
 # Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
 MAX_REASONS = 10
+# The source lines kept per function in `FunctionRecord.eqn_sources`.
+MAX_SOURCE_LINES = 6
 
 # Seconds are written rounded to this many decimals (microseconds).
 TIME_DIGITS = 6
@@ -117,11 +119,19 @@ SECONDS_FIELDS = TIME_FIELDS + CPU_FIELDS
 
 @dataclass
 class FunctionRecord(Counts):
-    """One jitted user function, identified by name and definition site."""
+    """One jitted user function, identified by name and definition site.
+
+    `eqn_sources`: where the equations of its programs come from, the top source lines
+    (at most MAX_SOURCE_LINES) of the programs its gated jaxpr equations count (its
+    lowerings' where it lowered, else its top-level traces'), as "path:line" (rootdir-
+    relative, like `site`; "" for equations made with no frame outside JAX) -> [equations,
+    distinct primitives among them, 1 where the line calls Python's builtin sum else 0].
+    Empty: not recorded (a file written before it was, or a program not read)."""
 
     name: str = ""
     site: str = ""
     retrace_reasons: list[str] = field(default_factory=list)
+    eqn_sources: dict[str, list[int]] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -348,6 +358,8 @@ def _counts_to_json(c: Counts) -> dict[str, Any]:
 def function_to_json(fn: FunctionRecord) -> dict[str, Any]:
     out = _counts_to_json(fn)
     out.update(name=fn.name, site=fn.site, retrace_reasons=list(fn.retrace_reasons))
+    if fn.eqn_sources:  # written only where recorded: a file without them reads the same
+        out["eqn_sources"] = {k: list(v) for k, v in sorted(fn.eqn_sources.items())}
     return out
 
 
@@ -557,7 +569,10 @@ def function_from_json(data: Any, where: str, schema: str = SCHEMA) -> FunctionR
             and set(map(type, reasons)) <= {str}
         ):
             # One check of all values together, in C: the usual case on a big file.
-            return FunctionRecord(*values[:-1], list(reasons))  # type: ignore[call-arg]
+            fn = FunctionRecord(*values[:-1], list(reasons))  # type: ignore[call-arg]
+            if "eqn_sources" in data:
+                fn.eqn_sources = _sources_of(data["eqn_sources"], where)
+            return fn
     except (TypeError, KeyError, OverflowError):  # not a dict, a field missing, a huge count
         pass
     numbers = _numbers_of(data, where, schema)
@@ -569,7 +584,25 @@ def function_from_json(data: Any, where: str, schema: str = SCHEMA) -> FunctionR
     fn.name = _string_of(data, "name", where)
     fn.site = _string_of(data, "site", where)
     fn.retrace_reasons = list(reasons)
+    fn.eqn_sources = _sources_of(data.get("eqn_sources", {}), where)
     return fn
+
+
+def _sources_ok(value: Any) -> bool:
+    """Whether `value` is a function's `eqn_sources` as written: "path:line" -> three counts."""
+    return type(value) is dict and all(
+        type(k) is str and type(v) is list and len(v) == 3 and all(_is_count(n) for n in v)
+        for k, v in value.items()
+    )
+
+
+def _sources_of(value: Any, where: str) -> dict[str, list[int]]:
+    _expect(
+        _sources_ok(value),
+        f"{where}.eqn_sources",
+        "expected an object of source lines -> [equations, primitives, builtin sum]",
+    )
+    return {k: list(v) for k, v in value.items()}
 
 
 def recorded_test_from_json(data: Any, where: str, schema: str = SCHEMA) -> RecordedTest:  # noqa: PT028
@@ -924,18 +957,23 @@ _PLAIN_TEST_TYPES = (*_PLAIN_TYPES, str, dict, dict, dict)
 _NUMBERS = operator.itemgetter(slice(0, len(NUMBER_FIELDS)))
 _FUNCTIONS_AT, _EAGER_AT = len(NUMBER_FIELDS) + 1, len(NUMBER_FIELDS) + 2
 _REASONS_AT = len(_PLAIN_FUNCTION_TYPES) - 1
+_SOURCED_FUNCTION = len(_PLAIN_FUNCTION_TYPES) + 1
 _new = object.__new__
 
 
 def _plain_rows(
-    entries: list[Any], getter: operator.itemgetter[Any], types: tuple[type, ...]
+    entries: list[Any],
+    getter: operator.itemgetter[Any],
+    types: tuple[type, ...],
+    sourced: bool = False,
 ) -> list[tuple[Any, ...]] | None:
     """What `getter` takes of each of `entries`, where each is an object of exactly those keys
-    holding values of `types`, the numbers among them (the first) >= 0 and finite; else
-    None."""
+    (and `eqn_sources`, where `sourced`, checked by the caller) holding values of `types`,
+    the numbers among them (the first) >= 0 and finite; else None."""
     if not entries:
         return []
-    if set(map(type, entries)) != {dict} or set(map(len, entries)) != {len(types)}:
+    sizes = {len(types), len(types) + 1} if sourced else {len(types)}
+    if set(map(type, entries)) != {dict} or not set(map(len, entries)) <= sizes:
         return None
     try:
         rows = list(map(getter, entries))
@@ -960,7 +998,12 @@ def _plain_tests(tests: dict[Any, Any]) -> set[Any]:
     of_tests = map(operator.itemgetter(_FUNCTIONS_AT), rows)
     functions = list(itertools.chain.from_iterable(map(dict.values, of_tests)))
     eager = list(map(operator.itemgetter(_EAGER_AT), rows))
-    fn_rows = _plain_rows(functions, _FUNCTION_OF, _PLAIN_FUNCTION_TYPES)
+    # A function entry may have its source lines besides (`eqn_sources`, written where
+    # recorded): checked here, the other fields as ever.
+    sourced = [f for f in functions if type(f) is dict and len(f) == _SOURCED_FUNCTION]
+    if not all(_sources_ok(f.get("eqn_sources")) for f in sourced):
+        return set()
+    fn_rows = _plain_rows(functions, _FUNCTION_OF, _PLAIN_FUNCTION_TYPES, sourced=True)
     if fn_rows is None or _plain_rows(eager, _NUMBERS_OF, _PLAIN_TYPES) is None:
         return set()
     reasons = itertools.chain.from_iterable(map(operator.itemgetter(_REASONS_AT), fn_rows))
@@ -982,12 +1025,11 @@ def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, Record
     entries, the others read entry by entry; in the file's order, so that the first error
     found (in a benchmark entry, or in an entry read the careful way) is the first in it."""
     entries = [tests[k] for k in tests if k in plain]
-    functions = iter(
-        _adopted(
-            FunctionRecord,
-            list(itertools.chain.from_iterable(e["functions"].values() for e in entries)),
-        )
-    )
+    function_entries = list(itertools.chain.from_iterable(e["functions"].values() for e in entries))
+    for f in function_entries:
+        if len(f) < _SOURCED_FUNCTION:  # no source lines recorded (an attribute of each)
+            f["eqn_sources"] = {}
+    functions = iter(_adopted(FunctionRecord, function_entries))
     eager = iter(_adopted(Counts, [e["eager"] for e in entries]))
     records = iter(_adopted(RecordedTest, entries))
     out: dict[str, RecordedTest] = {}

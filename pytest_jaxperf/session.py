@@ -511,6 +511,9 @@ class JaxPerfSession:
                     tr.write_line(line, **terminal.markup("reported only"))
             for fn in out.gone:
                 tr.write_line(wording.gone_line(fn, nodeid), **terminal.markup("function gone"))
+            if not out.failed:  # a failed test's explanation says it already
+                for line in wording.diagnosis_lines(out, nodeid):
+                    tr.write_line(line, **terminal.markup("reported only"))
         summary = RunSummary.of(self.verdicts)
         # Said, not only counted in the tally: a CPU model that differs from the baseline's
         # switches the compile-time gate off for every test.

@@ -19,8 +19,8 @@ PYTEST_ALLOWED = {
 }  # fmt: skip
 # The pure core: gating rules and the records they read.
 CORE = {
-    "model", "compare", "matching", "causes", "environment", "config", "confirmation", "notgated",
-    "notrun",
+    "model", "compare", "matching", "causes", "diagnose", "environment", "config", "confirmation",
+    "notgated", "notrun",
 }  # fmt: skip
 # What each part may import from the package (itself always).
 MAY_IMPORT = {

@@ -509,6 +509,30 @@ def module_ops(module: Any) -> int:
     return count - 1
 
 
+def eqn_user_line(eqn: Any) -> tuple[str, int] | None:
+    """(file, line) of the innermost frame outside JAX that made a jaxpr equation, as JAX's
+    own equation profile (`jaxpr_util.pprof_equation_profile`) finds it; None where the
+    equation has no such frame. `source_info_util.user_frame` takes the equation's
+    `source_info` on jax 0.6 and its `source_info.traceback` from 0.7 on."""
+    frame = _user_frame()(eqn.source_info)
+    if frame is None:
+        return None
+    return frame.file_name, frame.start_line
+
+
+@functools.cache
+def _user_frame() -> Callable[[Any], Any]:
+    import inspect
+
+    from jax._src import source_info_util
+
+    user_frame = source_info_util.user_frame
+    first = next(iter(inspect.signature(user_frame).parameters), "")
+    if first == "source_info":  # jax 0.6
+        return user_frame
+    return lambda info: user_frame(info.traceback)
+
+
 def traced_for_jit() -> tuple[Any, Any, tuple[Any, ...]] | None:
     """(callable, DebugInfo, static arguments) of the jit trace whose duration event is
     being emitted."""

@@ -16,6 +16,39 @@ def count_eqns(jaxpr: Any) -> int:
     return sum(1 + sum(count_eqns(j) for j in _subjaxprs(eqn.params)) for eqn in inner.eqns)
 
 
+# Per source line (file, line; None: no frame outside JAX), the equations made there and the
+# names of their primitives: where a program's equations come from (`eqn_lines`).
+LineTally = dict[tuple[str, int] | None, tuple[list[int], set[str]]]
+
+
+def eqn_lines(jaxpr: Any, into: LineTally) -> None:
+    """Adds to `into` the equations of a (Closed)Jaxpr by the source line that made each,
+    counted as `count_eqns` counts them (sub-jaxprs' equations at their own lines). A
+    program whose lines cannot be read is left out whole."""
+    found: LineTally = {}
+    try:
+        stack = [getattr(jaxpr, "jaxpr", jaxpr)]
+        while stack:
+            inner = stack.pop()
+            for eqn in inner.eqns:
+                line = hooks.eqn_user_line(eqn)
+                tally = found.get(line)
+                if tally is None:
+                    tally = found[line] = ([0], set())
+                tally[0][0] += 1
+                tally[1].add(str(eqn.primitive))
+                stack.extend(getattr(j, "jaxpr", j) for j in _subjaxprs(eqn.params))
+    except Exception:  # an unexpected object in the program: its lines are not measured
+        return
+    for line, (count, names) in found.items():
+        tally = into.get(line)
+        if tally is None:
+            into[line] = (count, names)
+        else:
+            tally[0][0] += count[0]
+            tally[1].update(names)
+
+
 def _subjaxprs(params: dict[str, Any]) -> list[Any]:
     found: list[Any] = []
     stack = list(params.values())

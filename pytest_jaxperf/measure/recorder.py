@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import linecache
 import os
+import re
 import sys
 import threading
 import time
@@ -28,6 +30,7 @@ from typing import Any, TypeVar
 from .. import causes
 from ..model import (
     MAX_REASONS,
+    MAX_SOURCE_LINES,
     PROGRAM_SIZE,
     Counts,
     Entry,
@@ -168,6 +171,11 @@ class Scope:
         self._unkept: dict[int, str] = {}
         self._kept = 0
         self._kept_pending: dict[int, Kept] = {}
+        # Per function record (by id): the source lines of the equations its lowerings and
+        # its top-level traces made (`program_metrics.eqn_lines`); the record keeps the top
+        # ones of those its gated equations count (`snapshot`).
+        self._lowered_lines: dict[int, program_metrics.LineTally] = {}
+        self._traced_lines: dict[int, program_metrics.LineTally] = {}
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -307,12 +315,17 @@ class Scope:
             target.trace_s += seconds
             target.trace_cpu_s = _plus(target.trace_cpu_s, cpu)
 
-    def on_traced_program(self, ident: Identity | None, eqns: int | None) -> None:
+    def on_traced_program(
+        self, ident: Identity | None, eqns: int | None, jaxpr: Any = None
+    ) -> None:
         """The jaxpr equations of one top-level trace (None: not read): a test that only
-        traces (eval_shape, make_jaxpr) is size-gated on these."""
+        traces (eval_shape, make_jaxpr) is size-gated on these; `jaxpr`, the program traced,
+        whose equations' source lines are tallied."""
         with self._lock:
             target = self._target(ident)
             target.trace_eqns = _plus(target.trace_eqns, eqns)
+            if jaxpr is not None and isinstance(target, FunctionRecord):
+                program_metrics.eqn_lines(jaxpr, self._traced_lines.setdefault(id(target), {}))
 
     def on_lowering(
         self,
@@ -320,9 +333,11 @@ class Scope:
         seconds: float,
         cpu: float | None,
         size: tuple[int | None, int | None] = (None, None),
+        jaxpr: Any = None,
     ) -> None:
         """One lowering: its seconds and the (jaxpr equations, StableHLO ops) of what it
-        lowered (None: not read)."""
+        lowered (None: not read); `jaxpr`, what it lowered, whose equations' source lines
+        are tallied."""
         with self._lock:
             if self._rewarm_lowering(ident):
                 return
@@ -333,6 +348,8 @@ class Scope:
             target.jaxpr_eqns = _plus(target.jaxpr_eqns, size[0])
             target.hlo_ops = _plus(target.hlo_ops, size[1])
             self._pending[threading.get_ident()] = ident
+            if jaxpr is not None and size[0] is not None and isinstance(target, FunctionRecord):
+                program_metrics.eqn_lines(jaxpr, self._lowered_lines.setdefault(id(target), {}))
 
     def keep_program(
         self,
@@ -434,6 +451,25 @@ class Scope:
                 self._blocks.remove(block)
 
     # -- result ---------------------------------------------------------------------------
+    def _sources(self, fn: FunctionRecord) -> dict[str, list[int]]:
+        """The top source lines of the equations `fn`'s gated size counts: its lowerings'
+        where it lowered a program that was read, else its top-level traces' (see
+        `FunctionRecord.eqn_sources`); empty where not tallied, or not all of them were."""
+        lowered = fn.lowerings > 0 and fn.jaxpr_eqns is not None
+        tally = (self._lowered_lines if lowered else self._traced_lines).get(id(fn), {})
+        total = fn.jaxpr_eqns if lowered else fn.trace_eqns
+        if not tally or sum(c[0] for c, _ in tally.values()) != total:
+            return {}  # a program's lines not read: partial lines would mislead
+        top = sorted(tally.items(), key=lambda item: (-item[1][0][0], str(item[0])))
+        return {
+            self._site(*line) if line else "": [
+                count[0],
+                len(names),
+                int(line is not None and _calls_builtin_sum(*line)),
+            ]
+            for line, (count, names) in top[:MAX_SOURCE_LINES]
+        }
+
     def totals(self) -> Counts:
         """The user functions' counts and seconds so far, summed."""
         total = Counts()
@@ -445,7 +481,13 @@ class Scope:
         """A RecordedTest holding copies of what this scope recorded so far."""
         rec = RecordedTest(
             functions={
-                k: FunctionRecord(**{**vars(f), "retrace_reasons": list(f.retrace_reasons)})
+                k: FunctionRecord(
+                    **{
+                        **vars(f),
+                        "retrace_reasons": list(f.retrace_reasons),
+                        "eqn_sources": self._sources(f),
+                    }
+                )  # fmt: skip
                 for k, f in self.functions.items()
             },
             benchmarks=dict(self.benchmarks),
@@ -793,12 +835,14 @@ class Recorder:
                 # A trace cache hit emits the event too: only real traces add their size.
                 if program.top_level and (started or program.misses_only):
                     # A trace that raised (diffrax's error tests) made no program: 0 more.
-                    eqns = 0 if hooks.trace_raised() else program_metrics.traced_eqns(program.jaxpr)
-                    scope.on_traced_program(ident, eqns)
+                    raised = hooks.trace_raised()
+                    eqns = 0 if raised else program_metrics.traced_eqns(program.jaxpr)
+                    scope.on_traced_program(ident, eqns, None if raised else program.jaxpr)
         elif event == hooks.LOWER_EVENT:
             lowering = hooks.lowering()
             lowered = self._lowered(lowering.jaxpr)
-            scope.on_lowering(lowered, duration_secs, cpu, program_metrics.size(lowering))
+            size = program_metrics.size(lowering)
+            scope.on_lowering(lowered, duration_secs, cpu, size, lowering.jaxpr)
             scope.keep_program(lowered, lowering.jaxpr, duration_secs, cpu, lowering.devices)
         else:
             ops = program_metrics.xla_ops(hooks.compiled_executable())
@@ -1128,6 +1172,16 @@ def _positional_names(fun: Any) -> list[str]:
         return []
     kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
     return [p.name for p in params if p.kind in kinds]
+
+
+# A call of Python's builtin sum: not a method (`x.sum(`) nor a qualified name (`jnp.sum(`).
+_BUILTIN_SUM = re.compile(r"(?<![\w.])sum\(")
+
+
+def _calls_builtin_sum(filename: str, lineno: int) -> bool:
+    """Whether the source line calls Python's builtin `sum` (read from the file, as a
+    traceback reads it)."""
+    return bool(_BUILTIN_SUM.search(linecache.getline(filename, lineno)))
 
 
 def _relative(filename: str, rootdir: str) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
+from ..diagnose import DIAGNOSIS
 from ..environment import timing_differences, under_xdist
 from ..model import (
     STATIC_METRICS,
@@ -109,7 +110,8 @@ def breach_lines(b: Breach) -> list[str]:
     if not b.gated:
         head += " [reported only]"
     label = "grew" if b.metric == COMPILE_TIME else "cause"
-    return [head] + [f"    {label}: {r}" for r in b.reasons]
+    sources = [f"    from {line}" for line in b.where]
+    return [head, *sources] + [f"    {label}: {r}" for r in b.reasons]
 
 
 def failing_lines(verdict: Verdict) -> list[str]:
@@ -119,6 +121,16 @@ def failing_lines(verdict: Verdict) -> list[str]:
     lines += [line for b in verdict.breaches if b.gated for line in breach_lines(b)]
     lines += [gone_line(fn) for fn in verdict.gone]
     return lines + [f"note: {n}" for n in verdict.notes]
+
+
+def diagnosis_lines(verdict: Verdict, nodeid: str) -> list[str]:
+    """'diagnosis: <test>: eager op-by-op compile storm: ...': what `diagnose` found of the
+    test as a whole, for a test that passed (a failed one says it in its explanation)."""
+    return [
+        f"{DIAGNOSIS}{nodeid}: {line.removeprefix(DIAGNOSIS)}"
+        for line in verdict.info
+        if line.startswith(DIAGNOSIS)
+    ]
 
 
 def gone_line(fn: FunctionRecord, nodeid: str | None = None, baseline: str = "baseline") -> str:

@@ -447,6 +447,9 @@ _DIGITS = (TIME_DIGITS,) * len(SECONDS_FIELDS)
 _INF = math.inf
 _EAGER_LINE, _EAGER_ORDER = _template((), ", ", "{", "}")
 _FUNCTION_LINE, _FUNCTION_ORDER = _template(("name", "site", "retrace_reasons"), ", ", "{", "}")
+_SOURCED_LINE, _SOURCED_ORDER = _template(
+    ("name", "site", "retrace_reasons", "eqn_sources"), ", ", "{", "}"
+)
 _TEST_TEXT, _TEST_ORDER = _template(
     ("benchmarks", "eager", "functions", "outcome"), ",\n      ", "{\n      ", "\n    }"
 )
@@ -505,9 +508,12 @@ def _function_line(fn: FunctionRecord) -> str | None:
     if numbers is None:
         return None
     reasons = "[" + ", ".join(map(_string, fn.retrace_reasons)) + "]"
-    text: str = _FUNCTION_LINE % _FUNCTION_ORDER(
-        numbers + (_string(fn.name), _string(fn.site), reasons)
-    )
+    texts = (_string(fn.name), _string(fn.site), reasons)
+    if fn.eqn_sources:  # written where recorded (see model.function_to_json)
+        sources = _compact({k: list(v) for k, v in fn.eqn_sources.items()})
+        sourced: str = _SOURCED_LINE % _SOURCED_ORDER(numbers + texts + (sources,))
+        return sourced
+    text: str = _FUNCTION_LINE % _FUNCTION_ORDER(numbers + texts)
     return text
 
 

@@ -1,0 +1,165 @@
+"""Where a grown program's equations come from, and the named JAX performance pattern behind a
+finding with its fix (pure: records in, lines out; the patterns of JAX's guide "Debugging
+slow JAX tracing and XLA compilation"). Retrace patterns (a function re-created per call,
+varying shapes, weak types) are `causes`' and stay there."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from .model import MAX_SOURCE_LINES, Counts, FunctionRecord, RecordedTest
+
+# The source lines a size breach names.
+WHERE_LINES = 3
+# An unrolled loop: one line made at least this many equations, at least this many per
+# distinct primitive among them (copies of the same few operations, not one big library call
+# such as a special function, whose equations are mostly distinct), and at least half of
+# the program's growth (of the program, where the baseline has no source lines).
+UNROLLED_EQNS = 50
+UNROLLED_COPIES = 10
+# A compile storm: at least this many compiles of JAX's own helpers outside any jit (each
+# eager operation on a new shape or dtype compiles one), more than the baseline's.
+STORM_COMPILES = 10
+
+# The breaches whose size is a program's jaxpr equations (compare.SIZE_WORDS' words, and a
+# benchmark's metric name).
+EQUATION_METRICS = frozenset({"jaxpr equations", "traced jaxpr equations", "jaxpr_eqns"})
+NO_USER_FRAME = "(no frame outside JAX)"
+# How a test-level diagnosis starts among a verdict's `info` lines.
+DIAGNOSIS = "diagnosis: "
+
+
+def gated_eqns(counts: Counts) -> int | None:
+    """The equations a function's size gate counts (`compare._sizes_vs_baseline`): its
+    lowerings' where it lowered a program that was read, else its top-level traces'."""
+    if counts.lowerings > 0 and counts.jaxpr_eqns is not None:
+        return counts.jaxpr_eqns
+    return counts.trace_eqns
+
+
+@dataclasses.dataclass(frozen=True)
+class Sources:
+    """The top source lines of some functions' equations (`FunctionRecord.eqn_sources`,
+    summed) and their equations in all; `complete`: every line a function kept is here
+    (fewer than MAX_SOURCE_LINES each), so a line not here made none."""
+
+    lines: Mapping[str, Sequence[int]]
+    total: int
+    complete: bool
+
+
+def sources(functions: Sequence[FunctionRecord]) -> Sources | None:
+    """The source lines of `functions` together; None where any function with equations has
+    none recorded (an older file, a program not read): unknown, never zero."""
+    lines: dict[str, list[int]] = {}
+    total, complete = 0, True
+    for fn in functions:
+        eqns = gated_eqns(fn) or 0
+        if eqns and not fn.eqn_sources:
+            return None
+        total += eqns
+        complete = complete and len(fn.eqn_sources) < MAX_SOURCE_LINES
+        for site, (count, kinds, builtin_sum) in fn.eqn_sources.items():
+            mine = lines.setdefault(site, [0, 0, 0])
+            mine[0] += count
+            mine[1] = max(mine[1], kinds)
+            mine[2] = max(mine[2], builtin_sum)
+    return Sources(lines, total, complete)
+
+
+def _before(site: str, before: Sources | None) -> tuple[int | None, str]:
+    """The baseline's equations of a line (None: unknown) and how a where-line says it."""
+    if before is None:
+        return None, "was: not recorded"
+    if site in before.lines:
+        count = before.lines[site][0]
+        return count, f"was {count:,}"
+    if before.complete:
+        return 0, "was 0"
+    least = min((v[0] for v in before.lines.values()), default=0)
+    return None, f"was at most {least:,}"
+
+
+def _site(site: str) -> str:
+    return site or NO_USER_FRAME
+
+
+def where_lines(now: Sources, before: Sources | None, against_baseline: bool) -> list[str]:
+    """'mylib/kalman.py:24: 33,500 of 33,999 equations (99%; was 0)': the lines that made
+    most of the new program's equations, with the baseline's of each where known."""
+    top = sorted(now.lines.items(), key=lambda item: (-item[1][0], item[0]))[:WHERE_LINES]
+    out = []
+    for site, (count, _, _) in top:
+        share = f"{count / now.total:.0%}" if now.total else "-"
+        was = f"; {_before(site, before)[1]}" if against_baseline else ""
+        out.append(f"{_site(site)}: {count:,} of {now.total:,} equations ({share}{was})")
+    return out
+
+
+def unrolled(now: Sources, before: Sources | None) -> str | None:
+    """The unrolled Python loop (or builtin sum over an array) behind a grown program: the
+    line that made most of its growth out of copies of a few operations."""
+    growth = now.total - (before.total if before is not None else 0)
+    best: tuple[int, str, Sequence[int]] | None = None
+    for site, value in now.lines.items():
+        count, kinds = value[0], value[1]
+        was = _before(site, before)[0] if before is not None else None
+        grew = count - (was or 0) if was is not None else count
+        if best is None or grew > best[0]:
+            best = (grew, site, value)
+    if best is None or not best[1]:
+        return None
+    grew, site, (count, kinds, builtin_sum) = best
+    whole = growth if before is not None and growth > 0 else now.total
+    if count < UNROLLED_EQNS or count < UNROLLED_COPIES * max(kinds, 1) or 2 * grew < whole:
+        return None
+    made = f"{count:,} of {now.total:,} equations"
+    if builtin_sum:
+        return (
+            f"builtin sum over an array at {site} ({made}: Python's sum adds element by "
+            "element); fix: jnp.sum(x) (or x.sum()), one equation at any size"
+        )
+    return (
+        f"unrolled Python loop at {site} ({made}, copies of {kinds} operation(s)); fix: "
+        "lax.scan or lax.fori_loop (one loop body in the program)"
+    )
+
+
+def compile_storm(record: RecordedTest, base: RecordedTest | None) -> str | None:
+    """Many tiny compiles outside any jit: operations run eagerly, one program each."""
+    now = record.eager.compiles
+    before = base.eager.compiles if base is not None else None
+    if now < STORM_COMPILES or (before is not None and now <= before):
+        return None
+    was = f" (baseline {before})" if before is not None else ""
+    return (
+        f"eager op-by-op compile storm: {now} compiles of JAX's own operations outside any "
+        f"jit{was}; fix: jax.jit the function that runs them, so that they compile as one "
+        "program"
+    )
+
+
+def explain_size(
+    function: FunctionRecord | None,
+    record: RecordedTest,
+    base: RecordedTest | None,
+    matched: Mapping[str, FunctionRecord],
+    against_baseline: bool,
+) -> tuple[list[str], list[str]]:
+    """(where-lines, diagnoses) of a breach of jaxpr equations: of `function`, or of the
+    whole test (`function` None: a total, or a benchmark's program) with every function's
+    lines summed; against the baseline's lines where it has them."""
+    if function is not None:
+        now = sources([function])
+        old = matched.get(function.key) if base is not None else None
+        before = sources([old]) if old is not None else None
+    else:
+        now = sources(list(record.functions.values()))
+        before = sources(list(base.functions.values())) if base is not None else None
+    if now is None or not now.lines:
+        return [], []
+    if function is not None and base is not None and matched.get(function.key) is None:
+        before = Sources({}, 0, True)  # new to the baseline: every line's equations are new
+    found = unrolled(now, before)
+    return where_lines(now, before, against_baseline), [found] if found else []

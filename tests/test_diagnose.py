@@ -1,0 +1,315 @@
+"""Every failure says where and why: the source lines a grown program's equations come from
+(`FunctionRecord.eqn_sources`), and the named pattern behind it with its fix (`diagnose`),
+end to end on minimal copies of each pattern and on hand-built records."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+from _records import fn, rec
+from conftest import read_json
+
+from pytest_jaxperf import diagnose, model
+from pytest_jaxperf.compare import Breach, Gating, evaluate
+from pytest_jaxperf.config import MarkerLimits, Tolerances
+from pytest_jaxperf.model import Counts, FunctionRecord
+from pytest_jaxperf.report.wording import breach_lines
+from pytest_jaxperf.storage.store import dumps, load, save
+
+# `kalman` adds N copies of the loop body (sin, mul, add: 3 equations each) at one line;
+# `total` reduces an array of M elements with Python's builtin sum (3 equations each).
+PATTERNS = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+N, M = {n}, {m}
+
+@jax.jit
+def kalman(x):
+    y = x * 2.0
+    for i in range(N):
+        y = y + jnp.sin(y) * i
+    return y
+
+@jax.jit
+def total(x):
+    return sum(x) * 2.0
+
+@pytest.mark.jaxperf(compile_rtol=1000)
+def test_loop():
+    kalman(jnp.ones(3))
+
+@pytest.mark.jaxperf(compile_rtol=1000)
+def test_sum():
+    total(jnp.ones(M))
+
+@pytest.mark.jaxperf(compile_rtol=1000)
+def test_traced_only():
+    jax.eval_shape(kalman, jax.ShapeDtypeStruct((3,), jnp.float32))
+"""
+KALMAN = "kalman at test_mod.py:7"
+
+
+def _module(jp: pytest.Pytester, n: int, m: int) -> None:
+    jp.makepyfile(test_mod=PATTERNS.format(n=n, m=m))
+
+
+def _before_short_summary(result: pytest.RunResult) -> str:
+    return result.stdout.str().split("short test summary info")[0]
+
+
+@pytest.mark.jax_internals
+def test_a_grown_program_names_its_lines_and_the_pattern(jp: pytest.Pytester) -> None:
+    _module(jp, 3, 4)
+    assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
+    base = read_json(jp.path / ".jaxperf" / "baseline.json")["tests"]
+    # Line 9 (`y = x * 2.0`): one equation; line 11, the loop body: 3 per iteration.
+    assert base["test_mod.py::test_loop"]["functions"][KALMAN]["eqn_sources"] == {
+        "test_mod.py:9": [1, 1, 0],
+        "test_mod.py:11": [9, 3, 0],
+    }
+    total = base["test_mod.py::test_sum"]["functions"]["total at test_mod.py:14"]
+    assert total["eqn_sources"] == {"test_mod.py:16": [13, 4, 1]}
+
+    _module(jp, 300, 400)
+    result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json", "--jaxperf-markdown=out.md")
+    assert result.ret == 1
+    out = _before_short_summary(result)
+    loop = [
+        "  jaxpr equations of kalman (defined at test_mod.py:7): baseline 10 -> now 901 "
+        "(+891, +8910%) [static_rtol 0.1]",
+        "      from test_mod.py:11: 900 of 901 equations (100%; was 9)",
+        "      from test_mod.py:9: 1 of 901 equations (0%; was 1)",
+        "      cause: unrolled Python loop at test_mod.py:11 (900 of 901 equations, copies of "
+        "3 operation(s)); fix: lax.scan or lax.fori_loop (one loop body in the program)",
+    ]
+    assert "\n".join(loop) in out, out
+    builtin_sum = [
+        "      from test_mod.py:16: 1,201 of 1,201 equations (100%; was 13)",
+        "      cause: builtin sum over an array at test_mod.py:16 (1,201 of 1,201 equations: "
+        "Python's sum adds element by element); fix: jnp.sum(x) (or x.sum()), one equation "
+        "at any size",
+    ]
+    assert "\n".join(builtin_sum) in out, out
+    # The trace-time gate of a test that only traced says it as well, once.
+    traced = (
+        "  traced jaxpr equations of kalman (defined at test_mod.py:7): baseline 10 -> now "
+        "901 (+891, +8910%) [static_rtol 0.1]\n"
+        "      from test_mod.py:11: 900 of 901 equations (100%; was 9)"
+    )
+    assert traced in out, out
+    assert out.count("cause: unrolled Python loop at test_mod.py:11") == 2, out
+    # The markdown report describes the failures with the same lines.
+    markdown = (jp.path / "out.md").read_text()
+    assert loop[1].strip() in markdown and builtin_sum[1].strip() in markdown
+    # The run file keeps the lines: `jaxperf compare` gives the same verdict, the same words.
+    run = read_json(jp.path / "out.json")["tests"]["test_mod.py::test_loop"]
+    assert run["functions"][KALMAN]["eqn_sources"] == {
+        "test_mod.py:9": [1, 1, 0],
+        "test_mod.py:11": [900, 3, 0],
+    }
+    compared = jp.run(
+        "python", "-m", "pytest_jaxperf", "compare", ".jaxperf/baseline.json", "out.json"
+    )
+    assert compared.ret == 1
+    assert loop[3].strip() in compared.stdout.str(), compared.stdout.str()
+
+
+@pytest.mark.jax_internals
+def test_a_baseline_without_lines_shows_only_the_new_side(jp: pytest.Pytester) -> None:
+    _module(jp, 3, 4)
+    assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
+    path = jp.path / ".jaxperf" / "baseline.json"
+    data = read_json(path)
+    for test in data["tests"].values():  # as an older pytest-jaxperf saved it
+        for function in test["functions"].values():
+            del function["eqn_sources"]
+    path.write_text(json.dumps(data))
+    _module(jp, 300, 4)
+    result = jp.runpytest("--jaxperf", "-k", "test_loop")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "      from test_mod.py:11: 900 of 901 equations (100%; was: not recorded)",
+        "      cause: unrolled Python loop at test_mod.py:11 (900 of 901 equations, *",
+    ])  # fmt: skip
+
+
+@pytest.mark.jax_internals
+def test_a_limit_breach_names_the_lines_too(jp: pytest.Pytester) -> None:
+    _module(jp, 300, 4)
+    jp.makepyfile(
+        test_limit="from test_mod import kalman\nimport jax.numpy as jnp, pytest\n\n"
+        "@pytest.mark.jaxperf(max_jaxpr_eqns=100, compile_rtol=1000)\n"
+        "def test_limited():\n    kalman(jnp.ones(3))\n"
+    )
+    result = jp.runpytest("--jaxperf", "test_limit.py")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([
+        "  jaxpr equations of all functions: 901 > limit 100",
+        "      from test_mod.py:11: 900 of 901 equations (100%)",
+        "      from test_mod.py:9: 1 of 901 equations (0%)",
+        "      cause: unrolled Python loop at test_mod.py:11 *",
+    ])  # fmt: skip
+
+
+# `step` jitted; with EAGER set, run op by op: each operation compiles a program of its own
+# per shape (the eager compile storm), and the function is gone from the jitted ones.
+STORM = """
+import os
+import jax
+import jax.numpy as jnp
+import pytest
+
+def step(x):
+    return jnp.tanh(jnp.sin(x) * 2.0 + jnp.cos(x))
+
+if not os.environ.get("EAGER"):
+    step = jax.jit(step)
+
+@pytest.mark.jaxperf
+def test_steps():
+    for n in (3, 4, 5):
+        step(jnp.ones(n))
+"""
+
+
+@pytest.mark.jax_internals
+def test_an_eager_compile_storm_is_named(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_storm=STORM)
+    assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
+    monkeypatch.setenv("EAGER", "1")
+    result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
+    assert result.ret == 0
+    eager = read_json(jp.path / "out.json")["tests"]["test_storm.py::test_steps"]["eager"]
+    # sin, mul, cos, add and tanh, one program each per shape (jnp.ones compiled also in
+    # the baseline's run: not charged anew).
+    compiles = eager["compiles"]
+    assert compiles == 15 >= diagnose.STORM_COMPILES
+    result.stdout.fnmatch_lines([
+        "function gone: test_storm.py::test_steps: step at test_storm.py:6 no longer traced *",
+        f"diagnosis: test_storm.py::test_steps: eager op-by-op compile storm: {compiles} "
+        "compiles of JAX's own operations outside any jit (baseline *); fix: jax.jit the "
+        "function that runs them, so that they compile as one program",
+    ])  # fmt: skip
+
+
+# -- on hand-built records -----------------------------------------------------------------
+
+
+def _sized(sources: dict[str, list[int]], eqns: int) -> FunctionRecord:
+    f = fn("kalman", "mylib/kalman.py:17")
+    f.jaxpr_eqns = f.trace_eqns = eqns
+    f.eqn_sources = sources
+    return f
+
+
+def test_where_lines_and_the_unrolled_loop_against_the_baseline() -> None:
+    before = _sized({"mylib/kalman.py:20": [60, 6, 0], "mylib/kalman.py:24": [12, 3, 0]}, 72)
+    now = _sized({"mylib/kalman.py:24": [33_500, 3, 0], "mylib/kalman.py:20": [499, 6, 0]}, 33_999)
+    where, found = diagnose.explain_size(now, rec(now), rec(before), {now.key: before}, True)
+    assert where == [
+        "mylib/kalman.py:24: 33,500 of 33,999 equations (99%; was 12)",
+        "mylib/kalman.py:20: 499 of 33,999 equations (1%; was 60)",
+    ]
+    assert found == [
+        "unrolled Python loop at mylib/kalman.py:24 (33,500 of 33,999 equations, copies of 3 "
+        "operation(s)); fix: lax.scan or lax.fori_loop (one loop body in the program)"
+    ]
+
+
+def test_a_line_the_baseline_did_not_keep() -> None:
+    kept = {f"a.py:{i}": [10, 1, 0] for i in range(model.MAX_SOURCE_LINES)}
+    before = _sized(kept, 200)
+    now = _sized({"a.py:99": [500, 2, 0]}, 500)
+    where, _ = diagnose.explain_size(now, rec(now), rec(before), {now.key: before}, True)
+    # Its baseline top lines were full: the line made at most as many as the least of them.
+    assert where == ["a.py:99: 500 of 500 equations (100%; was at most 10)"]
+    complete = _sized({"a.py:1": [200, 1, 0]}, 200)
+    where, _ = diagnose.explain_size(now, rec(now), rec(complete), {now.key: complete}, True)
+    assert where == ["a.py:99: 500 of 500 equations (100%; was 0)"]
+
+
+@pytest.mark.parametrize(
+    ("count", "kinds", "total"),
+    [
+        (49, 1, 49),  # too few equations to be a loop
+        (300, 40, 300),  # one big call of many distinct operations (a special function)
+        (300, 3, 700),  # less than half of the program (the rest: many distinct operations)
+    ],
+)
+def test_not_an_unrolled_loop(count: int, kinds: int, total: int) -> None:
+    now = _sized({"a.py:5": [count, kinds, 0], "a.py:6": [total - count, 100, 0]}, total)
+    _, found = diagnose.explain_size(now, rec(now), None, {}, False)
+    assert found == []
+
+
+def test_no_lines_recorded_on_one_side_is_unknown_never_zero() -> None:
+    now = _sized({}, 500)
+    assert diagnose.explain_size(now, rec(now), None, {}, False) == ([], [])
+    assert diagnose.sources([now]) is None
+
+
+def test_compile_storm_needs_many_compiles_and_more_than_the_baseline() -> None:
+    record, base = rec(), rec()
+    record.eager = Counts(compiles=diagnose.STORM_COMPILES - 1)
+    assert diagnose.compile_storm(record, None) is None
+    record.eager = Counts(compiles=30)
+    base.eager = Counts(compiles=30)
+    assert diagnose.compile_storm(record, base) is None
+    base.eager = Counts(compiles=2)
+    assert diagnose.compile_storm(record, base) == (
+        "eager op-by-op compile storm: 30 compiles of JAX's own operations outside any jit "
+        "(baseline 2); fix: jax.jit the function that runs them, so that they compile as one "
+        "program"
+    )
+
+
+def test_evaluate_puts_the_lines_on_the_breach_and_they_survive_json() -> None:
+    before = _sized({"m.py:3": [9, 3, 0], "m.py:2": [1, 1, 0]}, 10)
+    now = _sized({"m.py:3": [900, 3, 0], "m.py:2": [1, 1, 0]}, 901)
+    verdict = evaluate(rec(now), rec(before), MarkerLimits(), Gating(Tolerances()))
+    (breach,) = [b for b in verdict.breaches if b.metric == "jaxpr equations"]
+    assert breach.where == (
+        "m.py:3: 900 of 901 equations (100%; was 9)",
+        "m.py:2: 1 of 901 equations (0%; was 1)",
+    )
+    assert breach.reasons[-1].startswith("unrolled Python loop at m.py:3 (900 of 901 ")
+    assert Breach.from_json(json.loads(json.dumps(breach.to_json()))) == breach
+    assert breach_lines(breach)[1:3] == [
+        "    from m.py:3: 900 of 901 equations (100%; was 9)",
+        "    from m.py:2: 1 of 901 equations (0%; was 1)",
+    ]
+    old = {k: v for k, v in breach.to_json().items() if k != "where"}
+    assert Breach.from_json(old) == dataclasses.replace(breach, where=())
+
+
+def test_source_lines_round_trip_by_every_reader(tmp_path: Path) -> None:
+    sourced = _sized({"m.py:3": [900, 3, 0], "": [2, 1, 0]}, 902)
+    plain = fn("g", "m.py:9")
+    run = model.RunRecord(tests={"t::a": rec(sourced, plain), "t::b": rec(plain)})
+    path = tmp_path / "run.json"
+    save(path, run)
+    text = path.read_text()
+    assert text == dumps(run)
+    assert json.loads(text) == model.run_to_json(run)  # the template writer's text is the JSON
+    for consume in (True, False):  # the fast path and the careful one
+        loaded = model.run_from_json(json.loads(text), consume=consume)
+        assert loaded.tests["t::a"].functions[sourced.key].eqn_sources == sourced.eqn_sources
+        assert loaded.tests["t::a"].functions[plain.key].eqn_sources == {}
+        assert loaded.tests["t::b"].functions[plain.key].eqn_sources == {}
+    assert load(path).tests["t::a"].functions[sourced.key].eqn_sources == sourced.eqn_sources
+
+
+@pytest.mark.parametrize("bad", [{"m.py:3": [1, 2]}, {"m.py:3": [1, -2, 0]}, ["m.py:3"]])
+def test_a_wrong_source_line_is_named(bad: object) -> None:
+    f = model.function_to_json(fn("g", "m.py:9"))
+    data = {"schema": model.SCHEMA, "tests": {"t": {**model.recorded_test_to_json(rec())}}}
+    data["tests"]["t"]["functions"] = {"g": {**f, "eqn_sources": bad}}
+    with pytest.raises(model.FormatError, match=r"functions\['g'\]\.eqn_sources: expected"):
+        model.run_from_json(data, consume=True)
