@@ -69,9 +69,11 @@ def sources(functions: Sequence[FunctionRecord]) -> Sources | None:
 
 
 def _before(site: str, before: Sources | None) -> tuple[int | None, str]:
-    """The baseline's equations of a line (None: unknown) and how a where-line says it."""
+    """The baseline's equations of a line (None: unknown) and how a where-line says it
+    (nothing where the other side has no lines: a committed baseline keeps none, see
+    storage/resave.py; a run file does)."""
     if before is None:
-        return None, "was: not recorded"
+        return None, ""
     if site in before.lines:
         count = before.lines[site][0]
         return count, f"was {count:,}"
@@ -92,7 +94,8 @@ def where_lines(now: Sources, before: Sources | None, against_baseline: bool) ->
     out = []
     for site, (count, _, _) in top:
         share = f"{count / now.total:.0%}" if now.total else "-"
-        was = f"; {_before(site, before)[1]}" if against_baseline else ""
+        said = _before(site, before)[1] if against_baseline else ""
+        was = f"; {said}" if said else ""
         out.append(f"{_site(site)}: {count:,} of {now.total:,} equations ({share}{was})")
     return out
 

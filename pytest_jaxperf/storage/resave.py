@@ -189,9 +189,7 @@ class Resave:
         for nodeid, rec in sorted(run.tests.items()):
             if rec.outcome != "passed":
                 continue
-            if rec.confirmation is not None:
-                # A run's re-measurement judged that run's breach; a baseline holds none.
-                rec = dataclasses.replace(rec, confirmation=None)
+            rec = _for_baseline(rec)
             if nodeid not in entries:
                 if counted:
                     entries[nodeid] = (rec, run.environment)
@@ -329,6 +327,20 @@ def _counts(new: C, old: Counts | None, kinds: set[str], close: set[str], tol: T
     for name, value in changes.items():
         setattr(out, name, value)
     return out
+
+
+def _for_baseline(rec: RecordedTest) -> RecordedTest:
+    """`rec` as a baseline holds it: without what only judges or explains this run. The
+    re-measurement that confirmed a breach judged this run alone; the source lines of each
+    function's equations move whenever code above them is edited (no gate reads them: they
+    explain a breach in the run's own report)."""
+    if rec.confirmation is None and not any(f.eqn_sources for f in rec.functions.values()):
+        return rec
+    functions = {
+        k: dataclasses.replace(f, eqn_sources={}) if f.eqn_sources else f
+        for k, f in rec.functions.items()
+    }
+    return dataclasses.replace(rec, confirmation=None, functions=functions)
 
 
 def compile_kept(old: Counts, new: Counts, tol: Tolerances) -> bool:
