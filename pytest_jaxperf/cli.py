@@ -22,6 +22,7 @@ from .config import (
     Tolerances,
     parse_number,
 )
+from .environment import timing_off
 from .model import RecordedTest, Remeasured, RunRecord
 from .report import terminal, wording
 from .report.summary import RunSummary, not_gated_lines, upgrade_line
@@ -408,9 +409,11 @@ def evaluate_all(
     for nodeid, rec in run.tests.items():
         if not rec.comparable:
             continue
+        here = run.environment_of(nodeid)
         gating = compare.Gating.between(
-            base.environment_of(nodeid), run.environment_of(nodeid), tolerances,
-            timing_mode=timing_mode,
+            base.environment_of(nodeid), here, tolerances,
+            # A run made with --jaxperf-timing=off: no runtime of it gated, as the plugin did.
+            timing_mode="off" if timing_off(here) else timing_mode,
         )  # fmt: skip
         limits = MarkerLimits.from_json(rec.marker, f"test {nodeid}")
         verdicts[nodeid] = verdict_of(

@@ -42,6 +42,11 @@ NO_REFERENCE_HERE = (
     "this run measured no reference compile (--jaxperf-no-reference-compile, or it failed) "
     "to scale by"
 )
+# A run made with --jaxperf-timing=off says so in its run file's environment ("timing":
+# "off"): `jaxperf merge` keeps the stored timings of its tests, as its own save would, and
+# `jaxperf compare` gates no runtime of it, as the plugin did not. No baseline holds it
+# (storage/resave.py drops it), and no gating compares it.
+TIMING_KEY = "timing"
 # Why a run on pytest-xdist workers gates no timings (by the plugin, nor by `jaxperf compare`
 # reading its report): they were measured beside other workers.
 UNDER_XDIST = "measured under pytest-xdist, beside other workers"
@@ -191,6 +196,11 @@ def stored_reference_agrees(stored: Mapping[str, Any], fresh: Mapping[str, Any])
     spreads = [env.get(SPREAD_KEY) for env in (stored, fresh)]
     a, b = (float(s) if _positive(s) else 0.0 for s in spreads)
     return references_agree(float(before), a, float(now), b)
+
+
+def timing_off(env: Mapping[str, Any]) -> bool:
+    """Whether the run was made with --jaxperf-timing=off (its run file says so)."""
+    return env.get(TIMING_KEY) == "off"
 
 
 def under_xdist(env: Mapping[str, Any]) -> bool:

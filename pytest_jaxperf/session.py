@@ -103,6 +103,10 @@ class JaxPerfSession:
                 env.update(self.reference.fields())
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
+            if self.settings.timing_mode == "off":
+                from .environment import TIMING_KEY
+
+                env[TIMING_KEY] = "off"
         return self.environment
 
     @pytest.hookimpl(tryfirst=True)

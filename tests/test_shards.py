@@ -494,3 +494,66 @@ def test_two_shards_merged_gate_a_later_run_as_one_serial_save_does(
     assert verdicts[0] == verdicts[1]
     assert verdicts[0][0] == ["jaxperf: 1 regression, 0 improvements, 0 new, 0 not gated"]
     assert verdicts[0][1]["test_split.py::test_d"] == "regressed"
+
+
+ONE_JITTED = """
+import jax, jax.numpy as jnp, pytest
+
+pytestmark = pytest.mark.jaxperf
+
+@jax.jit
+def f(x):
+    return jnp.sin(x) * 2
+
+def test_a():
+    f(jnp.ones(3))
+
+def test_b():
+    f(jnp.ones(4))
+"""
+
+
+def test_a_shard_run_with_timing_off_keeps_the_stored_timings_and_environment(
+    jp: pytest.Pytester,
+) -> None:
+    # The baseline saved as usual (sync CPU dispatch, timed); a shard run with
+    # --jaxperf-timing=off leaves dispatch asynchronous and times nothing it may store.
+    jp.makeini("[pytest]\naddopts = -p no:cacheprovider\njaxperf_compile_floor = 1000\n")
+    jp.makepyfile(test_one=ONE_JITTED)
+    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    before = path.read_text()
+    assert read_json(path)["environment"]["cpu_dispatch"] == "sync"
+    # In a process of its own, as in a CI job (in this one, dispatch was made sync already).
+    jp.runpytest_subprocess(
+        "--jaxperf", "--jaxperf-timing=off", "--jaxperf-json=shard.json"
+    ).assert_outcomes(passed=2)
+    shard = read_json(jp.path / "shard.json")["environment"]
+    assert (shard["timing"], shard["cpu_dispatch"]) == ("off", "async")
+    merged = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "merge", "shard.json", "-o", str(path)],
+        cwd=jp.path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert (merged.returncode, merged.stderr) == (0, "")
+    assert "(0 entries updated, 0 added, 2 as stored)" in merged.stdout.splitlines()[0]
+    # The merge judged the shard as its own save would have: the file as it was (it once took
+    # the shard's timings as measured and relabelled the file "cpu_dispatch async").
+    assert path.read_text() == before
+    gated = jp.runpytest("--jaxperf")
+    gated.assert_outcomes(passed=2)
+    gated.stdout.fnmatch_lines(["jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated"])
+    # `jaxperf compare` of that run file gates no runtime of it, as the plugin did not.
+    compared = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "compare", str(path), "shard.json"],
+        cwd=jp.path, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert compared.returncode == 0, compared.stdout
+
+
+def test_resave_reads_a_runs_timing_mode_and_stores_none() -> None:
+    env = {**ENV, "timing": "off"}
+    assert not Measured.of(env, "gate", "cpu").has("compile seconds")
+    assert Measured.of(ENV, "gate", "cpu").has("compile seconds")
+    how = Resave(Measured.of(env, "gate", "cpu"), Tolerances())
+    saved = how(None, RunRecord(environment=env, tests={"t::a": _rec()}))
+    assert "timing" not in saved.environment and saved.tests["t::a"].environment is None

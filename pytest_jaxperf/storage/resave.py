@@ -23,9 +23,11 @@ from ..environment import (
     OPTIONAL_KEYS,
     REFERENCE_KEY,
     STATIC_KEYS,
+    TIMING_KEY,
     TIMING_KEYS,
     differences,
     stored_reference_agrees,
+    timing_off,
     under_xdist,
     unmeasured,
 )
@@ -95,7 +97,7 @@ class Measured:
             missing.setdefault(SIZES, missing[COUNTS])
             missing.setdefault(COMPILE, missing[COUNTS])
         untimed = None
-        if timing_mode == "off":
+        if timing_mode == "off" or timing_off(env):
             untimed = "--jaxperf-timing=off"
         elif any(JIT_DISABLED in why for why in skipped.values()):
             untimed = "JAX_DISABLE_JIT (jitted functions ran op by op)"
@@ -171,6 +173,9 @@ class Resave:
 
     def __call__(self, old: RunRecord | None, run: RunRecord) -> RunRecord:
         self.tally, self._memo = Tally(), {}
+        if TIMING_KEY in run.environment:  # how that run was made, not where: no entry's
+            env = {k: v for k, v in run.environment.items() if k != TIMING_KEY}
+            run = dataclasses.replace(run, environment=env)
         # None: an entry of a big baseline still unread (entries.py), measured in the file's
         # environment; read only if this run touches it or the file's environment changes.
         entries: dict[str, tuple[RecordedTest | None, dict[str, Any]]] = {}
