@@ -2,8 +2,9 @@
 claim in docs/baselines.md: a save keeps each stored value inside its keep band on the gate's
 clock, so load moving wall seconds rewrites nothing).
 
-Run: ``.venv/bin/python benchmarks/resave_identical.py [--cwd example_project] [--resaves 3]
-[--hogs 2] [--nice 19] [-- PYTEST_ARGS...]``
+Run: ``.venv/bin/python benchmarks/resave_identical.py [--cwd example_project] [--python PY]
+[--resaves 3] [--hogs 2] [--nice 19] [-- PYTEST_ARGS...]`` (a real suite: its own
+virtualenv's ``--python`` and ``-- --jaxperf-all FILES...``).
 
 A copy of ``--cwd`` (its committed baseline with it) is saved once as it is (``pytest
 --jaxperf --jaxperf-save``: the first save may convert an older file; its bytes are the
@@ -45,9 +46,9 @@ def changed(before: Any, after: Any, path: str = "") -> list[str]:
     return []
 
 
-def save(cwd: Path, args: list[str], nice: int) -> float:
+def save(python: str, cwd: Path, args: list[str], nice: int) -> float:
     start = time.perf_counter()
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf",
+    cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--jaxperf",
            "--jaxperf-save", *args]  # fmt: skip
     if nice:
         cmd = ["nice", "-n", str(nice), *cmd]
@@ -62,23 +63,25 @@ def save(cwd: Path, args: list[str], nice: int) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cwd", type=Path, default=Path("example_project"))
+    parser.add_argument("--python", default=sys.executable)
     parser.add_argument("--resaves", type=int, default=3)
     parser.add_argument("--hogs", type=int, default=2)
     parser.add_argument("--nice", type=int, default=19)
     parser.add_argument("pytest_args", nargs="*")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="resave-identical-")) / args.cwd.resolve().name
-    shutil.copytree(args.cwd, work, ignore=shutil.ignore_patterns(".venv*", "__pycache__"))
+    ignore = shutil.ignore_patterns(".venv*", "__pycache__", ".pytest_cache")
+    shutil.copytree(args.cwd, work, ignore=ignore)
     print(f"{args.cwd} copied to {work}; load average {os.getloadavg()[0]:.1f}")
     print("reference save (quiet):")
-    save(work, args.pytest_args, 0)
+    save(args.python, work, args.pytest_args, 0)
     path = work / BASELINE
     reference = path.read_bytes()
     identical = 0
     for i in range(1, args.resaves + 1):
         print(f"re-save {i} beside {args.hogs} hogs at nice {args.nice}:")
         with hogs(args.hogs, limit=900):
-            seconds = save(work, args.pytest_args, args.nice)
+            seconds = save(args.python, work, args.pytest_args, args.nice)
         now = path.read_bytes()
         same = now == reference
         identical += same
