@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from . import _xdist, compare, confirmation
+from . import _xdist, compare, confirmation, reference_plan
 from .config import ConfigError, MarkerLimits, Settings
 from .model import (
     RecordedTest,
@@ -21,6 +21,7 @@ from .model import (
     recorded_test_from_json,
     recorded_test_to_json,
 )
+from .reference_plan import ReferencePlan
 from .report import junit, terminal, wording
 from .report.summary import RunSummary, not_gated_lines, upgrade_line
 from .storage import outputs, store
@@ -63,7 +64,7 @@ class JaxPerfSession:
         # The machine's reference compile, measured before the first test (None: not).
         self.reference: Reference | None = None
         # Whether it is left for the end of a save, and measured there only if the save
-        # writes anything this run measured (see _reference_deferred).
+        # writes anything this run measured (reference_plan.py: "at_end").
         self.reference_pending = False
         # What --jaxperf-save did to the baseline, one line for the summary.
         self.saved: str | None = None
@@ -112,81 +113,52 @@ class JaxPerfSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """Before the first test: the reference compile, in a child process of its own, so
-        that no test's code, fixture or thread runs beside it. Not where nothing is recorded,
-        nor on pytest-xdist workers (their timings are never gated: ten workers measuring at
-        once would only skew it), nor under valgrind (the instructions clock: a compile takes
-        ~20x as long there, and its seconds are compared on the baseline's CPU model only),
-        nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs compare on one machine), nor where
-        the user said not to (--jaxperf-no-reference-compile). A save alone into a baseline of
-        this machine model leaves it for its end (`_reference_deferred`)."""
+        that no test's code, fixture or thread runs beside it; where the plan says so
+        (reference_plan.py) and a test is recorded. A save alone into a baseline of this
+        machine model leaves it for its end (`_save`)."""
         from .measure import reference
 
+        when = self.reference_plan.when
         if (
             session.config.option.collectonly
-            or not self._reference_wanted()
+            or when == "never"
             or not any(self._recorded(item) for item in session.items)
         ):
             reference.discard()
             return
-        if self._reference_deferred():
+        if when == "at_end":
             self.reference_pending = True
             return
         self._measure_reference()
 
     def _measure_reference(self) -> None:
-        """The reference compile (see pytest_runtestloop), checked against the values known
-        for this machine where there are any."""
-        from .environment import other_machine
-        from .measure import machine, reference
+        """The reference compile, checked against the values known for this machine."""
+        from .measure import reference
 
-        here = machine.here()
-        known = [e for e in self._baseline_environments() if not other_machine([e], here)]
         cache = getattr(self.config, "cache", None)
-        self.reference = reference.for_session(cache, known)
+        self.reference = reference.for_session(cache, self.reference_plan.known)
 
-    def _save_only(self) -> bool:
-        """Whether the save is the only use of this run's reference compile: no report or
-        history file carries it."""
+    @functools.cached_property
+    def reference_plan(self) -> ReferencePlan:
+        """When this run measures the reference compile (reference_plan.py): not on
+        pytest-xdist workers (their timings are never gated), nor under valgrind (the
+        instructions clock: a compile takes ~20x as long there, and its seconds are compared
+        on the baseline's CPU model only), nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs
+        compare on one machine), nor where the user said not to."""
+        from .measure import instructions, machine
+
         s = self.settings
-        return s.save and s.json is None and s.history is None
-
-    def _reference_deferred(self) -> bool:
-        """Whether the reference compile waits for the end of the session, for a save alone
-        into a baseline whose every environment is this machine model's and one holds its
-        reference: nothing compares across machines meanwhile, and a re-save that writes
-        nothing this run measured (every entry kept as stored) needs no check of the stored
-        value. Where it writes something, the check runs then (`_save`)."""
-        if not self._save_only():
-            return False
-        from .environment import other_machine
-        from .measure import machine
-
-        envs = self._baseline_environments()
-        return not other_machine(envs, machine.here()) and bool(self._stored_reference())
-
-    def _stored_reference(self) -> dict[str, Any]:
-        """The reference fields of the first baseline environment of this machine that holds
-        one (what the check keeps where it agrees, see `reference.for_session`)."""
-        from .environment import REFERENCE_KEY, SAMPLES_KEY, SPREAD_KEY, other_machine
-        from .measure import machine
-
-        here = machine.here()
-        for env in self._baseline_environments():
-            if REFERENCE_KEY in env and not other_machine([env], here):
-                return {k: env[k] for k in (REFERENCE_KEY, SPREAD_KEY, SAMPLES_KEY) if k in env}
-        return {}
-
-    def _reference_wanted(self) -> bool:
-        """Whether this session measures the reference compile if it records any test (see
-        pytest_runtestloop)."""
-        from .measure import instructions
-
-        return not (
-            not self.settings.reference_compile
-            or self.config.stash.get(NO_REFERENCE_KEY, False)
-            or _xdist.is_worker(self.config)
-            or instructions.under_valgrind()
-            or not self._reference_used()
+        return reference_plan.plan(
+            switched_off=(
+                not s.reference_compile
+                or self.config.stash.get(NO_REFERENCE_KEY, False)
+                or _xdist.is_worker(self.config)
+                or bool(instructions.under_valgrind())
+            ),
+            save=s.save,
+            writes_report=s.json is not None or s.history is not None,
+            baseline_environments=self._baseline_environments(),
+            here=machine.here(),
         )
 
     def prestart_reference(self) -> None:
@@ -194,11 +166,7 @@ class JaxPerfSession:
         child process starts now, so that its JAX import overlaps the collection."""
         from .measure import reference
 
-        if (
-            not self.config.option.collectonly
-            and self._reference_wanted()
-            and not self._reference_deferred()
-        ):
+        if not self.config.option.collectonly and self.reference_plan.when == "now":
             reference.prestart()
 
     def _baseline_environments(self) -> list[Mapping[str, Any]]:
@@ -214,22 +182,6 @@ class JaxPerfSession:
         except store.BaselineError as exc:
             raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
         return list({id(env): env for env in envs}.values())
-
-    def _reference_used(self) -> bool:
-        """Whether anything can use this run's reference compile: a save stores it and a
-        report or history file carries it, for a comparison on another machine later; a
-        gate alone uses it only against baseline entries measured on another CPU model or
-        core count (it scales compile seconds across machines, nothing else). Measuring it
-        costs a process and five compiles (about 4 CPU seconds)."""
-        s = self.settings
-        if s.save or s.json is not None or s.history is not None:
-            return True
-        if self.baseline is None:
-            return False
-        from .environment import other_machine
-        from .measure import machine
-
-        return other_machine(self._baseline_environments(), machine.here())
 
     def _self_check(self) -> None:
         """Once, before the first recorded test body: refuse (exit 4) rather than report
@@ -635,7 +587,7 @@ class JaxPerfSession:
             # Merged first, outside the baseline's lock, as if the check kept the stored value
             # (as it does unless this machine's compile moved): where the save writes nothing
             # this run measured, there is nothing to check.
-            assumed = self._stored_reference()
+            assumed = dict(self.reference_plan.stored)
             to_save = dataclasses.replace(run, environment={**run.environment, **assumed})
             early = how(known.run, to_save)
             if how.tally.updated or how.tally.added:

@@ -20,7 +20,7 @@ PYTEST_ALLOWED = {
 # The pure core: gating rules and the records they read.
 CORE = {
     "model", "compare", "matching", "causes", "diagnose", "environment", "config", "confirmation",
-    "notgated", "notrun",
+    "notgated", "notrun", "reference_plan",
 }  # fmt: skip
 # What each part may import from the package (itself always).
 MAY_IMPORT = {
