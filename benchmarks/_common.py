@@ -12,7 +12,6 @@ root, which puts this folder on ``sys.path``. This module owns:
 - the environment of the benchmarks' subprocesses: ``clean_env``, the one builder, whose
   parameters say what each script keeps or drops; ``example_env`` (runs of the example
   project) and ``ab_env`` (``jaxperf ab`` and git in a repository made from it) built on it;
-  ``prepend_pythonpath``;
 - the machine's load: ``machine_busy_s`` and ``wait_for_quiet`` (Linux ``/proc/stat``; None
   and no wait elsewhere), ``hogs`` (CPU-spinning child processes for a "load" condition);
 - measuring subprocesses: ``usage`` (wall seconds, the children's CPU seconds, other
@@ -115,12 +114,6 @@ def ab_env() -> dict[str, str]:
         drop_prefixes=("PYTEST_", "GITHUB_"),
         defaults=GIT_IDENTITY,
     )
-
-
-def prepend_pythonpath(env: dict[str, str], folder: Path) -> dict[str, str]:
-    """`env`, changed: `folder` first on its PYTHONPATH, before what was there."""
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
-    return env
 
 
 # ----------------------------------------------------------------------------------------
