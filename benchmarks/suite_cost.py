@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -166,7 +167,8 @@ def measure(ns: argparse.Namespace, work: Path) -> None:
 
 def check_counts(ns: argparse.Namespace, work: Path) -> None:
     """The count modes, each run once, compared with `full` and with the plain runs."""
-    env = {**ENV, "PYTHONPATH": str(work)}  # the helper plugins, nothing else
+    # The helper plugins first on the runs' path, before what ENV puts there.
+    env = {**ENV, "PYTHONPATH": os.pathsep.join(filter(None, [str(work), ENV.get("PYTHONPATH")]))}
     counts = {}
     for mode in COUNT_MODES:
         r = run(ns.python, ns.cwd, [*count_mode_args(mode, work), *ns.pytest_args],
