@@ -8,11 +8,10 @@ root, which puts this folder on ``sys.path``. This module owns:
 - paths: ``ROOT`` (this checkout), ``EXAMPLE`` (``example_project/``), ``COMMITTED`` (the
   example's committed baseline, which no benchmark may change: ``digest`` it at the start,
   ``finish`` checks it), ``REGRESSION_VARIABLE`` (the example's regression switch) and
-  ``AB_TESTS`` (the tests ab_power.py and ab_round_cost.py run);
+  ``AB_TESTS`` (the tests ab_power.py runs);
 - the environment of the benchmarks' subprocesses: ``clean_env``, the one builder, whose
   parameters say what each script keeps or drops; ``example_env`` (runs of the example
   project) and ``ab_env`` (``jaxperf ab`` and git in a repository made from it) built on it;
-  ``prepend_pythonpath``;
 - the machine's load: ``machine_busy_s`` and ``wait_for_quiet`` (Linux ``/proc/stat``; None
   and no wait elsewhere), ``hogs`` (CPU-spinning child processes for a "load" condition);
 - measuring subprocesses: ``usage`` (wall seconds, the children's CPU seconds, other
@@ -50,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "example_project"
 COMMITTED = EXAMPLE / ".jaxperf" / "baseline.json"
 REGRESSION_VARIABLE = "JAXPERF_EXAMPLE_REGRESSION"
-# The example's tests that ab_power.py runs `jaxperf ab` on and ab_round_cost.py times: the
+# The example's tests that ab_power.py runs `jaxperf ab` on: the
 # layer's (dense_relu, which the slow_* switches slow down) and the neighbours' (pair_energy,
 # about 1 ms, never slowed).
 AB_TESTS = (
@@ -105,22 +104,16 @@ def example_env(regression: str | None = None) -> dict[str, str]:
 
 
 def ab_env() -> dict[str, str]:
-    """git, pytest and `jaxperf ab` in ab_power.py's repository of the example (and
-    ab_round_cost.py's runs): none of pytest's or GitHub's variables, the regression switch
-    off, this plugin from its source (PYTHONPATH, in the command and in every run it starts),
-    and a git identity where the environment has none."""
+    """git, pytest and `jaxperf ab` in ab_power.py's repository of the example: none of
+    pytest's or GitHub's variables, the regression switch off, this plugin from its source
+    (PYTHONPATH, in the command and in every run it starts), and a git identity where the
+    environment has none."""
     return clean_env(
         {"PYTHONPATH": str(ROOT)},
         drop=(*DROPPED, REGRESSION_VARIABLE),
         drop_prefixes=("PYTEST_", "GITHUB_"),
         defaults=GIT_IDENTITY,
     )
-
-
-def prepend_pythonpath(env: dict[str, str], folder: Path) -> dict[str, str]:
-    """`env`, changed: `folder` first on its PYTHONPATH, before what was there."""
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), env.get("PYTHONPATH")]))
-    return env
 
 
 # ----------------------------------------------------------------------------------------

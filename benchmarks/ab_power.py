@@ -1,6 +1,10 @@
 """How often does `jaxperf ab` catch a steady-state slowdown, how often does it raise a false
 alarm, and what does it cost? And the stored-baseline gate on the same runs, for comparison.
 
+Backs docs/ab.md: "The defaults (one CPU, 3 rounds, threshold 1.10) are the measured choice of
+`benchmarks/ab_power.py`", with its tables there, and the `jaxperf ab` row of
+docs/methodology.md's table of defaults.
+
 Run: ``.venv/bin/python benchmarks/ab_power.py [--same-runs 20] [--slow-runs 10] [--rounds 5]``
 (the defaults: 80 `jaxperf ab` runs of 5 rounds, 800 pytest processes plus a few plain runs,
 about 55 minutes on 2 cores); a smoke check:

@@ -1,5 +1,10 @@
 """Do the compile-time and runtime verdicts move with the machine's load? (CPU vs wall clock)
 
+Backs docs/methodology.md's rows for `compile_rtol`, `compile_floor` and the compile clock
+("under load the CPU seconds of unchanged code stayed within 1.65x of a quiet baseline"),
+`runtime_rtol` 0.75 ("0/40 false runtime failures and 29/40 runs with twice the work
+caught") and the runtime clock; the table of docs/gating.md's "Measured under load".
+
 Run: ``.venv/bin/python benchmarks/compile_under_load.py [--runs N] [--quick] [--workdir DIR]``
 (default 10 runs per block, about 12-15 minutes on 2 CPU cores; ``--quick`` is a smoke check
 of 2 runs on the integration and layer tests only, about 2 minutes).

@@ -1,6 +1,10 @@
 """Compile seconds across machines: does dividing by the machine's reference compile make
 them comparable? And does a baseline from another CPU model gate compile time?
 
+Backs docs/methodology.md: "compile seconds across CPU models; `cross_machine_compile_rtol`
+| scaled by a reference compile; 1.5 (2.5x)", the default `cross_machine_compile_rtol`
+(config.py), and its section "Compile time across machines, measured".
+
 Run: ``.venv/bin/python benchmarks/cross_machine_compile.py [--runs N] [--gate-runs M]``
 (defaults 3 and 10: about 8 minutes on 2 cores; ``--quick``: 1 and 2, about 2 minutes).
 

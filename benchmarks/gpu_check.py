@@ -1,6 +1,10 @@
 """The GPU check: what must hold when the plugin runs on a CUDA GPU, printed as one
 PASS / FAIL / SKIP line per check with the figures it measured.
 
+Backs README.md: "`python3 benchmarks/gpu_check.py` checks a CUDA GPU run against a CPU run
+of the same tests", and docs/limitations.md's "GPUs" item ("`benchmarks/gpu_check.py` is
+what vouches for a CUDA GPU"). Run on the GPU machines.
+
 Run: ``python3 benchmarks/gpu_check.py`` from a checkout, on a machine with a CUDA GPU and
 jax with its CUDA plugin (about 2 minutes on one H100); ``--cpu-self-test`` anywhere: both
 sides on the CPU, the checks that need a GPU reported as SKIP with the reason. The plugin

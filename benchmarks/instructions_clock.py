@@ -1,6 +1,10 @@
 """The instructions clock's targets: spread of the counts, false failures quiet and loaded,
 small slowdowns in work caught, and what the clock costs.
 
+Backs docs/methodology.md: "`instructions_rtol` | 0.02 | instructions per call varied by
+0.014-0.072% between runs" (the default in config.py), and docs/instructions.md:
+"Measured by `benchmarks/instructions_clock.py --runs 10`".
+
 Run: ``.venv/bin/python benchmarks/instructions_clock.py [--runs N] [--workdir DIR]``
 (needs valgrind and ``pytest-jaxperf[instructions]`` in the Python that runs it; default 10
 runs per condition, about 60 minutes on 2 cores; ``--runs 2`` about 15).

@@ -1,6 +1,10 @@
-"""Whether re-saving unchanged code on a busy machine leaves the baseline byte-identical (the
-claim in docs/baselines.md: a save keeps each stored value inside its keep band on the gate's
+"""Whether re-saving unchanged code on a busy machine leaves the baseline byte-identical (a save
+keeps each stored value inside its keep band on the gate's
 clock, so load moving wall seconds rewrites nothing).
+
+Backs docs/quickstart.md: "the example project re-saved 3 times beside two CPU hogs with the
+runs at `nice 19` stayed byte-identical (`benchmarks/resave_identical.py`)": an unchanged
+re-save rewrites nothing.
 
 Run: ``.venv/bin/python benchmarks/resave_identical.py [--cwd example_project] [--python PY]
 [--resaves 3] [--hogs 2] [--nice 19] [-- PYTEST_ARGS...]`` (a real suite: its own

@@ -3,6 +3,9 @@ same machine and across machines, quiet and beside two CPU hogs (issue 31's seco
 the settings that keep whole suites free of false failures must not let real regressions
 through).
 
+Backs docs/methodology.md: "The traps the gates are for are still caught on the same
+machine and across machines with the defaults: `benchmarks/traps_caught.py`".
+
 Run: ``.venv/bin/python benchmarks/traps_caught.py [--workdir W] [--conditions quiet,hogs]
 [--traps a,b,...]`` (about 10 s per trap and condition on 2 cores).
 

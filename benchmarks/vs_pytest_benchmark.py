@@ -1,5 +1,8 @@
 """pytest-jaxperf's steady-state runtime against pytest-benchmark, on the same jitted calls.
 
+Backs docs/marker-and-fixture.md: "for 1 ms calls the two agree within noise
+(`benchmarks/vs_pytest_benchmark.py`)".
+
 Run: ``.venv/bin/python benchmarks/vs_pytest_benchmark.py [--repeat N] [--pb-warmup calls|on]``
 (needs ``pip install pytest-benchmark``; default 4 pairs of runs, about 1-2 minutes).
 

@@ -232,3 +232,33 @@ def test_no_module_uses_another_modules_private_names() -> None:
             ):
                 found.append(f"{path.name}:{node.lineno}: {node.value.id}.{node.attr}")
     assert not found
+
+
+# Test files that still import a benchmark script's internals through conftest's
+# `benchmark_module`: to be tested through their command line instead (issue 51).
+IMPORTS_A_SCRIPT = {"test_gpu_check.py": "gpu_check", "test_traps_caught.py": "traps_caught",
+                    "test_big_files.py": "scale"}  # fmt: skip
+
+
+def test_no_test_imports_a_benchmark_script() -> None:
+    """Tests run benchmarks/ scripts as a user does, in a subprocess; none imports one (nor
+    puts benchmarks/ on sys.path), except the files listed above, each its one script."""
+    tests = PACKAGE.parent / "tests"
+    scripts = {p.stem for p in (PACKAGE.parent / "benchmarks").glob("*.py")}
+    found: dict[str, set[str]] = {}
+    for path in sorted(tests.glob("*.py")):
+        if path.name == "conftest.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", "") == "benchmark_module":
+                names = [a.value for a in node.args if isinstance(a, ast.Constant)]
+            hits = {n.split(".")[0] for n in names} & (scripts | {"benchmarks"})
+            found.setdefault(path.name, set()).update(hits)
+    imports = {name: hits for name, hits in found.items() if hits}
+    assert imports == {name: {script} for name, script in IMPORTS_A_SCRIPT.items()}

@@ -209,3 +209,15 @@ def test_the_cross_machine_tolerance_reads_the_same_in_help_and_docs() -> None:
     for page in ("README.md", "docs/ci.md"):
         text = " ".join((ROOT / page).read_text().split())
         assert f"{1 + RTOL:g}x" in text and f"rtol {RTOL:g}" in text, page
+
+
+def test_every_benchmark_file_the_pages_name_is_there() -> None:
+    """A script or output cited as `benchmarks/...` exists (a retired script is cited by its
+    outputs in benchmarks/results/, whose README says what it showed)."""
+    cited = {
+        path
+        for page in PAGES
+        for path in re.findall(r"`(benchmarks/[\w./-]+)`", page.read_text(encoding="utf-8"))
+    }
+    assert len(cited) >= 10
+    assert [path for path in sorted(cited) if not (ROOT / path).exists()] == []

@@ -58,7 +58,8 @@ _PINNED = {
 }
 # Self cost of these functions is a waiting worker's spinning, not the program's work: it
 # follows how long the scheduler lets a worker spin, that is the machine's load
-# (benchmarks/instructions_probe.py: 1.3% of a count moved with load; 0.035% without them).
+# (benchmarks/results/instructions_probe-2026-11-26.txt: 1.3% of a count moved with load;
+# 0.035% without them).
 SPIN = re.compile(r"ThreadPoolTempl<[^>]*>::(MaybeGetTask|Steal|WaitForWork)|EventCount::")
 INSTALL_EXTRA = "pip install 'pytest-jaxperf[instructions]'"
 
