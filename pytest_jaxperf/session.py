@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from . import _xdist, compare, confirmation
+from . import _xdist, compare, confirmation, hookcalls
 from .config import ConfigError, MarkerLimits, Settings
+from .environment import Compatible, EnvironmentChanges
 from .model import (
     RecordedTest,
     Remeasured,
@@ -91,16 +92,45 @@ class JaxPerfSession:
     def _recorded(self, item: pytest.Item) -> bool:
         return LIMITS_KEY in item.stash
 
+    @functools.cached_property
+    def environment_changes(self) -> EnvironmentChanges:
+        """What other plugins' `pytest_jaxperf_environment` hooks change of the block, asked
+        once (at configure, see plugin.py) and applied wherever the block is read."""
+        return hookcalls.environment_changes(self.config)
+
+    def environment_json(self) -> dict[str, Any]:
+        """The changes as handed to each pytest-xdist worker at its start."""
+        return self.environment_changes.to_json()
+
+    @functools.cached_property
+    def compatible(self) -> Compatible | None:
+        """Other plugins' `pytest_jaxperf_compatible` hooks as the gate's rule (one object
+        per session: `Gating.between` reuses its work for equal arguments)."""
+        return hookcalls.compatible_rule(self.config)
+
+    def _here(self) -> dict[str, Any]:
+        """This machine (`machine.here`) as the block names it, after the plugins' hooks:
+        compared with the baseline's blocks, which were saved with them."""
+        from .measure import machine
+
+        here = machine.here()
+        self.environment_changes.apply(here)
+        return here
+
     def _env(self) -> dict[str, Any]:
         if self.environment is None:
             from .measure import machine
 
-            self.environment = env = machine.capture()
+            env = machine.capture()
             env["xdist_workers"] = _xdist.worker_count(self.config)
             # Measured before the first test (pytest_runtestloop); kept only where the child
-            # compiled on this run's machine, backend and versions.
-            if self.reference is not None and self.reference.matches(env):
-                env.update(self.reference.fields())
+            # compiled on this run's machine, backend and versions (as captured: before the
+            # plugins' hooks renamed any of them).
+            reference = self.reference if self.reference and self.reference.matches(env) else None
+            self.environment_changes.apply(env)
+            self.environment = env
+            if reference is not None:
+                env.update(reference.fields())
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
         return self.environment
@@ -133,9 +163,9 @@ class JaxPerfSession:
         """The reference compile (see pytest_runtestloop), checked against the values known
         for this machine where there are any."""
         from .environment import other_machine
-        from .measure import machine, reference
+        from .measure import reference
 
-        here = machine.here()
+        here = self._here()
         known = [e for e in self._baseline_environments() if not other_machine([e], here)]
         cache = getattr(self.config, "cache", None)
         self.reference = reference.for_session(cache, known)
@@ -155,18 +185,16 @@ class JaxPerfSession:
         if not self._save_only():
             return False
         from .environment import other_machine
-        from .measure import machine
 
         envs = self._baseline_environments()
-        return not other_machine(envs, machine.here()) and bool(self._stored_reference())
+        return not other_machine(envs, self._here()) and bool(self._stored_reference())
 
     def _stored_reference(self) -> dict[str, Any]:
         """The reference fields of the first baseline environment of this machine that holds
         one (what the check keeps where it agrees, see `reference.for_session`)."""
         from .environment import REFERENCE_KEY, SAMPLES_KEY, SPREAD_KEY, other_machine
-        from .measure import machine
 
-        here = machine.here()
+        here = self._here()
         for env in self._baseline_environments():
             if REFERENCE_KEY in env and not other_machine([env], here):
                 return {k: env[k] for k in (REFERENCE_KEY, SPREAD_KEY, SAMPLES_KEY) if k in env}
@@ -223,9 +251,8 @@ class JaxPerfSession:
         if self.baseline is None:
             return False
         from .environment import other_machine
-        from .measure import machine
 
-        return other_machine(self._baseline_environments(), machine.here())
+        return other_machine(self._baseline_environments(), self._here())
 
     def _self_check(self) -> None:
         """Once, before the first recorded test body: refuse (exit 4) rather than report
@@ -438,6 +465,7 @@ class JaxPerfSession:
             self.settings.tolerances,
             timing_mode=self.settings.timing_mode,
             gate_baseline=not self.settings.save,
+            compatible=self.compatible,
         )
         verdict = confirmation.verdict_of(
             record, base, item.stash[LIMITS_KEY], gating, self._remeasurer(record),
