@@ -1,5 +1,6 @@
-"""pytest-xdist: workers send their records and verdicts to the controller, which alone
-writes files. Registered only when xdist is loaded."""
+"""pytest-xdist: the controller hands each worker the environment changes its plugins' hooks
+made; workers send their records and verdicts to the controller, which alone writes files.
+Registered only when xdist is loaded."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any, Protocol
 import pytest
 
 KEY = "jaxperf"
+# The controller's `pytest_jaxperf_environment` changes, in each worker's workerinput.
+ENVIRONMENT_KEY = "jaxperf_environment"
 
 
 class _Session(Protocol):
@@ -16,6 +19,8 @@ class _Session(Protocol):
     def merge_worker(self, data: dict[str, Any]) -> None: ...
 
     def worker_collected(self, ids: list[str]) -> None: ...
+
+    def environment_json(self) -> dict[str, Any]: ...
 
 
 def loaded(config: Any) -> bool:
@@ -27,6 +32,15 @@ def loaded(config: Any) -> bool:
 
 def is_worker(config: Any) -> bool:
     return hasattr(config, "workerinput")
+
+
+def controller_environment(config: Any) -> dict[str, Any] | None:
+    """On a worker: the environment changes its controller made (hookcalls.py); None where
+    this is no worker, or its controller sent none."""
+    if not is_worker(config):
+        return None
+    handed = config.workerinput.get(ENVIRONMENT_KEY)
+    return handed if isinstance(handed, dict) else None
 
 
 def worker_count(config: Any) -> int:
@@ -61,6 +75,10 @@ class XdistHooks:
 
     def __init__(self, session: _Session) -> None:
         self.session = session
+
+    def pytest_configure_node(self, node: Any) -> None:
+        # Before the worker starts: it gates and saves in the controller's environment.
+        node.workerinput[ENVIRONMENT_KEY] = self.session.environment_json()
 
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         data = getattr(node, "workeroutput", {}).get(KEY)

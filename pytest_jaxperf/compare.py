@@ -22,12 +22,17 @@ from .config import (
     did_you_mean,
 )
 from .environment import (
+    COMPILE,
     MACHINE_KEYS,
+    SIZES,
+    UNDER_VALGRIND,
     UNDER_XDIST,
+    Compatible,
     MachineScale,
     differences,
     instruction_differences,
     machine_scale,
+    other_differences,
     reference_missing,
     static_differences,
     timing_differences,
@@ -35,6 +40,8 @@ from .environment import (
     under_xdist,
     unmeasured,
 )
+from .environment import INSTRUCTIONS as INSTRUCTION_KIND
+from .environment import RUNTIME as RUNTIME_KIND
 from .matching import match_functions
 from .model import (
     PROGRAM_SIZE,
@@ -55,6 +62,9 @@ RESCALE_HINT = (
     "; the baseline has no reference compile: re-saving it (--jaxperf-save) gates compile "
     "time across machines"
 )
+# Said after the differences where a plugin's rule decided two environments do not gate a
+# kind of value that the built-in rules would gate.
+BY_HOOK = "as a pytest_jaxperf_compatible hook decides"
 # The program sizes of the recorded functions (model.SIZE_FIELDS), as breaches name them;
 # a benchmark's breach keeps the field's name (`jaxpr_eqns of benchmark 'b'`), as its marker
 # limit and its program metrics do.
@@ -250,6 +260,9 @@ class Gating:
     # no difference, program metrics only when there is no static one.
     timing_differences: Sequence[str] = ()
     static_differences: Sequence[str] = ()
+    # The runtime's own, where a plugin's rule set them apart from the compile seconds'
+    # (None: the timing_differences, as the built-in rules have it).
+    runtime_differences: Sequence[str] | None = None
     timing_mode: TimingMode = "gate"  # "report": runtime shown, never failing
     gate_baseline: bool = True  # False while saving: baseline breaches shown, not failing
     # {metric: why} the self-check could not vouch for: shown, never gated.
@@ -279,14 +292,16 @@ class Gating:
         timing_mode: TimingMode = "gate",
         gate_baseline: bool = True,
         timed_elsewhere: str | None = None,
+        compatible: Compatible | None = None,
     ) -> Gating:
         """Gating of a record measured in `current` against a baseline entry measured in
         `baseline` (environment blocks); `timed_elsewhere` says why a caller that times on
-        its own (`jaxperf ab`) leaves timings out."""
+        its own (`jaxperf ab`) leaves timings out; `compatible`, a plugin's rule (the
+        session's `pytest_jaxperf_compatible` hook) over the built-in ones, per kind."""
         # Every test of a run is gated between the same two blocks, as a rule: the gating
         # worked out for them last is reused (after checking the blocks are still equal to
         # what it was worked out from), saving most of a big comparison's time.
-        args = (tolerances, timing_mode, gate_baseline, timed_elsewhere)
+        args = (tolerances, timing_mode, gate_baseline, timed_elsewhere, compatible)
         key = (id(baseline), id(current))
         known = _GATINGS.get(key)
         if known is not None and known[2] == args and known[0] == baseline and known[1] == current:
@@ -306,15 +321,17 @@ class Gating:
         timing_mode: TimingMode,
         gate_baseline: bool,
         timed_elsewhere: str | None,
+        compatible: Compatible | None = None,
     ) -> Gating:
-        timing = timing_differences(baseline, current)
-        if under_xdist(current):
-            timing.append(UNDER_XDIST)
+        # What the run itself rules out, whatever the two environments: seconds measured
+        # beside other workers, under valgrind, or timed by the caller.
+        run = [UNDER_XDIST] if under_xdist(current) else []
         if timed_elsewhere:
-            timing.append(timed_elsewhere)
-        return cls(
+            run.append(timed_elsewhere)
+        timing = timing_differences(baseline, current)
+        gating = cls(
             tol=tolerances,
-            timing_differences=tuple(timing),
+            timing_differences=(*timing, *run),
             static_differences=tuple(static_differences(baseline, current)),
             upgrade=tuple(upgrade_differences(baseline, current)),
             timing_mode=timing_mode,
@@ -325,6 +342,43 @@ class Gating:
             machine_left_out=too_noisy(baseline, current),
             rescale_hint=RESCALE_HINT if reference_missing(baseline, current) else "",
         )
+        if compatible is None:
+            return gating
+        said = {kind: compatible(kind, baseline, current) for kind in HOOK_KINDS}
+        if all(v is None for v in said.values()):
+            return gating
+
+        def decided(kind: str, found: Sequence[str], kept: Sequence[str] = ()) -> tuple[str, ...]:
+            # True: only the run's own reasons stand; False: the differences the built-in
+            # rule found, or else those it does not look at, with who decided.
+            verdict = said[kind]
+            if verdict is None:
+                return tuple(found)
+            if verdict:
+                return tuple(r for r in found if r in kept)
+            return tuple(found) or (*other_differences(baseline, current), BY_HOOK)
+
+        run_reasons = (UNDER_VALGRIND, *run)
+        changes: dict[str, Any] = {
+            "static_differences": decided(SIZES, gating.static_differences),
+            "timing_differences": decided(COMPILE, gating.timing_differences, run_reasons),
+            "runtime_differences": decided(RUNTIME_KIND, gating.timing_differences, run_reasons),
+            "instruction_differences": decided(INSTRUCTION_KIND, gating.instruction_differences),
+        }
+        if said[COMPILE] is not None:
+            # The plugin's word on compile seconds: compared as measured, or not at all;
+            # never scaled between machines by the reference compile.
+            changes.update(machine=None, machine_left_out=None, rescale_hint="")
+        if said[SIZES] is not None or said[COMPILE] is not None:
+            changes["upgrade"] = ()  # an upgrade is the built-in rules' word
+        return dataclasses.replace(gating, **changes)
+
+    @property
+    def runtime_reasons(self) -> Sequence[str]:
+        """Why steady-state runtime is not gated: none where it is."""
+        if self.runtime_differences is None:
+            return self.timing_differences
+        return self.runtime_differences
 
     @functools.cached_property
     def plain(self) -> bool:
@@ -333,6 +387,7 @@ class Gating:
         return not (
             self.not_measured
             or self.timing_differences
+            or self.runtime_reasons
             or self.static_differences
             or self.machine is not None
         )
@@ -346,6 +401,10 @@ class Gating:
             skipped |= {COMPILE_TIME, PROGRAM_SIZE}
         return frozenset(skipped)
 
+
+# The kinds of value a `compatible` rule is asked about: those the built-in rules gate by
+# environment (counts are gated in every environment).
+HOOK_KINDS = (SIZES, COMPILE, RUNTIME_KIND, INSTRUCTION_KIND)
 
 # Gating.between's recent results by the ids of the two blocks: copies of the blocks (to see
 # they were not changed since, nor are other blocks at the same addresses), the other
@@ -1024,11 +1083,11 @@ def runtime_verdict(
         return
     now, before = now_rt.median_s, old_rt.median_s
     change = now / before - 1
-    if gating.timing_differences:
+    if gating.runtime_reasons:
         if abs(change) > tol.runtime_rtol:
             verdict.notes.append(Note(
                 f"runtime of {label} not gated: environment differs "
-                f"({', '.join(gating.timing_differences)}); median {before:.3g} s -> {now:.3g} s",
+                f"({', '.join(gating.runtime_reasons)}); median {before:.3g} s -> {now:.3g} s",
                 "environment_differs",
             ))  # fmt: skip
         return

@@ -3,9 +3,22 @@ block itself is captured by `measure.machine`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
+
+from .model import PROGRAM_SIZE
+
+# The kinds of value a baseline entry holds, each compared between two environments on keys
+# of its own (storage/resave.py's keep rules, `compare.Gating.between`'s gating), and the
+# names a `pytest_jaxperf_compatible` hook is asked about.
+COUNTS, SIZES, COMPILE, RUNTIME, INSTRUCTIONS = (
+    "counts", PROGRAM_SIZE, "compile seconds", "runtime", "instructions"
+)  # fmt: skip
+# A rule from outside the core (a plugin's `pytest_jaxperf_compatible` hook, see
+# hookcalls.py): (kind, baseline's block, this run's block) -> True (they gate that kind),
+# False (they do not), None (the built-in rule decides).
+Compatible = Callable[[str, Mapping[str, Any], Mapping[str, Any]], "bool | None"]
 
 # Timings are compared only when all of these match the baseline's.
 TIMING_KEYS = (
@@ -212,3 +225,44 @@ def unmeasured(env: Mapping[str, Any]) -> dict[str, str]:
     """{metric: why} for the metrics the run's self-check could not vouch for (never gated)."""
     value = env.get("not_measured")
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def other_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
+    """'gpu_driver 550 -> 555' for each key that differs besides those the built-in rules
+    compare (a key a plugin added, `python`, `platform`): what a plugin's rule may have
+    looked at. The reference compile's figures are scaled by, never matched, and how the run
+    was made (not_measured, TIMING_KEY) is no environment: left out."""
+    ruled = {*TIMING_KEYS, *INSTRUCTION_KEYS, REFERENCE_KEY, SPREAD_KEY, SAMPLES_KEY}
+    ruled |= {"not_measured", TIMING_KEY}
+    keys = tuple(sorted({*baseline, *current} - ruled))
+    return differences(keys, baseline, current)
+
+
+@dataclass(frozen=True)
+class EnvironmentChanges:
+    """What a `pytest_jaxperf_environment` hook did to the block it was shown: the keys it
+    set (added or changed) and those it removed. Made once, where the hook runs (the
+    controller), and applied to the block each process captures (its pytest-xdist workers
+    too), so that every process gates and saves in the same environment."""
+
+    set: Mapping[str, Any] = field(default_factory=dict)
+    removed: tuple[str, ...] = ()
+
+    @classmethod
+    def between(cls, shown: Mapping[str, Any], after: Mapping[str, Any]) -> EnvironmentChanges:
+        changed = {k: v for k, v in after.items() if k not in shown or shown[k] != v}
+        return cls(changed, tuple(sorted(k for k in shown if k not in after)))
+
+    def apply(self, env: dict[str, Any]) -> None:
+        """Set and remove the keys in `env`, in place."""
+        for key in self.removed:
+            env.pop(key, None)
+        env.update(self.set)
+
+    def to_json(self) -> dict[str, Any]:
+        """As plain values (what pytest-xdist hands a worker at its start)."""
+        return {"set": dict(self.set), "removed": list(self.removed)}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> EnvironmentChanges:
+        return cls(dict(data.get("set", {})), tuple(data.get("removed", ())))

@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 SESSION_KEY = pytest.StashKey["JaxPerfSession"]()
 
 
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    # Declared with or without --jaxperf: a conftest.py that implements them must load.
+    from . import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("jaxperf", "JAX performance regressions (pytest-jaxperf)")
     for opt in OPTIONS:
@@ -118,6 +125,9 @@ def pytest_configure(config: pytest.Config) -> None:
                 export=None,
             )  # fmt: skip
     session = JaxPerfSession(config, settings, base)
+    # Asked once, before anything reads the environment: the reference compile's choices
+    # below compare this machine with the baseline's, as the hooks name it.
+    session.environment_changes  # noqa: B018
     session.configure_dispatch()
     session.prestart_reference()
     config.stash[SESSION_KEY] = session

@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pytest
 
-from . import _xdist, compare, confirmation, reference_plan
+from . import _xdist, compare, confirmation, hookcalls, reference_plan
 from .config import ConfigError, MarkerLimits, Settings
+from .environment import Compatible, EnvironmentChanges
 from .model import (
     RecordedTest,
     Remeasured,
@@ -92,16 +93,45 @@ class JaxPerfSession:
     def _recorded(self, item: pytest.Item) -> bool:
         return LIMITS_KEY in item.stash
 
+    @functools.cached_property
+    def environment_changes(self) -> EnvironmentChanges:
+        """What other plugins' `pytest_jaxperf_environment` hooks change of the block, asked
+        once (at configure, see plugin.py) and applied wherever the block is read."""
+        return hookcalls.environment_changes(self.config)
+
+    def environment_json(self) -> dict[str, Any]:
+        """The changes as handed to each pytest-xdist worker at its start."""
+        return self.environment_changes.to_json()
+
+    @functools.cached_property
+    def compatible(self) -> Compatible | None:
+        """Other plugins' `pytest_jaxperf_compatible` hooks as the gate's rule (one object
+        per session: `Gating.between` reuses its work for equal arguments)."""
+        return hookcalls.compatible_rule(self.config)
+
+    def _here(self) -> dict[str, Any]:
+        """This machine (`machine.here`) as the block names it, after the plugins' hooks:
+        compared with the baseline's blocks, which were saved with them."""
+        from .measure import machine
+
+        here = machine.here()
+        self.environment_changes.apply(here)
+        return here
+
     def _env(self) -> dict[str, Any]:
         if self.environment is None:
             from .measure import machine
 
-            self.environment = env = machine.capture()
+            env = machine.capture()
             env["xdist_workers"] = _xdist.worker_count(self.config)
             # Measured before the first test (pytest_runtestloop); kept only where the child
-            # compiled on this run's machine, backend and versions.
-            if self.reference is not None and self.reference.matches(env):
-                env.update(self.reference.fields())
+            # compiled on this run's machine, backend and versions (as captured: before the
+            # plugins' hooks renamed any of them).
+            reference = self.reference if self.reference and self.reference.matches(env) else None
+            self.environment_changes.apply(env)
+            self.environment = env
+            if reference is not None:
+                env.update(reference.fields())
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
             if self.settings.timing_mode == "off":
@@ -145,7 +175,7 @@ class JaxPerfSession:
         instructions clock: a compile takes ~20x as long there, and its seconds are compared
         on the baseline's CPU model only), nor for `jaxperf ab` (NO_REFERENCE_KEY: its runs
         compare on one machine), nor where the user said not to."""
-        from .measure import instructions, machine
+        from .measure import instructions
 
         s = self.settings
         return reference_plan.plan(
@@ -158,7 +188,7 @@ class JaxPerfSession:
             save=s.save,
             writes_report=s.json is not None or s.history is not None,
             baseline_environments=self._baseline_environments(),
-            here=machine.here(),
+            here=self._here(),
         )
 
     def prestart_reference(self) -> None:
@@ -394,6 +424,7 @@ class JaxPerfSession:
             self.settings.tolerances,
             timing_mode=self.settings.timing_mode,
             gate_baseline=not self.settings.save,
+            compatible=self.compatible,
         )
         verdict = confirmation.verdict_of(
             record, base, item.stash[LIMITS_KEY], gating, self._remeasurer(record),

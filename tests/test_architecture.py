@@ -12,10 +12,12 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_jaxperf"
 
-# The pytest side: the entry point, the session, its xdist glue, the fixture, the ini-file
-# reader for `jaxperf compare`, and ab's worker plugin and terminal colours.
+# The pytest side: the entry point, the session, its xdist glue, the hooks other plugins
+# implement and their calls, the fixture, the ini-file reader for `jaxperf compare`, and
+# ab's worker plugin and terminal colours.
 PYTEST_ALLOWED = {
-    "plugin", "session", "_xdist", "inifile", "measure.fixture", "ab.worker", "ab.command",
+    "plugin", "session", "_xdist", "hookspecs", "hookcalls", "inifile", "measure.fixture",
+    "ab.worker", "ab.command",
 }  # fmt: skip
 # The pure core: gating rules and the records they read.
 CORE = {
@@ -81,7 +83,7 @@ def test_the_layout_is_the_one_these_rules_describe() -> None:
     assert {"measure", "storage", "report", "ab"} <= {m.split(".")[0] for m in MODULES}
     assert set(MODULES) >= CORE
     assert {m for m in MODULES if "." not in m} - CORE == {
-        "", "__main__", "_xdist", "cli", "inifile", "plugin", "session",
+        "", "__main__", "_xdist", "cli", "hookcalls", "hookspecs", "inifile", "plugin", "session",
         "measure", "storage", "report", "ab",
     }  # fmt: skip
 

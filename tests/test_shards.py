@@ -520,11 +520,12 @@ def test_a_shard_run_with_timing_off_keeps_the_stored_timings_and_environment(
     # --jaxperf-timing=off leaves dispatch asynchronous and times nothing it may store.
     jp.makeini("[pytest]\naddopts = -p no:cacheprovider\njaxperf_compile_floor = 1000\n")
     jp.makepyfile(test_one=ONE_JITTED)
-    jp.runpytest("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2)
+    # Each run in a process of its own, as in CI jobs: in this one, JAX may have started
+    # before (CPU dispatch then stays asynchronous, whatever the run asks).
+    jp.runpytest_subprocess("--jaxperf", "--jaxperf-save").assert_outcomes(passed=2)
     path = jp.path / ".jaxperf" / "baseline.json"
     before = path.read_text()
     assert read_json(path)["environment"]["cpu_dispatch"] == "sync"
-    # In a process of its own, as in a CI job (in this one, dispatch was made sync already).
     jp.runpytest_subprocess(
         "--jaxperf", "--jaxperf-timing=off", "--jaxperf-json=shard.json"
     ).assert_outcomes(passed=2)
@@ -539,7 +540,7 @@ def test_a_shard_run_with_timing_off_keeps_the_stored_timings_and_environment(
     # The merge judged the shard as its own save would have: the file as it was (it once took
     # the shard's timings as measured and relabelled the file "cpu_dispatch async").
     assert path.read_text() == before
-    gated = jp.runpytest("--jaxperf")
+    gated = jp.runpytest_subprocess("--jaxperf")
     gated.assert_outcomes(passed=2)
     gated.stdout.fnmatch_lines(["jaxperf: 0 regressions, 0 improvements, 0 new, 0 not gated"])
     # `jaxperf compare` of that run file gates no runtime of it, as the plugin did not.

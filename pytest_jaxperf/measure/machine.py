@@ -19,13 +19,11 @@ def capture() -> dict[str, Any]:
     env = {
         "jax": jax.__version__,
         "jaxlib": getattr(jaxlib, "__version__", "unknown"),
-        "python": platform.python_version(),
         "backend": jax.default_backend(),
         "device_kind": devices[0].device_kind if devices else "none",
         "device_count": len(devices),
         "x64": bool(getattr(jax.config, "jax_enable_x64", False)),
-        "platform": platform.platform(terse=True),
-        **here(),
+        **before_jax(),
         # pytest-xdist workers measuring side by side (0: not under xdist; the session sets
         # it); their timings are slower than a serial run's, and never gated against one.
         "xdist_workers": 0,
@@ -39,6 +37,13 @@ def capture() -> dict[str, Any]:
         # Async dispatch counts the caller's spin-wait as CPU time (see _jaxhooks).
         env["cpu_dispatch"] = _jaxhooks.cpu_dispatch()
     return env
+
+
+def before_jax() -> dict[str, Any]:
+    """The keys of the block known without JAX: Python, the OS, this machine (what a
+    `pytest_jaxperf_environment` hook is shown, before any test runs)."""
+    return {"python": platform.python_version(), "platform": platform.platform(terse=True),
+            **here()}  # fmt: skip
 
 
 def here() -> dict[str, Any]:

@@ -18,10 +18,15 @@ from typing import Any, TypeVar
 from ..compare import Gating, Verdict, compile_seconds, runtime_verdict
 from ..config import Tolerances
 from ..environment import (
+    COMPILE,
+    COUNTS,
     INSTRUCTION_KEYS,
+    INSTRUCTIONS,
     JIT_DISABLED,
     OPTIONAL_KEYS,
     REFERENCE_KEY,
+    RUNTIME,
+    SIZES,
     STATIC_KEYS,
     TIMING_KEY,
     TIMING_KEYS,
@@ -45,12 +50,11 @@ from ..model import (
 )
 from .store import BaselineError, entry_text, placed
 
-# The kinds of value an entry holds, each compared between environments on its own keys:
-# counts and program sizes where the program is the same (static keys), seconds where the
-# machine and run are the same (timing keys), instructions on the same simulated CPU.
-COUNTS, SIZES, COMPILE, RUNTIME, INSTRUCTIONS = (
-    "counts", PROGRAM_SIZE, "compile seconds", "runtime", "instructions"
-)  # fmt: skip
+# The kinds of value an entry holds (named in environment.py), each compared between
+# environments on its own keys: counts and program sizes where the program is the same
+# (static keys), seconds where the machine and run are the same (timing keys), instructions
+# on the same simulated CPU. A plugin's `pytest_jaxperf_compatible` hook decides gating
+# only: what a save keeps follows these keys.
 _STATIC = (COUNTS, SIZES)
 # The order a refusal looks for the value it names.
 _ORDER = (RUNTIME, INSTRUCTIONS, COMPILE, COUNTS, SIZES)
