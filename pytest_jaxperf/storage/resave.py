@@ -301,9 +301,12 @@ class Resave:
             }
             # JAX's own helpers (never gated): the stored block stands while they compiled as
             # much as before; their seconds alone moving rewrites nothing.
+            # (Where the run measured its seconds in another environment, they are this
+            # run's, like every other timing.)
+            same_place = COMPILE not in new or COMPILE in close
             out.eager = (
                 stored.eager
-                if _same_work(rec.eager, stored.eager)
+                if same_place and _same_work(rec.eager, stored.eager)
                 else _counts(rec.eager, stored.eager, new, close, tol)
             )
         benchmarks = dict(stored.benchmarks)
@@ -392,7 +395,8 @@ def _benchmark(
     # The first call's seconds are never gated (the test's compile seconds are): they stand
     # as stored while the program is the same, and are replaced with it.
     compile_fields = ("first_call_s", "trace_s", "lower_s", "compile_s")
-    if COMPILE not in kinds or changes.get("metrics", new.metrics) == old.metrics:
+    same_program = changes.get("metrics", new.metrics) == old.metrics
+    if COMPILE not in kinds or (COMPILE in close and same_program):
         changes.update((name, getattr(old, name)) for name in compile_fields)
     runtime_fields = ("runtime", "eager_median_s", "break_even_calls")
     if (
