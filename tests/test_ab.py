@@ -8,6 +8,7 @@ unchanged code runs with thresholds no noise reaches."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -185,11 +186,18 @@ def table_rows(out: str) -> dict[tuple[str, str], list[str]]:
     for line in lines[start + 1 :]:
         if not line.strip():
             break
+        if line.startswith("-- "):  # "-- 12 rows ok --"
+            continue
         if not line.startswith(" "):
             test, line = line.split(None, 1)[0], line[len(line.split(None, 1)[0]) :]
         cells = re.split(r"\s{2,}", line.strip())
         rows[(test, cells[0])] = cells[1:]
     return rows
+
+
+def fold_head(lines: list[str]) -> str:
+    """The terminal table's column titles."""
+    return next(line for line in lines if line.startswith("test  "))
 
 
 @pytest.mark.e2e
@@ -233,21 +241,44 @@ def test_a_retrace_and_a_slower_benchmark_regress_and_nothing_is_left_behind(
     # The head's fori_loop is a bigger program too: its program metrics regress as well, and
     # so do the function's sizes.
     assert rows[(NODE_WORK, "StableHLO ops")][-1] == "REGRESSED"
+    # Regressions count tests, as the gate counts them, each with the metrics that regressed.
+    data = json.loads((tmp_path / "ab.json").read_text())
+    assert data["schema"] == render.SCHEMA and data["regressions"] == 2
+    assert data["regressed"][NODE_SCALE] == ["traces", "compiles"]
+    grown = data["regressed"][NODE_WORK]
+    assert "StableHLO ops" in grown and len(grown) == 7
     assert out.splitlines()[-1].startswith(
-        "jaxperf ab: 9 regressions (traces, compiles, program metrics), 0 improvements;"
+        "jaxperf ab: 2 regressions (test_scale: traces, compiles; test_work: "
+        + ", ".join(grown)
+        + "), 0 improvements; 2 tests in 1 round (2 runs, "
     )
+    # The rows not ok (changed, or not judged in one round) first; then the ok ones.
+    lines = out.splitlines()
+    ok_rows = [r for r in data["rows"] if r["verdict"] == "ok"]
+    fold = lines.index(f"-- {len(ok_rows)} rows ok --")
+    assert [line.split()[-1] for line in lines[fold + 1 : fold + 1 + len(ok_rows)]] == ["ok"] * len(
+        ok_rows
+    )
+    assert {line.split()[-1] for line in lines[lines.index(fold_head(lines)) + 1 : fold]} == {
+        "REGRESSED",
+        "round",
+    }
     # Outputs: the step summary appended to, the JSON, the kept reports.
     text = summary.read_text()
     assert text.startswith("earlier step\n\n### jaxperf ab: head ")
-    assert "| traces | 1 | 2 |  |  | **REGRESSED** |" in text
-    data = json.loads((tmp_path / "ab.json").read_text())
-    assert data["schema"] == render.SCHEMA and data["regressions"] == 9
+    assert "\n**2 regressions** (`test_scale`: traces, compiles; `test_work`: " in text
+    assert f"| `{NODE_SCALE}` | traces | 1 | 2 |  |  | **REGRESSED** |" in text
+    # The ok rows folded away in the markdown; no runtime judged in one round.
+    folded = text[text.index(f"<details><summary>{len(ok_rows)} rows ok</summary>") :]
+    assert f"| `{NODE_WORK}` | traces | 1 | 1 |  |  | ok |" in folded
+    assert "| ok |" not in text[: text.index("<details>")]
+    assert "Runtime:" not in text
     assert data["base"]["commit"] == base and data["rounds"] == 1
     # By default every run is confined to one CPU, the highest the command may use.
     cpu = max(os.sched_getaffinity(0))
     assert data["cpus"] == [cpu]
     assert f"\n1 round on CPU {cpu}, 95% intervals;" in out
-    assert f"; 1 round(s) on CPU {cpu}, 95% intervals," in text
+    assert f"; 1 round on CPU {cpu}, 95% intervals," in text
     assert [(r["side"], r["round"]) for r in data["runs"]] == [("base", 1), ("head", 1)]
     verdict = {(r["test"], r["metric"], r["benchmark"]): r for r in data["rows"]}
     work_row = verdict[(NODE_WORK, "runtime", "work")]
@@ -294,7 +325,7 @@ def test_unchanged_code_in_a_src_layout_sub_project_passes(tmp_path: Path) -> No
     assert seen.read_text().splitlines() == [str(every), str(every)]
     assert "\n1 round, 95% intervals;" in done.stdout
     assert json.loads((tmp_path / "ab.json").read_text())["cpus"] is None
-    assert "; 1 round(s), 95% intervals," in (tmp_path / "ab.md").read_text()
+    assert "; 1 round, 95% intervals," in (tmp_path / "ab.md").read_text()
     rows = table_rows(done.stdout)
     assert rows[(NODE_SCALE, "traces")] == ["1", "1", "ok"]
     assert rows[(NODE_WORK, "runtime work")][-1] == "1 round"
@@ -718,12 +749,17 @@ def test_rows_from_reports_and_their_table(monkeypatch: pytest.MonkeyPatch) -> N
     assert text.splitlines()[0] == (
         "jaxperf ab: base aaaaaaaaaa (main) vs head bbbbbbbbbb + 2 uncommitted changes"
     )
+    # The row that changed first, with the test's name; the ok rows after it.
     row = next(line for line in text.splitlines() if "runtime f" in line)
     assert re.fullmatch(
-        r"\s+runtime f\s+1\.00\d ms\s+1\.50\d ms\s+1\.5\dx\s+\[1\.\d\d, 1\.\d\d\]\s+REGRESSED", row
+        r"t\.py::test_a\s+runtime f\s+1\.00\d ms\s+1\.50\d ms\s+1\.5\dx\s+\[1\.\d\d, 1\.\d\d\]"
+        r"\s+REGRESSED",
+        row,
     )
+    assert text.splitlines()[text.splitlines().index(row) + 1] == "-- 3 rows ok --"
     assert text.splitlines()[-1] == (
-        "jaxperf ab: 1 regression (runtime), 0 improvements; 1 test in 3 rounds (6 runs, 6 s)"
+        "jaxperf ab: 1 regression (test_a: runtime f), 0 improvements; 1 test in 3 rounds "
+        "(6 runs, 6 s)"
     )
     md = render.markdown(comparison, context)
     assert "| `t.py::test_a` | traces | 1 | 1 |  |  | ok |" in md
@@ -763,12 +799,123 @@ def test_markdown_rows_stay_whole_whatever_a_label_or_test_id_holds() -> None:
     md = render.markdown(comparison, ab_context(thresholds))
     lines = md.splitlines()
     shown = [line for line in lines if line.startswith("|")]
-    # One table line per row, plus the header and its rule.
-    assert len(shown) == len(rows) + 2
+    # One table line per row, plus the header and its rule of each table (not ok, ok).
+    assert len(shown) == len(rows) + 4
     assert re.search(r"(?<!\\)<!--", md) is None and "\\<!-- hides the rest" in md
     assert shown[2].startswith("| ``t.py::test_`a`[x\\|y]`` | ")
     assert "- ``t.py::test_`a`[x|y]``: cause \\*with\\* \\<b> break" in lines
     assert "- note: a note \\| with a pipe" in lines
+
+
+def story_rows() -> list[table.Row]:
+    """A table of three tests: test_a's counts regressed, test_b's runtime regressed and its
+    compile time improved, test_c's program shrank; every other row ok."""
+    slower = stats.Ratio(2.23, 1.9, 2.5, 3, base=1e-3, head=2.23e-3)
+    faster = stats.Ratio(0.5, 0.4, 0.6, 3, base=0.4, head=0.2)
+    same = stats.Ratio(1.0, 0.95, 1.05, 3, base=1e-3, head=1e-3)
+    a, b, c = "t.py::test_a", "t.py::test_b", "u.py::test_c"
+    return [
+        table.Row(a, "traces", "REGRESSED", 1, 3),
+        table.Row(a, "compiles", "REGRESSED", 1, 3),
+        table.Row(a, "runtime", "ok", 1e-3, 1e-3, same, benchmark="f", clock="cpu"),
+        table.Row(b, "traces", "ok", 1, 1),
+        table.Row(b, "compiles", "ok", 1, 1),
+        table.Row(b, "compile time", "improved", 0.4, 0.2, faster),
+        table.Row(b, "runtime", "REGRESSED", 1e-3, 2.23e-3, slower, benchmark="g", clock="cpu"),
+        table.Row(c, "traces", "ok", 1, 1),
+        table.Row(c, "StableHLO ops", "improved", 40, 10),
+    ]
+
+
+def test_regressions_count_tests_as_the_gate_does_and_name_their_metrics() -> None:
+    comparison = table.Comparison(rows=story_rows())
+    assert len(comparison.regressions) == 3  # rows
+    context = ab_context(
+        table.Thresholds(runtime=1.1, compile=1.5),
+        runs=tuple(render.RunTime(side, n, 1.0) for n in (1, 2, 3) for side in ("base", "head")),
+        seconds=21.2,
+    )
+    text = render.terminal(comparison, context)
+    # test_b has an improved metric too, but a regressed test is no improvement (the gate's
+    # statuses): one improvement, test_c.
+    assert text.splitlines()[-1] == (
+        "jaxperf ab: 2 regressions (test_a: traces, compiles; test_b: runtime g), "
+        "1 improvement (test_c: StableHLO ops); 3 tests in 3 rounds (6 runs, 21 s)"
+    )
+    md = render.markdown(comparison, context)
+    assert md.splitlines()[2].startswith(
+        "**2 regressions** (`test_a`: traces, compiles; `test_b`: runtime g), 1 improvement "
+        "(`test_c`: StableHLO ops); 3 rounds, 95% intervals,"
+    )
+    data = render.to_json(comparison, context)
+    assert (data["regressions"], data["improvements"]) == (2, 1)
+    assert data["regressed"] == {"t.py::test_a": ["traces", "compiles"],
+                                 "t.py::test_b": ["runtime g"]}  # fmt: skip
+    assert data["improved"] == {"u.py::test_c": ["StableHLO ops"]}
+    assert len(data["rows"]) == 9  # every row, changed or not
+
+
+def test_the_tally_names_a_shared_short_name_in_full_and_at_most_five_tests() -> None:
+    names = ("a.py::test_x", "b.py::test_x", *(f"c.py::test_{n}" for n in range(1, 5)))
+    rows = [table.Row(name, "traces", "REGRESSED", 1, 2) for name in names]
+    line = render.tally(table.Comparison(rows=rows), ab_context(table.Thresholds(1.1, 1.5)))
+    assert line.startswith(
+        "jaxperf ab: 6 regressions (a.py::test_x: traces; b.py::test_x: traces; test_1: traces; "
+        "test_2: traces; test_3: traces; 1 more), 0 improvements; 6 tests in 3 rounds"
+    )
+
+
+def test_markdown_shows_the_rows_that_changed_and_folds_the_ok_ones() -> None:
+    comparison = table.Comparison(rows=story_rows(), notes=["a note"])
+    md = render.markdown(comparison, ab_context(table.Thresholds(runtime=1.1, compile=1.5)))
+    lines = md.splitlines()
+    fold = lines.index("<details><summary>4 rows ok</summary>")
+    changed = [line for line in lines[:fold] if line.startswith("| ")][1:]
+    assert changed == [
+        "| `t.py::test_a` | traces | 1 | 3 |  |  | **REGRESSED** |",
+        "|  | compiles | 1 | 3 |  |  | **REGRESSED** |",
+        "| `t.py::test_b` | compile time | 0.400 s | 0.200 s | 0.50x | [0.40, 0.60] | improved |",
+        "|  | runtime g | 1.000 ms | 2.230 ms | 2.23x | [1.90, 2.50] | **REGRESSED** |",
+        "| `u.py::test_c` | StableHLO ops | 40 | 10 |  |  | improved |",
+    ]
+    end = lines.index("</details>")
+    folded = [line for line in lines[fold:end] if line.startswith("| ")][1:]
+    assert (
+        folded[0]
+        == "| `t.py::test_a` | runtime f | 1.000 ms | 1.000 ms | 1.00x | [0.95, 1.05] | ok |"
+    )
+    assert len(folded) == 4 and lines[fold + 1] == ""  # GitHub renders a table after a blank
+    # Between the gate's runtime verdict and ab's, one sentence, after the table.
+    assert lines[end + 2] == (
+        "Runtime: 3 alternated rounds of both commits on this machine judge runtime of g "
+        "(`test_b`) REGRESSED 2.23x [1.90, 2.50]; where the gate's report (`pytest --jaxperf`) "
+        "leaves a runtime out (`machine_load`, `not_significant`, `environment_differs`: it "
+        "times one run against a baseline timed elsewhere), this is the verdict on it."
+    )
+    assert lines[-1] == "- note: a note"
+    # The terminal: the same grouping, in one aligned table.
+    text = render.terminal(comparison, ab_context(table.Thresholds(runtime=1.1, compile=1.5)))
+    shown = text.splitlines()
+    start = next(i for i, line in enumerate(shown) if line.startswith("test  "))
+    assert [line.split()[-1] for line in shown[start + 1 : start + 6]] == [
+        "REGRESSED", "REGRESSED", "improved", "REGRESSED", "improved"
+    ]  # fmt: skip
+    assert shown[start + 6] == "-- 4 rows ok --"
+    assert shown[start + 7].startswith("t.py::test_a  runtime f")
+
+
+def test_markdown_with_no_row_changed_and_no_runtime_judged() -> None:
+    same = [r for r in story_rows() if r.status == "ok"]
+    thresholds = table.Thresholds(runtime=1.1, compile=1.5)
+    md = render.markdown(table.Comparison(rows=same), ab_context(thresholds))
+    assert "0 regressions, 0 improvements; 3 rounds" in md
+    assert "Every row ok.\n\n<details><summary>4 rows ok</summary>" in md
+    assert "judge every runtime ok; where the gate's report" in md
+    # One round judges no runtime: no sentence about the gate's runtime verdict.
+    one = [dataclasses.replace(r, status="1 round", ratio=None) if r.metric == "runtime" else r
+           for r in same]  # fmt: skip
+    md = render.markdown(table.Comparison(rows=one), ab_context(thresholds, rounds=1))
+    assert "Runtime:" not in md and "| runtime f | 1.000 ms | 1.000 ms |  |  | 1 round |" in md
 
 
 def with_cpu(report: RunRecord, cpu_s: float | None) -> RunRecord:
@@ -995,9 +1142,9 @@ def test_program_size_rows_where_a_function_grew() -> None:
     rows = {r.metric: r for r in grown.rows}
     assert "jaxpr equations" not in rows  # equal: not shown
     size = rows["StableHLO ops"]
-    assert (size.status, size.base, size.head, size.kind) == (
-        "REGRESSED", 33, 221, "program metrics"
-    )
+    assert (size.status, size.base, size.head) == ("REGRESSED", 33, 221)
+    tally = render.tally(grown, ab_context(thresholds, rounds=2))
+    assert tally.startswith("jaxperf ab: 1 regression (test_a: StableHLO ops), 0 improvements;")
     assert size.causes == (
         "StableHLO ops of rollout at m.py:1: base 33 -> head 221 [static_rtol 0.1]",
     )

@@ -295,6 +295,17 @@ def test_every_command_of_the_workflow_runs(tmp_path: Path) -> None:
     assert summary_step.returncode == 0, summary_step.stderr
     summary = (tmp_path / "step_summary.md").read_text()
     assert summary.index("## pytest-jaxperf") < summary.index("### jaxperf ab: head")
+    # ab's section: the counts, ok, folded away; under its table one sentence between
+    # the gate's runtime verdict above and ab's, whatever ab judged (the machine's verdict).
+    ours = summary[summary.index("### jaxperf ab: head") :]
+    folded = ours[re.search(r"<details><summary>\d+ rows ok</summary>", ours).start() :]
+    assert "| `tests/test_core.py::test_scale` | traces | 1 | 1 |  |  | ok |" in folded
+    assert re.search(
+        r"\nRuntime: 3 alternated rounds of both commits on this machine judge (every runtime "
+        r"ok|runtime of work \(`test_work`\) \S+ [\d.]+x \[[\d.]+, [\d.]+\]); where the gate's "
+        r"report \(`pytest --jaxperf`\) leaves a runtime out \(`machine_load`, ",
+        ours,
+    ), ours
     # The comment: no earlier one of the bot's, so a new one, holding both reports.
     assert commented.returncode == 0, commented.stdout + commented.stderr
     body = check_comment_calls(tmp_path, root, edited=None)

@@ -14,7 +14,7 @@ from ..report.terminal import markup, tally_markup
 from ..report.wording import plural
 from . import cpus
 from .stats import Ratio
-from .table import COMPILE_TIME, RUNTIME, Comparison, Row, Thresholds
+from .table import COMPILE_TIME, RUNTIME, Comparison, Row, Thresholds, judged_ok
 
 SCHEMA = "pytest-jaxperf-ab/1"
 COLUMNS = ("test", "metric", "base", "head", "ratio", "interval", "verdict")
@@ -118,18 +118,46 @@ def _cells(row: Row) -> tuple[str, ...]:
     )
 
 
+# At most this many tests are named in the tally's parentheses; the rest are counted.
+NAMED_TESTS = 5
+
+
 def tally(comparison: Comparison, context: Context) -> str:
-    regressions, improvements = comparison.regressions, comparison.improvements
+    """`jaxperf ab: 1 regression (test_x: runtime dense_relu), 0 improvements; 2 tests in 3
+    rounds (6 runs, 21 s)`: regressions and improvements count tests, as the plugin's gate
+    counts them, each named with the metrics that made it so."""
     tests = len({r.test for r in comparison.rows})
-    head = plural(len(regressions), "regression")
-    if regressions:
-        kinds = dict.fromkeys(r.kind for r in regressions)  # in table order
-        head += " (" + ", ".join(kinds) + ")"
     return (
-        f"jaxperf ab: {head}, {plural(len(improvements), 'improvement')}; "
+        f"jaxperf ab: {counted(comparison.regressed_tests(), 'regression')}, "
+        f"{counted(comparison.improved_tests(), 'improvement')}; "
         f"{plural(tests, 'test')} in {plural(context.rounds, 'round')} "
         f"({len(context.runs)} runs, {context.seconds:.0f} s)"
     )
+
+
+def counted(tests: dict[str, list[Row]], word: str, markdown: bool = False) -> str:
+    """`2 regressions (test_a: traces, compiles; test_b: runtime f)`: how many tests, then
+    each test's short name (its full id where two share one) and its metrics."""
+    text = plural(len(tests), word)
+    if not tests:
+        return text
+    short = {t: _short(t) for t in tests}
+    repeated = {n for n in short.values() if list(short.values()).count(n) > 1}
+    named = []
+    for test, rows in list(tests.items())[:NAMED_TESTS]:
+        name = short[test] if short[test] not in repeated else test
+        metrics = ", ".join(dict.fromkeys(metric_text(r) for r in rows))
+        if markdown:
+            name, metrics = code_span(name), escape(metrics)
+        named.append(f"{name}: {metrics}")
+    more = len(tests) - NAMED_TESTS
+    if more > 0:
+        named.append(f"{more} more")
+    return f"{text} ({'; '.join(named)})"
+
+
+def _short(test: str) -> str:
+    return test.rsplit("::", 1)[-1]
 
 
 def header(context: Context) -> str:
@@ -163,13 +191,7 @@ def terminal_lines(comparison: Comparison, context: Context) -> list[tuple[str, 
     titles = list(COLUMNS)
     titles[5] = f"{context.confidence:.0%} interval"
     rows = [_cells(r) for r in comparison.rows]
-    shown = []
-    previous = None
-    for cells in rows:
-        # The test's name once, on its first row.
-        shown.append(("" if cells[0] == previous else cells[0], *cells[1:]))
-        previous = cells[0]
-    widths = [max([len(titles[i])] + [len(c[i]) for c in shown]) for i in range(len(titles))]
+    widths = [max([len(titles[i])] + [len(c[i]) for c in rows]) for i in range(len(titles))]
     right = {2, 3, 4}
 
     def line(cells: tuple[str, ...] | list[str]) -> str:
@@ -180,7 +202,19 @@ def terminal_lines(comparison: Comparison, context: Context) -> list[tuple[str, 
     lines.append(line(titles))
     plain: dict[str, bool] = {}
     out = [(text, plain) for text in lines]
-    out += [(line(cells), markup(row.status)) for cells, row in zip(shown, comparison.rows)]
+    # The rows not ok (changed, or not judged) first, then the ok ones.
+    changed = [i for i, r in enumerate(comparison.rows) if not judged_ok(r)]
+    same = [i for i, r in enumerate(comparison.rows) if judged_ok(r)]
+    for group in (changed, same):
+        if group is same and same:
+            out.append((f"-- {plural(len(same), 'row')} ok --", plain))
+        previous = None
+        for i in group:
+            cells, row = rows[i], comparison.rows[i]
+            # The test's name once, on its first row of the group.
+            cells = ("" if row.test == previous else row.test, *cells[1:])
+            previous = row.test
+            out.append((line(cells), markup(row.status)))
     details = [(r, c) for r in comparison.rows for c in r.causes]
     if details:
         out.append(("", plain))
@@ -197,37 +231,101 @@ def terminal_lines(comparison: Comparison, context: Context) -> list[tuple[str, 
 
 
 def markdown(comparison: Comparison, context: Context) -> str:
-    n = len(comparison.regressions)
-    verdict = f"**{plural(n, 'regression')}**" if n else "no regression"
+    """The summary line, the rows not ok (changed, or not judged), the ok rows folded under
+    `<details>`, the causes, the runtime sentence and the notes."""
+    regressed = comparison.regressed_tests()
+    verdict = counted(regressed, "regression", markdown=True)
+    if regressed:
+        number, _, rest = verdict.partition(" (")
+        verdict = f"**{number}** ({rest}"
+    title = [f"{context.confidence:.0%} interval" if c == "interval" else c for c in COLUMNS]
+    table_head = ["| " + " | ".join(title) + " |", "|" + "---|" * len(COLUMNS)]
+    changed = [r for r in comparison.rows if not judged_ok(r)]
+    same = [r for r in comparison.rows if judged_ok(r)]
     lines = [
         f"### jaxperf ab: head {code_span(context.head_label())} vs base "
         f"{code_span(context.base_label())}",
         "",
-        f"{verdict}, {len(comparison.improvements)} improvement(s); "
-        f"{context.rounds} round(s){context.where_run()}, {context.confidence:.0%} intervals, "
+        f"{verdict}, {counted(comparison.improved_tests(), 'improvement', markdown=True)}; "
+        f"{plural(context.rounds, 'round')}{context.where_run()}, "
+        f"{context.confidence:.0%} intervals, "
         f"runtime threshold {context.thresholds.runtime:g}x ({context.per_call()}), "
         "compile-time threshold "
         f"{context.thresholds.compile:g}x",
         "",
-        "| " + " | ".join(COLUMNS[:5] + (f"{context.confidence:.0%} interval", "verdict")) + " |",
-        "|" + "---|" * len(COLUMNS),
     ]
+    if changed:
+        lines += [*table_head, *_markdown_rows(changed)]
+    else:
+        lines.append("Every row ok.")
+    if same:
+        lines += [
+            "",
+            f"<details><summary>{plural(len(same), 'row')} ok</summary>",
+            "",
+            *table_head,
+            *_markdown_rows(same),
+            "",
+            "</details>",
+        ]
+    details = [f"- {code_span(r.test)}: {escape(c.strip())}" for r in comparison.rows
+               for c in r.causes]  # fmt: skip
+    runtime = runtime_sentence(comparison, context)
+    notes = [f"- note: {escape(n)}" for n in comparison.notes]
+    for block in (details, [runtime] if runtime else [], notes):
+        if block:
+            lines += ["", *block]
+    return "\n".join(lines) + "\n"
+
+
+def _markdown_rows(rows: list[Row]) -> list[str]:
+    out = []
     previous = None
-    for row in comparison.rows:
+    for row in rows:
         cells = list(_cells(row))
-        test = "" if row.test == previous else code_span(row.test, in_table=True)
+        cells[0] = "" if row.test == previous else code_span(row.test, in_table=True)
         previous = row.test
-        cells[0] = test
         cells[1] = escape(cells[1])
         if row.regressed:
             cells[6] = f"**{cells[6]}**"
-        lines.append("| " + " | ".join(cells) + " |")
-    details = [f"- {code_span(r.test)}: {escape(c.strip())}" for r in comparison.rows
-               for c in r.causes]  # fmt: skip
-    notes = [f"- note: {escape(n)}" for n in comparison.notes]
-    if details or notes:
-        lines += ["", *details, *notes]
-    return "\n".join(lines) + "\n"
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+# Why the plugin's gate leaves a runtime out (notgated.CODES) where ab's rounds still judge it.
+GATE_LEAVES_OUT = ("machine_load", "not_significant", "environment_differs")
+
+
+def runtime_sentence(comparison: Comparison, context: Context) -> str | None:
+    """The sentence between the gate's runtime verdict and ab's, for a summary that shows
+    both (the CI workflow writes the gate's report and this one to one step summary): ab's
+    verdict comes from alternated rounds on this machine, so it judges the runtimes the gate,
+    one run against a baseline measured elsewhere, leaves out; naming the runtimes it judged
+    changed. None where ab judged no runtime from rounds (one round; instructions per call,
+    exact in both)."""
+    judged = [
+        r
+        for r in comparison.rows
+        if r.metric == RUNTIME and r.ratio is not None and r.clock != "instructions"
+    ]
+    if not judged:
+        return None
+    changed = [r for r in judged if not judged_ok(r)]
+    verdicts = (
+        ", ".join(
+            f"runtime of {escape(r.benchmark or '')} ({code_span(_short(r.test))}) {r.status} "
+            f"{ratio_text(r.ratio)} {interval_text(r.ratio)}"
+            for r in changed
+        )
+        if changed
+        else "every runtime ok"
+    )
+    return (
+        f"Runtime: {plural(context.rounds, 'alternated round')} of both commits on this "
+        f"machine judge {verdicts}; where the gate's report (`pytest --jaxperf`) leaves a "
+        f"runtime out ({', '.join(code_span(c) for c in GATE_LEAVES_OUT)}: it times one run "
+        "against a baseline timed elsewhere), this is the verdict on it."
+    )
 
 
 # -- JSON ----------------------------------------------------------------------------------
@@ -266,8 +364,15 @@ def to_json(comparison: Comparison, context: Context) -> dict[str, Any]:
             {"side": r.side, "round": r.round, "seconds": round(r.seconds, 3)} for r in context.runs
         ],  # fmt: skip
         "seconds": round(context.seconds, 3),
-        "regressions": len(comparison.regressions),
-        "improvements": len(comparison.improvements),
+        # Tests, as the tally counts them, and each test's metrics that made it so.
+        "regressions": len(comparison.regressed_tests()),
+        "improvements": len(comparison.improved_tests()),
+        "regressed": {
+            t: [metric_text(r) for r in rows] for t, rows in comparison.regressed_tests().items()
+        },
+        "improved": {
+            t: [metric_text(r) for r in rows] for t, rows in comparison.improved_tests().items()
+        },
         "rows": [
             {
                 "test": r.test,

@@ -87,12 +87,6 @@ class Row:
     def regressed(self) -> bool:
         return self.status == "REGRESSED"
 
-    @property
-    def kind(self) -> str:
-        """What the row measures, in the tally's words."""
-        program = self.metric in STATIC_METRICS or self.metric in compare.SIZE_WORDS.values()
-        return "program metrics" if program else self.metric
-
 
 @dataclass(frozen=True)
 class Thresholds:
@@ -114,6 +108,31 @@ class Comparison:
     @property
     def improvements(self) -> list[Row]:
         return [r for r in self.rows if r.status == "improved"]
+
+    def regressed_tests(self) -> dict[str, list[Row]]:
+        """The tests with a REGRESSED row, each with those rows, in table order: what the
+        tally counts, as the plugin's gate counts a test with any regressed metric once."""
+        return _by_test(self.regressions)
+
+    def improved_tests(self) -> dict[str, list[Row]]:
+        """The tests with an improved row and no REGRESSED one (the gate's `improved`
+        status), each with its improved rows."""
+        regressed = self.regressed_tests()
+        return {t: rows for t, rows in _by_test(self.improvements).items() if t not in regressed}
+
+
+def judged_ok(row: Row) -> bool:
+    """A row judged `ok` (or `ok (under floor)`), which the reports put after the rows that
+    changed or could not be judged: the same in both trees, or within its threshold (a
+    program size judged per retrace, a timing within its interval)."""
+    return row.status in ("ok", UNDER_FLOOR)
+
+
+def _by_test(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    out: dict[str, list[Row]] = {}
+    for row in rows:
+        out.setdefault(row.test, []).append(row)
+    return out
 
 
 def compare_rounds(
