@@ -330,6 +330,81 @@ def _clock_arguments(args: argparse.Namespace) -> list[str]:
     return ["--jaxperf-runtime-clock=instructions"]
 
 
+def _base_tree(
+    args: argparse.Namespace,
+    base_root: Path,
+    relative: Path,
+    base_commit: str,
+    head_tree: runner.Tree,
+    root: Path,
+    out: TextIO,
+) -> runner.Tree:
+    """The base commit's tree, checked out at `base_root`: refused where the project's
+    directory or its configuration outside it differs in a way the runs cannot compare."""
+    base_project = base_root / relative
+    if not base_project.is_dir():
+        raise UsageError(
+            f"{relative} does not exist in the base commit {base_commit[:10]} "
+            f"({args.base}); run jaxperf ab from a directory both commits have"
+        )
+    base_tree = _tree("base", base_root, base_project, args.path)
+    outside = configs.mismatch((base_project, base_root), (head_tree.project, root))
+    if outside is not None:
+        raise UsageError(outside)
+    if (base_root / ".gitmodules").is_file():
+        print(
+            "jaxperf ab: note: git submodules are not checked out in the base worktree "
+            "(their directories are empty there): an import of a submodule's code fails "
+            "in the base runs, or is stopped by the import check",
+            file=out,
+            flush=True,
+        )
+    print(
+        f"jaxperf ab: base {base_commit[:10]} ({args.base}) checked out in "
+        f"{base_root}; {args.rounds} round(s) of base and head runs",
+        file=out,
+        flush=True,
+    )
+    return base_tree
+
+
+def _alternated(
+    args: argparse.Namespace,
+    base_tree: runner.Tree,
+    head_tree: runner.Tree,
+    scratch: Path,
+    clock_args: list[str],
+    on_cpus: frozenset[int] | None,
+    out: TextIO,
+) -> tuple[list[tuple[RunRecord, RunRecord]], list[render.RunTime]]:
+    """The alternated rounds: in each, a base run, then a head run; their records and times."""
+    rounds: list[tuple[RunRecord, RunRecord]] = []
+    runs: list[render.RunTime] = []
+    for number in range(1, args.rounds + 1):
+        pair = []
+        for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
+            done = runner.run(
+                tree, other, number, scratch, [*clock_args, *args.pytest_args], on_cpus
+            )
+            runs.append(render.RunTime(done.side, number, done.seconds))
+            pair.append(done)
+            _keep(done, args.reports_dir)
+        rounds.append((pair[0].record, pair[1].record))
+        print(
+            f"jaxperf ab: round {number}/{args.rounds}: base {pair[0].seconds:.1f} s, "
+            f"head {pair[1].seconds:.1f} s",
+            file=out,
+            flush=True,
+        )
+        if number == 1 and not (pair[0].record.tests or pair[1].record.tests):
+            raise UsageError(
+                "no test was recorded in either tree: mark tests with "
+                "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
+                "-- --jaxperf-all"
+            )
+    return rounds, runs
+
+
 def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) -> int:
     started = time.perf_counter()
     clock_args = _clock_arguments(args)
@@ -356,60 +431,14 @@ def _measure(args: argparse.Namespace, out: TextIO, held: contextlib.ExitStack) 
             flush=True,
         )
     scratch = held.enter_context(worktree.scratch_dir())
-    rounds: list[tuple[RunRecord, RunRecord]] = []
-    runs: list[render.RunTime] = []
     if scratch == root or root in scratch.parents:
         raise UsageError(
             f"the temporary directory {scratch} lies inside the repository; set TMPDIR "
             "to a directory outside it"
         )
     with worktree.base_worktree(root, base_commit, scratch) as base_root:
-        base_project = base_root / relative
-        if not base_project.is_dir():
-            raise UsageError(
-                f"{relative} does not exist in the base commit {base_commit[:10]} "
-                f"({args.base}); run jaxperf ab from a directory both commits have"
-            )
-        base_tree = _tree("base", base_root, base_project, args.path)
-        outside = configs.mismatch((base_project, base_root), (head_tree.project, root))
-        if outside is not None:
-            raise UsageError(outside)
-        if (base_root / ".gitmodules").is_file():
-            print(
-                "jaxperf ab: note: git submodules are not checked out in the base worktree "
-                "(their directories are empty there): an import of a submodule's code fails "
-                "in the base runs, or is stopped by the import check",
-                file=out,
-                flush=True,
-            )
-        print(
-            f"jaxperf ab: base {base_commit[:10]} ({args.base}) checked out in "
-            f"{base_root}; {args.rounds} round(s) of base and head runs",
-            file=out,
-            flush=True,
-        )
-        for number in range(1, args.rounds + 1):
-            pair = []
-            for tree, other in ((base_tree, head_tree), (head_tree, base_tree)):
-                done = runner.run(
-                    tree, other, number, scratch, [*clock_args, *args.pytest_args], on_cpus
-                )
-                runs.append(render.RunTime(done.side, number, done.seconds))
-                pair.append(done)
-                _keep(done, args.reports_dir)
-            rounds.append((pair[0].record, pair[1].record))
-            print(
-                f"jaxperf ab: round {number}/{args.rounds}: base {pair[0].seconds:.1f} s, "
-                f"head {pair[1].seconds:.1f} s",
-                file=out,
-                flush=True,
-            )
-            if number == 1 and not (pair[0].record.tests or pair[1].record.tests):
-                raise UsageError(
-                    "no test was recorded in either tree: mark tests with "
-                    "@pytest.mark.jaxperf or use the jaxperf fixture, or record all with "
-                    "-- --jaxperf-all"
-                )
+        base_tree = _base_tree(args, base_root, relative, base_commit, head_tree, root, out)
+        rounds, runs = _alternated(args, base_tree, head_tree, scratch, clock_args, on_cpus, out)
     clock: RuntimeClock = (
         "instructions" if clock_args else table.runtime_clock(on_cpus, args.rounds)
     )
