@@ -316,3 +316,13 @@ def test_a_save_takes_a_fresh_reference_by_the_sessions_agreement_rule() -> None
     assert moved.environment[REFERENCE_KEY] == 0.48
     agreeing, _ = _save(base, _test(traces=2), {**HERE, REFERENCE_KEY: 0.26})
     assert agreeing.environment[REFERENCE_KEY] == 0.25
+
+
+def test_the_op_by_op_median_rides_with_the_gated_runtime() -> None:
+    # Under load the eager (op-by-op) median moved 30x where the gated runtime stayed inside
+    # the gate's judgement: the entry stands as stored.
+    stored = dataclasses.replace(_bench(1e-3), eager_median_s=0.004, break_even_calls=80.0)
+    base, _ = _save(None, _test(b=stored), HERE)
+    busy = dataclasses.replace(_bench(1.2e-3), eager_median_s=0.12, break_even_calls=300.0)
+    again, how = _save(base, _test(b=busy), HERE)
+    assert dumps(again) == dumps(base) and how.tally.updated == 0

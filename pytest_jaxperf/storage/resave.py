@@ -422,19 +422,17 @@ def _benchmark(
 
 def _runtime_close(new: BenchmarkEntry, old: BenchmarkEntry, tol: Tolerances) -> bool:
     """Whether the runtime gate finds neither a regression nor an improvement (machine load
-    that its fastest round or CPU time shows for what it is counts as the same)."""
+    that its fastest round or CPU time shows for what it is counts as the same). The op-by-op
+    median (`eager=True`, never gated) rides with the runtime: it moved 30x under load where
+    the gated runtime did not, and once rewrote the entry by itself; only its appearing or
+    going (the benchmark's `eager` argument changed) rewrites it."""
     if old.runtime is None:
         return False
     verdict = Verdict()
     runtime_verdict(verdict, "", new, old, Gating(tol=tol))
     if verdict.breaches or verdict.improvements:
         return False
-    if (new.eager_median_s is None) != (old.eager_median_s is None):
-        return False
-    if new.eager_median_s and old.eager_median_s:
-        ratio = new.eager_median_s / old.eager_median_s
-        return 1 / (1 + tol.runtime_rtol) <= ratio <= 1 + tol.runtime_rtol
-    return True
+    return (new.eager_median_s is None) == (old.eager_median_s is None)
 
 
 _SCALING_KIND = {"compile_s": COMPILE, "runtime_s": RUNTIME}
