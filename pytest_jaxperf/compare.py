@@ -826,12 +826,16 @@ def _compile_time_vs_baseline(
 
 
 def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]:
-    """The functions' retrace causes, short and folded (`causes.summary`), each fix once."""
+    """The functions' retrace causes, short and folded (`causes.summary`), each fix once;
+    each labelled with its function's short name where several are (the full name where two
+    short ones are the same)."""
     fixed: set[str] = set()
+    short = [causes.label_name(f.name) for f in functions]
+    names = short if len(set(short)) == len(short) else [f.name for f in functions]
     return tuple(
         line
-        for f in functions
-        for line in causes.summary(f.retrace_reasons, f.traces, f"{f.name}: " * labelled, fixed)
+        for f, name in zip(functions, names)
+        for line in causes.summary(f.retrace_reasons, f.traces, f"{name}: " * labelled, fixed)
     )
 
 
