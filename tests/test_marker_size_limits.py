@@ -43,7 +43,7 @@ def test_a_benchmark_metric_over_its_limit_fails(jp: pytest.Pytester, argument: 
     metric = argument.removeprefix("max_")
     result.stdout.fnmatch_lines(lit(
         "jaxperf: test_sizes.py::test_it: 1 metric(s) over the baseline or a limit",
-        f"  {metric} of benchmark 'ranked': * > limit 1",
+        f"  {metric.replace('_', ' ')} of benchmark 'ranked': * > limit 1",
         "test_sizes.py::test_it *OVER LIMIT",
     ))  # fmt: skip
 
