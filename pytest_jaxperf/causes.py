@@ -198,6 +198,21 @@ _FIXES = {
     _METADATA: "pass one object, or hashable values in its static fields",
     _REDEFINED_KIND: "create and jit it once, outside the loop",
 }
+# Each fix in a few words, for a line that the whole fix would push past LINE_LIMIT: the
+# cause is what the reader cannot find elsewhere, the fix is the same for every cause of
+# its kind (and in full in the docs' table of causes).
+_SHORT_FIXES = {
+    SHAPE: "pad to a fixed size or a few buckets",
+    WEAK_TYPE: "give it an explicit dtype",
+    DTYPE: "give it one dtype",
+    VALUE: "use a few fixed values, or an array",
+    IDENTITY: "pass one object, or give it __eq__/__hash__",
+    CLOSURE: "pass one object",
+    JIT_WRAPPER: "jit it once at module level",
+    STRUCTURE: "keep one pytree structure",
+    _METADATA: "pass one object",
+    _REDEFINED_KIND: "jit it once, outside the loop",
+}
 _REDEFINED = re.compile(r"^function re-defined on every call .*: a new (?P<name>.+) object was ")
 _AVAL = re.compile(r"(?P<dtype>[a-z]+\d*)\[(?P<shape>[^\]]*)\](?P<rest>.*)")
 _WEAK = re.compile(r"\{weak_type=(True|False)\}")
@@ -270,17 +285,93 @@ def _fix(cause: _Cause) -> str:
     return fix
 
 
-def _folded(kind: str, name: str, changes: list[_Cause], traces: int | None, capped: bool) -> str:
-    """'idx: shape changed on 4 of 5 traces: i32[33], i32[36], i32[30], ...'."""
+def _folded(
+    kind: str, name: str, changes: list[_Cause], count: str, traces: int | None, shown: int = 3
+) -> str:
+    """'idx: shape changed on 4 of 5 traces: i32[33], i32[36], i32[30], ...', at most
+    `shown` of the values."""
     values: list[str] = []
     for c in changes:
         for v in (c.old, c.new):
             if v not in values:
                 values.append(v)
-    shown = ", ".join(values[:3]) + (", ..." if len(values) > 3 else "")
-    count = f"{len(changes)}{'+' if capped else ''}" + (f" of {traces}" if traces else "")
+    listed = ", ".join(values[:shown]) + (", ..." if len(values) > shown else "")
+    count += f" of {traces}" if traces else ""
     what = f"static argument {name} changed" if kind == VALUE else f"{name}: {kind} changed"
-    return f"{what} on {count} traces: {shown}"
+    return f"{what} on {count} traces" + (f": {listed}" if shown else "")
+
+
+# -- past MAX_REASONS: the retraces counted, each by the kept causes it folds into --------
+_MORE = re.compile(
+    r"^and (?P<n>\d+) more retraces(?:: (?:static argument (?P<value>.+)|(?P<name>.+): "
+    r"(?P<kind>shape|dtype|weak type)) changed| of other causes)$"
+)
+_OTHER = ("", "other causes")
+
+
+def _group(text: str, c: _Cause) -> tuple[str, str]:
+    """Causes of one kind on one argument fold into one line; any other cause is its own."""
+    return (c.kind or "", c.name) if c.kind in (SHAPE, DTYPE, WEAK_TYPE, VALUE) else ("", text)
+
+
+def _parts(reason: str) -> list[tuple[str, _Cause]]:
+    """A retrace's causes, one per argument where each is a change of type ('x: f32[3] ->
+    f32[4]; y: ...'); any other reason whole."""
+    parts = reason.split("; ")
+    classified = [(p, _classify(p)) for p in parts]
+    if len(parts) == 1 or not all(c.kind in (SHAPE, DTYPE, WEAK_TYPE) for _, c in classified):
+        classified = [(reason, _classify(reason))]
+    return classified
+
+
+def _more_line(group: tuple[str, str], n: int) -> str:
+    kind, name = group
+    if group == _OTHER:
+        return f"and {n} more retraces of other causes"
+    if kind == VALUE:
+        return f"and {n} more retraces: static argument {name} changed"
+    return f"and {n} more retraces: {name}: {kind} changed"
+
+
+def _more_group(line: str) -> tuple[tuple[str, str], int] | None:
+    m = _MORE.match(line)
+    if m is None:
+        return None
+    if m["value"] is not None:
+        return (VALUE, m["value"]), int(m["n"])
+    if m["name"] is not None:
+        return (m["kind"], m["name"]), int(m["n"])
+    return _OTHER, int(m["n"])
+
+
+def add_reason(reasons: list[str], reason: str | None) -> None:
+    """Each cause once, at most MAX_REASONS of them (a jit inside a loop of 10,000); past
+    them, a retrace is counted on an "and N more retraces" line of the kept causes' fold it
+    belongs to (or of other causes), so that `summary` says how many retraces each fold
+    had, not "10+"."""
+    if not reason or reason in reasons:
+        return
+    kept = [r for r in reasons if _MORE.match(r) is None]
+    if len(kept) < MAX_REASONS:
+        reasons.insert(len(kept), reason)
+        return
+    folds = {_group(t, c) for r in kept for t, c in _parts(r)}
+    for text, c in _parts(reason):
+        group = _group(text, c)
+        group = group if group in folds and group[0] else _OTHER
+        for i, line in enumerate(reasons):
+            found = _more_group(line)
+            if found is not None and found[0] == group:
+                reasons[i] = _more_line(group, found[1] + 1)
+                break
+        else:
+            reasons.append(_more_line(group, 1))
+
+
+def label_name(name: str) -> str:
+    """A function's name as a cause line's label: 'step', not 'test_x.<locals>.step' (a
+    method keeps its class: 'Model.__call__'); the full name is in the test's section."""
+    return name.rsplit(".<locals>.", 1)[-1]
 
 
 def summary(
@@ -290,38 +381,79 @@ def summary(
     fixed: set[str] | None = None,
 ) -> list[str]:
     """One function's retrace causes as the failure summary shows them: one line per cause,
-    causes of one kind on one argument folded into one line, the fix of each kind said
-    once (`fixed`: the kinds already given one, shared between the calls of one summary),
-    each line `label` + text at most LINE_LIMIT characters. `traces`: the function's
-    traces (a full list of causes, MAX_REASONS, makes the counts lower bounds)."""
+    causes of one kind on one argument folded into one line with their exact count, the fix
+    of each kind said once (`fixed`: the kinds already given one, shared between the calls of
+    one summary), each line `label` + text at most LINE_LIMIT characters (see `_line`).
+    `traces`: the function's traces. A full list of causes (MAX_REASONS) without the
+    recorder's "and N more retraces" lines (a file written before them) makes the counts of
+    a fold lower bounds ("10+")."""
     fixed = set() if fixed is None else fixed
-    capped = len(reasons) >= MAX_REASONS
-    groups: dict[tuple[str, ...], list[tuple[str, _Cause]]] = {}
+    groups: dict[tuple[str, str], list[tuple[str, _Cause]]] = {}
+    more: dict[tuple[str, str], int] = {}
     for reason in reasons:
-        parts = reason.split("; ")
-        classified = [(p, _classify(p)) for p in parts]
-        if len(parts) == 1 or not all(c.kind in (SHAPE, DTYPE, WEAK_TYPE) for _, c in classified):
-            classified = [(reason, _classify(reason))]
-        for text, c in classified:
-            foldable = c.kind in (SHAPE, DTYPE, WEAK_TYPE, VALUE)
-            key = (c.kind or "", c.name) if foldable else ("", text)
-            groups.setdefault(key, []).append((text, c))
+        found = _more_group(reason)
+        if found is not None:
+            more[found[0]] = more.get(found[0], 0) + found[1]
+            continue
+        for text, c in _parts(reason):
+            groups.setdefault(_group(text, c), []).append((text, c))
+    kept = sum(1 for r in reasons if _MORE.match(r) is None)
+    counted = sum(len(m) for m in groups.values()) + sum(more.values())
+    lower_bound = kept >= MAX_REASONS and not more and (traces is None or traces - 1 > counted)
     lines = []
     for (kind, name), members in groups.items():
         first = members[0][1]
-        if len(members) > 1:
-            text = _folded(kind, name, [c for _, c in members], traces, capped)
+        extra = more.pop((kind, name), 0) if kind else 0
+        if len(members) + extra > 1:
+            count = f"{len(members) + extra}{'+' if lower_bound else ''}"
+            changes = [c for _, c in members]
+            texts = [_folded(kind, name, changes, count, traces, n) for n in (3, 2, 1, 0)]
         elif first.kind == _METADATA:  # the kind says what JAX's words would
-            text = members[0][0].removesuffix(_METADATA_WHY)
+            texts = [members[0][0].removesuffix(_METADATA_WHY)]
         elif first.kind == _REDEFINED_KIND:  # its fix said as every kind's
-            text = f"function re-defined on every call: a new {first.new} object was traced"
+            texts = [f"function re-defined on every call: a new {first.new} object was traced"]
         else:
-            text = members[0][0]
-        fix = _fix(first) if first.kind and first.kind not in fixed else ""
+            texts = [members[0][0]]
+        fixes = ("", "")
+        if first.kind and first.kind not in fixed:
+            fixes = (_fix(first), _SHORT_FIXES.get(first.kind, ""))
         if first.kind:
             fixed.add(first.kind)
-        lines.append(shorten(label + text, f"; fix: {fix}" if fix else ""))
+        lines.append(_line(label, texts, fixes))
+    lines += [label + _more_line(group, n) for group, n in more.items()]
     return lines
+
+
+_ABBREVIATIONS = (
+    # A weak type said once, a strong one left unsaid (the default): the change reads
+    # 'i32[]{weak} -> i32[]'.
+    (re.compile(r"\{weak_type=True\}"), "{weak}"),
+    (re.compile(r"\{weak_type=False\}"), ""),
+    # A closure's enclosing function, without the '<locals>' between: 'chain.init_fn'.
+    (re.compile(r"\.<locals>\."), "."),
+)
+
+
+def _abbreviated(text: str) -> str:
+    for pattern, short in _ABBREVIATIONS:
+        text = pattern.sub(short, text)
+    return text
+
+
+def _line(label: str, texts: Sequence[str], fixes: tuple[str, str]) -> str:
+    """`label` + a cause + '; fix: ...' in at most LINE_LIMIT characters. Where it does not
+    fit, what repeats goes first: the fix in a few words (its kind's fix, the same for every
+    cause), then the text's repeated parts abbreviated ({weak_type=True}, '<locals>'), then
+    fewer of a fold's values (`texts`: the cause's forms, fullest first); only then is the
+    cause cut. The leaf and its before/after come first in every form."""
+    full, short = fixes
+    forms = [(texts[0], full), (texts[0], short)]
+    forms += [(form, short) for text in texts for form in (text, _abbreviated(text))]
+    for text, fix in forms:
+        line = label + text + (f"; fix: {fix}" if fix else "")
+        if len(line) <= LINE_LIMIT:
+            return line
+    return shorten(label + _abbreviated(texts[-1]), f"; fix: {short}" if short else "")
 
 
 def shorten(text: str, tail: str = "", limit: int = LINE_LIMIT) -> str:

@@ -921,12 +921,16 @@ def _compile_time_vs_baseline(
 
 
 def _reasons(functions: list[FunctionRecord], labelled: bool) -> tuple[str, ...]:
-    """The functions' retrace causes, short and folded (`causes.summary`), each fix once."""
+    """The functions' retrace causes, short and folded (`causes.summary`), each fix once;
+    each labelled with its function's short name where several are (the full name where two
+    short ones are the same)."""
     fixed: set[str] = set()
+    short = [causes.label_name(f.name) for f in functions]
+    names = short if len(set(short)) == len(short) else [f.name for f in functions]
     return tuple(
         line
-        for f in functions
-        for line in causes.summary(f.retrace_reasons, f.traces, f"{f.name}: " * labelled, fixed)
+        for f, name in zip(functions, names)
+        for line in causes.summary(f.retrace_reasons, f.traces, f"{name}: " * labelled, fixed)
     )
 
 
@@ -962,26 +966,38 @@ INSTRUCTIONS = "instructions per call"
 JIT = "jit"
 
 
+# The marker's program-size limits: (metric, what it limits: functions and benchmarks,
+# functions only, or benchmarks only).
+_SIZE_LIMITS = (
+    ("jaxpr_eqns", "both"), ("hlo_ops", "both"), ("xla_ops", "functions"),
+    *((name, "benchmarks") for name in STATIC_METRICS[2:]),
+)  # fmt: skip
+
+
 def _size_limits(
     verdict: Verdict, record: RecordedTest, limits: MarkerLimits, gating: Gating
 ) -> None:
-    """max_jaxpr_eqns and max_hlo_ops. A number limits the test's total (its functions'
-    lowerings summed) and every benchmark; a dict key names a benchmark label or a function."""
+    """max_jaxpr_eqns, max_hlo_ops and max_xla_ops, and a benchmark's max_flops ...
+    max_peak_bytes. A number limits the test's total (its functions' lowerings summed) and
+    every benchmark (those a function has no value of: every benchmark alone); a dict key
+    names a benchmark label or a function."""
     benchmarks = dict(record.benchmark_entries())
-    for metric, limit in (("jaxpr_eqns", limits.max_jaxpr_eqns), ("hlo_ops", limits.max_hlo_ops)):
+    for metric, on in _SIZE_LIMITS:
+        limit: Limit | None = getattr(limits, f"max_{metric}")
         if limit is None:
             continue
         on_functions: Limit = limit
-        if isinstance(limit, Mapping):
+        if isinstance(limit, Mapping) and on != "functions":
             on_functions = {k: v for k, v in limit.items() if k not in benchmarks}
-        for label, bench in sorted(benchmarks.items()):
-            value = limit.get(label) if isinstance(limit, Mapping) else limit
-            current = bench.program_metric(metric)
-            if value is not None and current is not None and current > value:
-                verdict.breaches.append(Breach(
-                    metric=metric, function=None, reference=float(value), current=current,
-                    against="limit", benchmark=label,
-                ))  # fmt: skip
+        if on != "functions":
+            _benchmark_size_limit(verdict, metric, limit, benchmarks, on == "benchmarks")
+        if on == "benchmarks":
+            if isinstance(on_functions, Mapping):
+                for key in on_functions:  # a key naming no benchmark would limit nothing
+                    verdict.errors.append(
+                        unknown_name(f"max_{metric}", key, "benchmark", benchmarks)
+                    )
+            continue
         if PROGRAM_SIZE in gating.skipped:
             continue
         for name, fns, value in _limit_for(on_functions, record.functions):
@@ -1012,6 +1028,30 @@ def _size_limits(
                     function=fns[0] if len(fns) == 1 and not whole_test else None,
                     reference=value, current=current, against="limit",
                 ))  # fmt: skip
+
+
+def _benchmark_size_limit(
+    verdict: Verdict,
+    metric: str,
+    limit: Limit,
+    benchmarks: Mapping[str, BenchmarkEntry],
+    only_benchmarks: bool,
+) -> None:
+    """A size limit on each benchmark (one number for all, or by label); where the metric is
+    a benchmark's only (`only_benchmarks`: flops, bytes), one the backend has no value of is
+    said, not passed in silence."""
+    for label, bench in sorted(benchmarks.items()):
+        value = limit.get(label) if isinstance(limit, Mapping) else limit
+        current = bench.program_metric(metric)
+        if value is not None and current is None and only_benchmarks:
+            _note(verdict, Note(f"{metric} not measured for benchmark {label!r} (the "
+                                f"backend has no value): max_{metric} not applied",
+                                "not_measured"))  # fmt: skip
+        if value is not None and current is not None and current > value:
+            verdict.breaches.append(Breach(
+                metric=metric, function=None, reference=float(value), current=current,
+                against="limit", benchmark=label,
+            ))  # fmt: skip
 
 
 def _note(verdict: Verdict, note: Note) -> None:

@@ -329,12 +329,15 @@ Limit = float | Mapping[str, float]
 
 MARKER_DOC = (
     "jaxperf(max_traces=None, max_compiles=None, max_compile_time=None, max_jaxpr_eqns=None, "
-    "max_hlo_ops=None, compile_rtol=None, compile_floor=None, runtime_rtol=None, "
+    "max_hlo_ops=None, max_xla_ops=None, max_flops=None, max_transcendentals=None, "
+    "max_bytes_accessed=None, max_argument_bytes=None, max_output_bytes=None, "
+    "max_temp_bytes=None, max_peak_bytes=None, compile_rtol=None, compile_floor=None, "
+    "runtime_rtol=None, "
     "static_rtol=None, rounds=None, max_time=None, compile_clock=None, runtime_clock=None, "
     "instructions_rtol=None, cross_machine_compile_rtol=None): "
     "record this test's JAX traces and compiles; max_* limits are a number for the test "
-    "total (max_jaxpr_eqns and max_hlo_ops: also for each benchmark) or a dict "
-    "{function_name or benchmark label: limit}"
+    "total (max_jaxpr_eqns and max_hlo_ops: also for each benchmark; max_flops to "
+    "max_peak_bytes: for each benchmark) or a dict {function_name or benchmark label: limit}"
 )
 
 
@@ -349,6 +352,16 @@ class MarkerLimits:
     compile_floor: float | None = None
     max_jaxpr_eqns: Limit | None = None
     max_hlo_ops: Limit | None = None
+    # The other gated program sizes: optimized HLO ops of the functions' executables, and a
+    # benchmark's program metrics (XLA's cost and memory analyses).
+    max_xla_ops: Limit | None = None
+    max_flops: Limit | None = None
+    max_transcendentals: Limit | None = None
+    max_bytes_accessed: Limit | None = None
+    max_argument_bytes: Limit | None = None
+    max_output_bytes: Limit | None = None
+    max_temp_bytes: Limit | None = None
+    max_peak_bytes: Limit | None = None
     runtime_rtol: float | None = None
     static_rtol: float | None = None
     rounds: int | None = None
@@ -448,8 +461,18 @@ def _number_ok(value: Any, integer: bool, minimum: float = 0) -> bool:
 
 # The marker's limits: a number for the test total or a dict {function or benchmark: limit}.
 # The other keywords are one number each (rounds and max_time set how a benchmark is timed).
-_LIMIT_KEYS = ("max_traces", "max_compiles", "max_compile_time", "max_jaxpr_eqns", "max_hlo_ops")
-_WHOLE_KEYS = ("max_traces", "max_compiles", "max_jaxpr_eqns", "max_hlo_ops", "rounds")
+# A benchmark's program metrics take any number >= 0 (XLA counts flops and bytes as floats;
+# `max_flops=1e6` reads well); counts of equations and ops are whole.
+BENCHMARK_SIZE_LIMITS = (
+    "max_flops", "max_transcendentals", "max_bytes_accessed", "max_argument_bytes",
+    "max_output_bytes", "max_temp_bytes", "max_peak_bytes",
+)  # fmt: skip
+_LIMIT_KEYS = (
+    "max_traces", "max_compiles", "max_compile_time", "max_jaxpr_eqns", "max_hlo_ops",
+    "max_xla_ops", *BENCHMARK_SIZE_LIMITS,
+)  # fmt: skip
+_WHOLE_KEYS = ("max_traces", "max_compiles", "max_jaxpr_eqns", "max_hlo_ops", "max_xla_ops",
+               "rounds")  # fmt: skip
 # What each number-only keyword is, for its one-line error.
 _NUMBER_MEANING = {
     "rounds": "timed rounds per benchmark at least",
@@ -487,7 +510,9 @@ def _check_marker_value(nodeid: str, key: str, value: Any) -> Any:
                 raise ConfigError(f"{where}: the limit for {name!r} must be {what}, got {limit!r}")
         return dict(value)
     if not _number_ok(value, integer, minimum):
-        if key in _LIMIT_KEYS:
+        if key in BENCHMARK_SIZE_LIMITS:
+            form = f"{what} for each benchmark or a dict {{benchmark_label: limit}}"
+        elif key in _LIMIT_KEYS:
             form = f"{what} for the test total or a dict {{function_name: limit}}"
         elif key in _NUMBER_MEANING:
             form = f"{what} ({_NUMBER_MEANING[key]}; one number for every benchmark of the test)"

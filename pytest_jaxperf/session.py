@@ -492,7 +492,7 @@ class JaxPerfSession:
         for line in terminal.benchmark_lines(benchmarks):
             tr.write_line(line)
         for nodeid, out in sorted(self.verdicts.items()):
-            for b in out.breaches:
+            for b in wording.ordered(out.breaches):
                 if not b.gated:
                     line = f"reported only: {nodeid}: {wording.breach_lines(b)[0]}"
                     tr.write_line(line, **terminal.markup("reported only"))

@@ -1207,8 +1207,9 @@ def test_program_size_totals_count_a_new_function() -> None:
 
     thresholds = table.Thresholds(runtime=1.1, compile=1.5)
     rows = {r.metric: r for r in table.compare_rounds([(one(False), one(True))], thresholds).rows}
+    # Labelled with the short name (causes.label_name).
     redefined = (
-        "  cause: tune.<locals>.block: function re-defined on every call: a new block object "
+        "  cause: block: function re-defined on every call: a new block object "
         "was traced; fix: create and jit it once, outside the loop"
     )
     assert rows["compiles"].status == "REGRESSED"

@@ -15,6 +15,7 @@ import pytest
 from conftest import lit, read_json
 
 from pytest_jaxperf.causes import LINE_LIMIT
+from pytest_jaxperf.model import MAX_REASONS
 
 pytestmark = pytest.mark.jax_internals
 
@@ -203,6 +204,64 @@ def test_it():
             "    retrace: idx: i32[31] -> i32[40]",
         ),
     ),
+    # The same three as they read in real suites: the jitted function defined inside a long
+    # test (its qualified name 'test_python_scalar_carry.<locals>.step' took 40 of the 160
+    # characters, and the change was cut: '-> i32[]{weak_typ...'). The label is the short
+    # name; each reads whole.
+    "python-scalar-carry-in-a-test": Pattern(
+        """
+@pytest.mark.jaxperf(max_compiles=1)
+def test_python_scalar_carry():
+    @jax.jit
+    def step(x, d):
+        return x + jnp.sum(d)
+
+    x = 0
+    for _ in range(3):
+        x = step(x, jnp.ones(3, jnp.int32))
+""",
+        "step: x: i32[]{weak_type=True} -> i32[]{weak_type=False}; "
+        "fix: create it with an explicit dtype (jnp.int32(x), not a Python number)",
+    ),
+    "optax-optimizer-per-call-in-a-test": Pattern(
+        """
+class GradientTransformationExtraArgs(NamedTuple):
+    init: object
+    update: object
+
+def chain():
+    def init_fn(params):
+        return params
+    def update_fn(updates):
+        return updates
+    return GradientTransformationExtraArgs(init_fn, update_fn)
+
+@pytest.mark.jaxperf(max_compiles=1)
+def test_optimizer_made_on_every_step():
+    @functools.partial(jax.jit, static_argnums=1)
+    def fit(x, opt):
+        return opt.update(x)
+
+    for _ in range(3):
+        fit(jnp.ones(3), chain())
+""",
+        "fit: static argument opt.init: new closure chain.<locals>.init_fn per call, "
+        "compared by identity; fix: pass one object, or a hashable value in a static field",
+    ),
+    "neighbour-list-without-size-in-a-test": Pattern(
+        """
+@pytest.mark.jaxperf(max_compiles=1)
+def test_neighbour_list_energy_without_size():
+    @jax.jit
+    def energy(idx):
+        return jnp.sum(idx * 0.5)
+
+    for n in (33, 36, 30, 31):
+        energy(jnp.nonzero(jnp.arange(n) >= 0)[0])
+""",
+        "energy: idx: shape changed on 3 of 4 traces: i32[33], i32[36], i32[30], ...; "
+        "fix: pad to a fixed size or a few buckets (jnp.nonzero(..., size=, fill_value=))",
+    ),
 }
 
 
@@ -227,3 +286,31 @@ def test_cause_names_the_leaf_and_the_fix(jp: pytest.Pytester, name: str) -> Non
     assert [f"    retrace: {r}" for r in reasons if f"    retrace: {r}" in pattern.detail] == list(
         pattern.detail
     )
+
+
+def test_a_fold_past_the_causes_kept_says_its_exact_count(jp: pytest.Pytester) -> None:
+    jp.makepyfile(
+        test_grow=HEADER
+        + """
+@jax.jit
+def f(x):
+    return x * 2
+
+@pytest.mark.jaxperf(max_compiles=1)
+def test_it():
+    for n in range(1, 21):
+        f(jnp.ones(n))
+"""
+    )
+    result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json", "-rA")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(lit(
+        "      cause: f: x: shape changed on 19 of 20 traces: f32[1], f32[2], f32[3], ...; "
+        "fix: pad to a fixed size or a few buckets (jnp.nonzero(..., size=, fill_value=))",
+        "    retrace: and 9 more retraces: x: shape changed",
+    ))  # fmt: skip
+    assert "10+" not in result.stdout.str()
+    (record,) = read_json(jp.path / "out.json")["tests"].values()
+    (fn,) = record["functions"].values()
+    assert fn["retrace_reasons"][-1] == "and 9 more retraces: x: shape changed"
+    assert len(fn["retrace_reasons"]) == MAX_REASONS + 1

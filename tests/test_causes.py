@@ -14,8 +14,10 @@ from pytest_jaxperf.causes import (
     LINE_LIMIT,
     REDEFINED,
     LeafDiff,
+    add_reason,
     cause,
     is_first_sight,
+    label_name,
     redefined,
     summary,
 )
@@ -264,7 +266,7 @@ def test_summary_folds_repeated_shape_changes_of_one_argument() -> None:
     assert summary(reasons[:1], traces=2) == [f"idx: i32[33] -> i32[36]; {SHAPE_FIX}"]
 
 
-def test_summary_counts_past_a_full_list_as_a_lower_bound() -> None:
+def test_summary_counts_past_a_full_list_of_an_older_file_as_a_lower_bound() -> None:
     reasons = [f"x: f32[{n}] -> f32[{n + 1}]" for n in range(MAX_REASONS)]
     (line,) = summary(reasons, traces=40)
     assert line.startswith(f"x: shape changed on {MAX_REASONS}+ of 40 traces: f32[0], ")
@@ -333,13 +335,64 @@ def test_summary_line_of_each_kind(reason: str, line: str) -> None:
     assert summary([reason], 2) == [line]
 
 
-def test_summary_cuts_a_long_cause_but_keeps_its_fix() -> None:
+def test_summary_cuts_a_long_cause_only_after_its_fix_and_repeats_are_short() -> None:
     long = "static argument opt: " + "Opt(init=<function chain.<locals>.init_fn>)" * 5
     (line,) = summary([long + " -> " + long[21:]], 2, "fit: ")
     assert len(line) == LINE_LIMIT
-    assert line.startswith("fit: static argument opt: Opt(init=")
-    assert line.endswith("...; fix: pass one object, or give its class __eq__ and __hash__ over "
-                         "its values")  # fmt: skip
+    # The fix in a few words, '<locals>' left out, and only then the cause cut.
+    assert line.startswith("fit: static argument opt: Opt(init=<function chain.init_fn>)Opt(")
+    assert line.endswith("...; fix: pass one object, or give it __eq__/__hash__")
+
+
+WEAK_FIX = "fix: create it with an explicit dtype (jnp.int32(x), not a Python number)"
+
+
+def test_summary_line_keeps_the_whole_change_by_a_shorter_fix_first() -> None:
+    reason = "x: i32[]{weak_type=True} -> i32[]{weak_type=False}"
+    label = "a_longer_step_name: "
+    assert summary([reason], 2, label) == [f"{label}{reason}; {WEAK_FIX}"]
+    longer = "p" * 60 + ": "
+    assert summary([reason], 2, longer) == [f"{longer}{reason}; fix: give it an explicit dtype"]
+    longest = "p" * 100 + ": "
+    (line,) = summary([reason], 2, longest)
+    assert line == f"{longest}x: i32[]{{weak}} -> i32[]; fix: give it an explicit dtype"
+
+
+def test_summary_shows_fewer_values_of_a_fold_before_cutting_it() -> None:
+    reasons = [f"idx: f32[{n},1024] -> f32[{n + 1},1024]" for n in range(1000, 1004)]
+    label = "e" * 50 + ": "
+    (line,) = summary(reasons, 5, label)
+    assert line == (
+        f"{label}idx: shape changed on 4 of 5 traces: f32[1000,1024], ...; "
+        "fix: pad to a fixed size or a few buckets"
+    )
+    assert len(line) <= LINE_LIMIT
+
+
+def test_label_name_drops_the_enclosing_functions() -> None:
+    assert label_name("test_python_scalar_carry.<locals>.step") == "step"
+    assert label_name("a.<locals>.Model.<locals>.f") == "f"
+    assert label_name("Model.__call__") == "Model.__call__"
+
+
+def test_causes_past_the_cap_are_counted_by_fold() -> None:
+    reasons: list[str] = []
+    for n in range(1, 20):
+        add_reason(reasons, f"x: f32[{n}] -> f32[{n + 1}]")
+    add_reason(reasons, "static argument k: 2 -> 3")
+    add_reason(reasons, "x: f32[1] -> f32[2]")  # said before: not counted again
+    assert reasons[MAX_REASONS:] == [
+        "and 9 more retraces: x: shape changed",
+        "and 1 more retraces of other causes",
+    ]
+    lines = summary(reasons, traces=21)
+    assert lines[0].startswith("x: shape changed on 19 of 21 traces: f32[1], f32[2], f32[3], ")
+    assert lines[1] == "and 1 more retraces of other causes"
+
+
+def test_a_full_list_without_counts_past_it_is_a_lower_bound_unless_traces_say() -> None:
+    reasons = [f"x: f32[{n}] -> f32[{n + 1}]" for n in range(MAX_REASONS)]
+    assert summary(reasons, traces=11)[0].startswith(f"x: shape changed on {MAX_REASONS} of 11")
 
 
 def test_redefined_is_told_from_the_causes() -> None:

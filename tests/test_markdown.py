@@ -10,7 +10,7 @@ from _jaxperf_data import IMPROVED, NEW, OK, REGRESSED, baseline_and_run, fn, ou
 from pytest_jaxperf.model import RunRecord
 from pytest_jaxperf.report.markdown import render_markdown, shown_path
 from pytest_jaxperf.report.summary import RunSummary
-from pytest_jaxperf.report.wording import breach_lines
+from pytest_jaxperf.report.wording import failure_lines
 
 
 def render(baseline_path: str | None = ".jaxperf/baseline.json", **kwargs: int) -> str:
@@ -43,7 +43,7 @@ def test_regressions_show_every_breach_line_with_causes_in_a_text_block() -> Non
     outcomes = outcomes_for(base, run)
     body = section(render_markdown(run, outcomes, "b.json"), "Regressions")
     assert f"#### `{REGRESSED}`" in body
-    expected = [line for b in outcomes[REGRESSED].breaches for line in breach_lines(b)]
+    expected = failure_lines(outcomes[REGRESSED].breaches)
     assert any(line.startswith("    cause: x: f32[3] -> f32[4]; fix: pad") for line in expected)
     block = body.split("```text\n", 1)[1].split("\n```", 1)[0]
     assert block.splitlines() == expected

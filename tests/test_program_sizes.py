@@ -207,7 +207,7 @@ def test_growth_above_static_rtol_fails_and_within_it_passes() -> None:
     assert (breach.metric, breach.reference, breach.current) == ("StableHLO ops", 214, 13_702)
     assert breach_lines(breach)[0] == (
         "StableHLO ops of rollout (defined at pkg/sim.py:40): baseline 214 -> now 13,702 "
-        "(+13,488, +6303%) [static_rtol 0.1]"
+        "(+13,488, x64) [static_rtol 0.1]"
     )
     assert out.failed
     assert not _judge(_sized(1, 12, 235), _sized(1, 12, 214)).breaches  # +9.8%

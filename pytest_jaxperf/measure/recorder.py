@@ -211,16 +211,6 @@ class Scope:
         return self.eager if ident is None else self.function(ident)
 
     # -- events ---------------------------------------------------------------------------
-    def wants_cause(self, ident: Identity) -> bool:
-        """Whether the cause of a retrace of `ident`'s function would be kept: not once its
-        list of causes is full (MAX_REASONS) and so is that of every open block. A test
-        that traces a function thousands of times then pays for no explanation it drops."""
-        with self._lock:
-            fn = self.function(ident)
-            if len(fn.retrace_reasons) < MAX_REASONS:
-                return True
-            return any(len(b.tally(fn).retrace_reasons) < MAX_REASONS for b in self._blocks)
-
     def on_trace(
         self,
         ident: Identity,
@@ -262,11 +252,11 @@ class Scope:
                 reason = causes.REDEFINED.format(name=ident.name)
             _remember_object(objects, definitions, fun)
             fn.traces += 1
-            _add_reason(fn.retrace_reasons, reason)
+            causes.add_reason(fn.retrace_reasons, reason)
             for block in self._blocks:
                 tally = block.tally(fn)
                 tally.traces += 1
-                _add_reason(tally.retrace_reasons, reason)
+                causes.add_reason(tally.retrace_reasons, reason)
 
     def on_rewarm(self, ident: Identity, top_level: bool) -> None:
         """A trace that fills again an entry a live fixture had filled, emptied by
@@ -731,10 +721,11 @@ class Recorder:
                 return
             last = self._last_key.get(id(call.fun))
             previous = last[1] if last is not None and _same(last[0], call.fun) else None
-            if cached_before and scope.wants_cause(ident):
+            # Every retrace explained, past the causes kept too: they are counted by kind
+            # (`causes.add_reason`), one diff with the last trace's key each.
+            if cached_before:
                 seen, explanation = hooks.miss_explanation(call, previous)
             else:
-                # No cause, or none that would be kept (see `Scope.wants_cause`).
                 seen, explanation = cached_before, None
             self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
             leaves = self._changed_statics(call, explain=seen and bool(explanation))
@@ -1107,12 +1098,6 @@ def _aval(x: Any) -> str:
 
 def _probe_counts(counted: list[list[FunctionRecord]], metric: str) -> str:
     return "/".join(",".join(str(getattr(f, metric)) for f in fns) or "none" for fns in counted)
-
-
-def _add_reason(reasons: list[str], reason: str | None) -> None:
-    """Each cause once, at most MAX_REASONS of them (a jit inside a loop of 10,000)."""
-    if reason and reason not in reasons and len(reasons) < MAX_REASONS:
-        reasons.append(reason)
 
 
 def _plus(total: _N | None, more: _N | None) -> _N | None:

@@ -150,7 +150,7 @@ def _verdicts(verdicts: Mapping[str, Verdict], summary: RunSummary) -> list[str]
     if reported:
         out.append(f"<h2>Reported only, not gated ({len(reported)})</h2>")
         for nodeid in reported[:MAX_DETAILED]:
-            lines = [line for b in verdicts[nodeid].breaches for line in wording.breach_lines(b)]
+            lines = wording.failure_lines(verdicts[nodeid].breaches)
             out.append(f"<h3><code>{_e(nodeid)}</code></h3><pre>{_e(chr(10).join(lines))}</pre>")
         out += _more(len(reported), MAX_DETAILED, "tests")
     gone = summary.gone

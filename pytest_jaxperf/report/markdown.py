@@ -63,9 +63,7 @@ def render_markdown(
     out += _section(
         f"Reported only, not gated ({len(summary.reported)})",
         summary.reported,
-        lambda nodeid: _block(
-            line for b in verdicts[nodeid].breaches for line in wording.breach_lines(b)
-        ),
+        lambda nodeid: _block(wording.failure_lines(verdicts[nodeid].breaches)),
         "tests",
     )
     out += _section(

@@ -14,10 +14,12 @@ from . import wording
 from .summary import status_of
 from .wording import (
     benchmark_line,
-    breach_lines,
     change_text,
     cpu_seconds,
+    failure_lines,
     gone_line,
+    metric_words,
+    ordered,
     program_size,
 )
 
@@ -29,9 +31,10 @@ def failure_text(nodeid: str, verdict: Verdict, baseline_path: str) -> str:
     lines = [f"jaxperf: {nodeid}: {error}" for error in verdict.errors]
     lines += [f"jaxperf: {nodeid}: not gated: {line}" for line in verdict.strict]
     if failing or not lines:
-        lines.append(f"jaxperf: {nodeid}: {len(failing)} metric(s) over the baseline or a limit")
-    for b in failing:
-        lines += ["  " + line for line in breach_lines(b)]
+        lines.append(
+            f"jaxperf: {nodeid}: {len(ordered(failing))} metric(s) over the baseline or a limit"
+        )
+    lines += ["  " + line for line in failure_lines(failing)]
     lines += ["  " + gone_line(fn) for fn in verdict.gone]
     lines += [f"  note: {n}" for n in verdict.notes + verdict.info]
     if any(b.against == "baseline" for b in failing):
@@ -73,6 +76,9 @@ def _size(value: int | None) -> str:
 
 # The widest the "vs baseline" cell grows: the changes past it are counted, not listed.
 VS_BASELINE_WIDTH = 60
+# The widest a test's name grows in the summary table (cut from the left, as a benchmark's:
+# the test's own name is at the end), so that a row fits a wide terminal without wrapping.
+TEST_NAME_WIDTH = 60
 NOT_GATED = " (not gated)"
 
 
@@ -88,21 +94,22 @@ def _vs_baseline(
     characters."""
     parts: dict[str, str] = {}
     ungated: dict[str, str] = {}
-    for b in verdict.breaches:
+    for b in ordered(verdict.breaches):
         into = parts if b.gated or b.against == "limit" else ungated
+        words = metric_words(b.metric)
         if b.against == "limit":
-            into.setdefault(f"{b.metric} > limit", "")
+            into.setdefault(f"{words} > limit", "")
         elif b.metric == JIT:
-            into[b.metric] = "no longer jitted"
+            into[words] = "no longer jitted"
         elif b.metric == COMPILE_TIME or b.function is None:
-            into[b.metric] = f"{b.metric} {change_text(b)}"
+            into.setdefault(words, f"{words} {change_text(b)}")
         else:
             grown = sum(
                 x.current - x.reference
                 for x in verdict.breaches
                 if x.metric == b.metric and x.function is not None and x.against == "baseline"
             )
-            into.setdefault(b.metric, f"{b.metric} +{grown:g}")
+            into.setdefault(words, f"{words} +{grown:g}")
     if record is not None and base is not None:
         for metric, text in _left_out_changes(verdict, record, base, tol or Tolerances()):
             if metric not in parts and metric not in ungated:
@@ -209,7 +216,7 @@ def summary_rows(
         statuses.append(status)
         rows.append(
             (
-                nodeid,
+                _left_cut(nodeid, TEST_NAME_WIDTH),
                 str(rec.traces),
                 str(rec.compiles),
                 f"{rec.total_s:.3f} ({rec.trace_s:.3f}/{rec.lower_s:.3f}/{rec.compile_s:.3f})",

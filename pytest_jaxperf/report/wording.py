@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..causes import label_name
 from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
 from ..diagnose import DIAGNOSIS
 from ..environment import timing_differences, under_xdist
@@ -34,11 +35,90 @@ def value_text(metric: str, value: float) -> str:
         return f"{value:.3f} s"
     if metric == RUNTIME:
         return f"{value * 1e6:.1f} us" if value < 1e-3 else f"{value * 1e3:.3f} ms"
-    if metric in _SIZES:
-        return f"{value:,g}"
     if metric == INSTRUCTIONS:
         return instructions(value)
-    return f"{value:g}"
+    if value == int(value) and abs(value) < 1e15:  # a count or a size: every digit, grouped
+        return f"{value:,.0f}"
+    return f"{value:,g}" if metric in _SIZES else f"{value:g}"
+
+
+# The metrics in the gating page's words (docs/gating.md): a benchmark's program metrics
+# are recorded under their field names ('bytes_accessed'), the functions' under these.
+METRIC_WORDS = {**SIZE_WORDS, **{m: m.replace("_", " ") for m in STATIC_METRICS[2:]}}
+
+
+def metric_words(metric: str) -> str:
+    """'jaxpr_eqns' -> 'jaxpr equations', 'temp_bytes' -> 'temp bytes'; others as they are."""
+    return METRIC_WORDS.get(metric, metric)
+
+
+def percent_or_ratio(now: float, before: float, digits: int = 0) -> str:
+    """'+300%', '-30%'; past +1000%, a ratio: 'x44', 'x3,400' (not '+339900%')."""
+    ratio = now / before
+    if ratio > 11:
+        return f"x{ratio:,.0f}"
+    return f"{(ratio - 1) * 100:+.{digits}f}%"
+
+
+# The order a failure lists its metrics in, the most telling first: the runtime (what the
+# user feels) and a lost jit, then counts (exact: each retrace is a compile), then program
+# sizes (deterministic), then compile seconds (a clock).
+_RANKS = {RUNTIME: 0, INSTRUCTIONS: 0, JIT: 0, "traces": 1, "compiles": 1, "lowerings": 1}
+
+
+# Sizes in the gating page's order: the program's equations and ops, then XLA's analyses.
+_SIZE_ORDER = [*SIZE_WORDS.values(), *(METRIC_WORDS[m] for m in STATIC_METRICS[2:])]
+
+
+def _rank(b: Breach) -> tuple[int, int]:
+    if b.metric in _RANKS:
+        return _RANKS[b.metric], 0
+    if b.metric == COMPILE_TIME:
+        return 3, 0
+    words = metric_words(b.metric)
+    return 2, _SIZE_ORDER.index(words) if words in _SIZE_ORDER else len(_SIZE_ORDER)
+
+
+def ordered(breaches: Sequence[Breach]) -> list[Breach]:
+    """`breaches` the most telling first (see _RANKS); a benchmark's size whose function
+    breached the same size by the same numbers is left out (one line per metric: the
+    function's: the benchmark's label is its name)."""
+    out = []
+    for b in sorted(breaches, key=_rank):
+        if b.benchmark is not None and any(_same_metric(b, o) for o in breaches):
+            continue
+        out.append(b)
+    return out
+
+
+def _same_metric(bench: Breach, fn: Breach) -> bool:
+    return (
+        fn.function is not None
+        and fn.benchmark is None
+        and metric_words(fn.metric) == metric_words(bench.metric)
+        and (fn.reference, fn.current, fn.against, fn.gated)
+        == (bench.reference, bench.current, bench.against, bench.gated)
+        and fn.function.name.rsplit(".", 1)[-1] == bench.benchmark
+    )
+
+
+def failure_lines(breaches: Sequence[Breach]) -> list[str]:
+    """The breaches' lines in `ordered` order, each cause once (a retrace's cause breaches
+    its function's traces and compiles alike: said under the first)."""
+    lines: list[str] = []
+    said: set[str] = set()
+    for b in ordered(breaches):
+        head, *reasons = breach_lines(b)
+        lines.append(head)
+        # A test total's causes are labelled with their function's name, one function's are
+        # not: the same cause either way.
+        label = f"{label_name(b.function.name)}: " if b.function is not None else ""
+        for line in reasons:
+            key = line.replace("cause: ", "cause: " + label, 1)
+            if key not in said:
+                said.add(key)
+                lines.append(line)
+    return lines
 
 
 def instructions(value: float) -> str:
@@ -78,11 +158,11 @@ def change_text(b: Breach) -> str:
         return f"limit {value_text(b.metric, b.reference)}"
     diff = b.current - b.reference
     if b.metric == INSTRUCTIONS and b.reference:  # gated within a few percent: one decimal
-        return f"{diff / b.reference * 100:+.1f}%"
+        return percent_or_ratio(b.current, b.reference, digits=1)
     sign = "+" if diff >= 0 else "-"
     amount = sign + value_text(b.metric, abs(diff))
     if b.reference:
-        amount += f", {diff / b.reference * 100:+.0f}%"
+        amount += f", {percent_or_ratio(b.current, b.reference)}"
     return amount
 
 
@@ -94,7 +174,7 @@ def breach_lines(b: Breach) -> list[str]:
         where += f" (defined at {b.function.site})" if b.function.site else ""
     else:
         where = "all functions"
-    head = f"{b.metric} of {where}: "
+    head = f"{metric_words(b.metric)} of {where}: "
     if b.metric == JIT:
         head = (
             f"{where}: the function it times is no longer jitted (jaxperf.benchmark wraps it in "
@@ -118,7 +198,7 @@ def failing_lines(verdict: Verdict) -> list[str]:
     """A failed test's findings for the markdown and HTML reports: bad marker limits, gated
     breaches with their causes, gone functions and notes."""
     lines = list(verdict.errors) + [f"not gated: {line}" for line in verdict.strict]
-    lines += [line for b in verdict.breaches if b.gated for line in breach_lines(b)]
+    lines += failure_lines([b for b in verdict.breaches if b.gated])
     lines += [gone_line(fn) for fn in verdict.gone]
     return lines + [f"note: {n}" for n in verdict.notes]
 
@@ -279,7 +359,8 @@ def _benchmark_versus(
         metric, change = INSTRUCTIONS, entry.instructions / old.instructions - 1
     else:
         return "not gated: the baseline has no value for this clock"
-    shown = f"{change:+.1%}" if metric == INSTRUCTIONS else f"{change:+.0%}"
+    now, before = (change + 1, 1.0)
+    shown = percent_or_ratio(now, before, digits=1 if metric == INSTRUCTIONS else 0)
     if verdict is None:
         return shown
     for b in verdict.breaches:
