@@ -536,3 +536,18 @@ def test_a_check_that_disagrees_measures_the_full_sample_in_the_same_warm_child(
     assert len(spawned) == 1 and reference._KEPT == [] and spawned == reference._ENDING
     reference.discard()
     assert spawned[0].returncode == 0 and reference._ENDING == []
+
+
+def test_the_baselines_value_is_kept_before_the_caches_where_both_agree(
+    monkeypatch: pytest.MonkeyPatch, measured: list[int]
+) -> None:
+    # Both within the agreement of a fresh check: the file's own value is kept, so that a
+    # save leaves the file as it was (pytest's cache once came first and rewrote it).
+    stored = {**dict(MACHINE), REFERENCE_KEY: 0.40, SPREAD_KEY: 0.05, SAMPLES_KEY: 5}
+    cache = Cache()
+    _fake(monkeypatch, measured, 0.42)
+    assert reference.for_session(cache) is not None  # cached: 0.42
+    measured.clear()
+    _fake(monkeypatch, measured, 0.41)
+    got = reference.for_session(cache, [stored])
+    assert got == Reference(0.40, 0.05, 5, MACHINE) and measured == [reference.CHECK_SAMPLES]

@@ -366,7 +366,9 @@ def for_session(
 def _agreeing(
     cached: Any, known: Sequence[Mapping[str, Any]], fresh: Reference
 ) -> Reference | None:
-    """The first known value measured on `fresh`'s machine that `fresh` agrees with."""
-    candidates = [Reference.from_cache(cached, fresh.machine)]
-    candidates += [Reference.from_environment(env, fresh.machine) for env in known]
+    """The first known value measured on `fresh`'s machine that `fresh` agrees with: the
+    baseline's before pytest's cache (a save then keeps the file's own value, and the file
+    stays as it was where both agree)."""
+    candidates = [Reference.from_environment(env, fresh.machine) for env in known]
+    candidates.append(Reference.from_cache(cached, fresh.machine))
     return next((c for c in candidates if c is not None and c.agrees(fresh)), None)

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..config import Tolerances
 from ..model import RunRecord
-from .resave import Measured, Resave, Tally
+from .resave import Measured, Resave, Tally, file_environment
 from .store import BaselineError, load, placed, save
 
 # What to do about a shard report that is missing or cannot be read.
@@ -106,39 +106,25 @@ def check_disjoint(shards: Sequence[Shard]) -> None:
 
 def combine(shards: Sequence[Shard]) -> RunRecord:
     """The shards' tests, every outcome, as one report. Its environment is the one most of
-    their passed tests were measured in (the first such shard's on a tie), so that as few
+    their passed tests were measured in (resave.file_environment, the save's rule), so that as few
     entries as possible carry their own; each entry measured elsewhere (a shard on another
     CPU model, another jax, under pytest-xdist) keeps the environment it was measured in."""
-    environment = _commonest(
-        [
-            shard.run.environment_of(nodeid)
-            for shard in shards
-            for nodeid, rec in shard.run.tests.items()
-            if rec.outcome == "passed"
-        ]
-    )
-    if environment is None:  # no test passed: nothing will be merged, any will do
-        environment = shards[0].run.environment if shards else {}
+    passed = [
+        shard.run.environment_of(nodeid)
+        for shard in shards
+        for nodeid, rec in shard.run.tests.items()
+        if rec.outcome == "passed"
+    ]
+    # The save's own picker (one rule): on a tie, one where everything was measured, then
+    # the first passed test's. No test passed: nothing will be merged, any will do.
+    first = passed[0] if passed else (shards[0].run.environment if shards else {})
+    environment = file_environment(passed, None, first)
     tests = {
         nodeid: placed(rec, shard.run.environment_of(nodeid), environment)
         for shard in shards
         for nodeid, rec in shard.run.tests.items()
     }
     return RunRecord(environment=dict(environment), tests=tests)
-
-
-def _commonest(environments: list[dict[str, Any]]) -> dict[str, Any] | None:
-    # Environments are dicts (unhashable); a run has few distinct ones.
-    counted: list[tuple[dict[str, Any], int]] = []
-    for env in environments:
-        for i, (known, n) in enumerate(counted):
-            if known == env:
-                counted[i] = (known, n + 1)
-                break
-        else:
-            counted.append((env, 1))
-    best = max(counted, key=lambda pair: pair[1], default=None)  # the first of equals
-    return None if best is None else best[0]
 
 
 def merge_into(
