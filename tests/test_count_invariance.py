@@ -668,7 +668,10 @@ def test_isolation_looks_only_at_what_was_traced_since_the_last_one(
     assert len(looked_at) >= 39
     assert grown > 100
     assert max(looked_at[1:]) <= 12, looked_at
-    assert max(looked_at[-10:]) <= max(looked_at[1:11]), looked_at
+    # Not growing with the tests run: the last isolations look at no more than those midway
+    # (the count settles at a constant, 9-10 entries a test here, after a few tests whose
+    # counts vary with what other tests of the process left: the first ten are no bound).
+    assert max(looked_at[-10:]) <= max(looked_at[15:25]), looked_at
 
 
 def test_isolation_hands_a_function_only_to_caches_keyed_on_functions(
