@@ -553,7 +553,10 @@ def test_scale_prints_the_floor_under_compare(
     scale = _scale_with_files(tmp_path, 5)
     scale._floor(tmp_path / "baseline.json", tmp_path / "run.json", 1)
     (line,) = capsys.readouterr().out.splitlines()
-    parsers = "orjson [0-9.]+ s, json" if store.parser() == "orjson" else "json"
+    names = ["orjson", "json"] if store.parser() == "orjson" else ["json"]
+    if store.reader() == "msgspec":
+        names[:0] = ["msgspec into checked records", "msgspec"]
+    parsers = " [0-9.]+ s, ".join(names)
     assert re.fullmatch(
         rf"   the floor of jaxperf compare: parsing both files, nothing else: {parsers} "
         r"[0-9.]+ s; python -c pass [0-9.]+ s",
