@@ -211,12 +211,20 @@ def read_test(raw: bytes) -> RecordedTest | None:
     """One test entry of a file in the current schema (its text), as read_run reads each."""
     try:
         _utf8(raw)
-        mirror = _test_decoder.decode(raw)
-        _records([mirror])
+        rec = _test_decoder.decode(raw)
+        if rec.benchmarks or rec.confirmation is not None:
+            _finish(rec)
     except _NOT_TAKEN:
         return None
-    rec: RecordedTest = mirror
-    return rec
+    # As _records does for many, without its iterators (a lazily read baseline reads each
+    # entry alone, as its test is gated).
+    rec.__dict__.setdefault("confirmation", None)
+    for fn in rec.functions.values():
+        fn.__class__ = FunctionRecord
+    rec.eager.__class__ = Counts
+    rec.__class__ = RecordedTest
+    test: RecordedTest = rec
+    return test
 
 
 def _utf8(raw: bytes) -> None:
@@ -236,14 +244,19 @@ def _records(tests: list[Any]) -> None:
     """`tests` (decoded mirrors) made the model's records in place: their benchmark entries
     and confirmations read, then every mirror object given its model class."""
     for rec in [t for t in tests if t.benchmarks or t.confirmation is not None]:
-        rec.benchmarks = {k: _entry(v) for k, v in rec.benchmarks.items()}
-        if rec.confirmation is not None:
-            rec.confirmation = remeasured_from_json(msgspec.json.decode(rec.confirmation), "")
+        _finish(rec)
     _put(map(_setdefault, map(_OWN, tests), _repeat("confirmation"), _repeat(None)))
     functions = itertools.chain.from_iterable(map(dict.values, map(_FUNCTIONS, tests)))
     _become(functions, FunctionRecord)
     _become(map(_EAGER, tests), Counts)
     _become(tests, RecordedTest)
+
+
+def _finish(rec: Any) -> None:
+    """The benchmark entries and the confirmation of `rec` (a mirror) read into records."""
+    rec.benchmarks = {k: _entry(v) for k, v in rec.benchmarks.items()}
+    if rec.confirmation is not None:
+        rec.confirmation = remeasured_from_json(msgspec.json.decode(rec.confirmation), "")
 
 
 def _become(objects: Iterable[Any], cls: type[Any]) -> None:
