@@ -5,8 +5,11 @@ the reference) and makes the records, with no Python call per value or per recor
 What it takes, it reads into exactly the records the careful reader makes; anything it does
 not take (another schema, a value of another type or out of range, an unknown field where
 the reader refuses one, anything unusual) makes it return None, and the file is then read
-the careful way, which says what is wrong. So it may refuse more than the reference, never
-accept more:
+the careful way, which says what is wrong. So it may refuse more than the reference, and
+accepts no more but in one case: the value of a field both leave out (an unknown field of a
+test entry, say) is skipped by msgspec, not made a Python value, so an integer there of more
+digits than json reads (sys.get_int_max_str_digits()) goes unnoticed where json refuses the
+file. Bytes that are not UTF-8 are refused anywhere, as by the other parsers. In detail:
 
 - counts are ints (a bool is not one) >= 0; seconds are numbers >= 0 read as floats, finite
   (JSON has no NaN, and msgspec refuses a number past a float's range, which json would
