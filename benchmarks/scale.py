@@ -21,9 +21,10 @@ improvements, ~1% new tests and jittered timings), then measures, best of ``--re
    since start-up, is not read again). Target < 1 s. Then the same with both files loaded
    (the figure before that reuse), and ``jaxperf compare BASELINE REPORT`` in a fresh process,
    interpreter start included, wall and CPU seconds: on the files as the plugin saves them and
-   as ``json.dumps(indent=1)`` writes them, read with orjson (the ``fast`` extra, where
-   installed) and with json (target for 10,000 tests: <= 0.5 s wall), and the floor under it:
-   parsing the two files and nothing else, and starting the interpreter. Then, each in a fresh
+   as ``json.dumps(indent=1)`` writes them, read with msgspec (the ``fast`` extra, where
+   installed: decoded straight into records), with orjson alone and with json (target for
+   10,000 tests: <= 0.5 s wall), and the floor under it: parsing the two files and nothing
+   else, and starting the interpreter. Then, each in a fresh
    process, what a ``--jaxperf`` run adds for the baseline: gating (read the baseline, compare
    every test) and saving (merge the run into it, write it); targets for 50,000 tests
    (``--tests 50000 --compare-only``): <= 2 s each, and the memory each adds (peak resident
@@ -282,11 +283,11 @@ def main(argv: list[str] | None = None) -> int:
         plugin = t_read + t_gated + t_end
         total = t_load + t_cmp + t_save
         failed = sum(o.failed for o in verdicts.values())
-        reader = (
-            "orjson (the `fast` extra)"
-            if store.parser() == "orjson"
-            else "json (orjson, the `fast` extra, is not installed)"
-        )
+        reader = {
+            "msgspec": "msgspec (the `fast` extra: decoded straight into records)",
+            "orjson": "orjson (msgspec, of the `fast` extra, is not installed)",
+            "json": "json (the `fast` extra is not installed)",
+        }[store.reader()]
         print(f"1. load, compare all tests, save; files read with {reader}")
         print(
             f"   a --jaxperf --jaxperf-save run: load the baseline {t_read:.3f} s + compare "
@@ -309,9 +310,9 @@ def main(argv: list[str] | None = None) -> int:
             ((base_path, run_path), f"as saved ({_mb(base_path)})"),
             (indented, f"json.dumps(indent=1) ({_mb(indented[0])})"),
         )[: 0 if args.no_cli else 2]:
-            for which in ("orjson", "json"):
-                if which == "orjson" and store.parser() != "orjson":
-                    print(f"     {layout}, orjson: not installed")
+            for which in READERS:
+                if READERS.index(which) < READERS.index(store.reader()):
+                    print(f"     {layout}, {which}: not installed")
                     continue
                 wall, cpu = _cli_compare(repeat, *files, which)
                 print(
@@ -320,7 +321,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
         _floor(base_path, run_path, repeat)
         _breakdown(base_path, b, repeat)
-        _gate_and_save(base_path, run_path, store.parser())
+        _gate_and_save(base_path, run_path, store.reader())
 
         if args.compare_only:
             return 0
@@ -404,21 +405,27 @@ def _resave(run: RunRecord) -> resave.Resave:
     return resave.Resave(resave.Measured.of(run.environment, "gate", tol.runtime_clock), tol)
 
 
-# `jaxperf compare` with the standard library's json, as without the `fast` extra: orjson made
-# unimportable before the command starts.
-_WITHOUT_ORJSON = (
-    "import sys; sys.modules['orjson'] = None; from pytest_jaxperf.cli import main; "
-    "raise SystemExit(main(sys.argv[1:]))"
-)
+# What reads the files first: msgspec (the `fast` extra), orjson (as before msgspec was part of
+# it), or the standard library's json (as without the extra). For the last two, what is not
+# to be used is made unimportable before the command starts.
+READERS = ("msgspec", "orjson", "json")
+_WITHOUT = {
+    "msgspec": "",
+    "orjson": "sys.modules['msgspec'] = None; ",
+    "json": "sys.modules['msgspec'] = sys.modules['orjson'] = None; ",
+}
+_COMMAND = "import sys; {}from pytest_jaxperf.cli import main; raise SystemExit(main(sys.argv[1:]))"
 
 
 def _cli_compare(
-    repeat: int, baseline: Path, report: Path, which: str = "orjson"
+    repeat: int, baseline: Path, report: Path, which: str = "msgspec"
 ) -> tuple[float, float]:
     """The wall and CPU seconds of `jaxperf compare BASELINE REPORT` in a fresh interpreter,
-    each the least of `repeat` runs; `which` parser reads the files ("json": as without the
-    `fast` extra)."""
-    start_with = ["-m", "pytest_jaxperf"] if which == "orjson" else ["-c", _WITHOUT_ORJSON]
+    each the least of `repeat` runs; `which` of READERS reads the files first ("json": as
+    without the `fast` extra)."""
+    start_with = (
+        ["-m", "pytest_jaxperf"] if which == "msgspec" else ["-c", _COMMAND.format(_WITHOUT[which])]
+    )
     cmd = [sys.executable, *start_with, "compare", str(baseline), str(report)]
     walls, cpus = [], []
     for _ in range(repeat):
@@ -440,6 +447,8 @@ def _cli_compare(
 # is the step's own where Linux lets it be reset (/proc/self/clear_refs), else the process's.
 _STEP = """
 import json, os, resource, shutil, sys, time
+if sys.argv[1] != "msgspec":
+    sys.modules["msgspec"] = None
 if sys.argv[1] == "json":
     sys.modules["orjson"] = None
 from pathlib import Path
@@ -517,13 +526,25 @@ def _gate_and_save(baseline: Path, report: Path, which: str) -> None:
 
 def _floor(baseline: Path, report: Path, repeat: int) -> None:
     """What parsing the two files alone takes, the least `jaxperf compare` can take after the
-    interpreter's start: with orjson (where installed) and with json, from their bytes."""
+    interpreter's start: with msgspec and orjson (where installed) and with json, from their
+    bytes; and msgspec's decoding of them straight into checked records (storage/typed.py)."""
     raws = [baseline.read_bytes(), report.read_bytes()]
     parsers: list[tuple[str, Callable[[bytes], Any]]] = [("json", json.loads)]
     try:
         import orjson
 
         parsers.insert(0, ("orjson", orjson.loads))
+    except ImportError:
+        pass
+    try:
+        import msgspec
+
+        from pytest_jaxperf.storage import typed
+
+        parsers[:0] = [
+            ("msgspec into checked records", typed.read_run),
+            ("msgspec", msgspec.json.decode),
+        ]
     except ImportError:
         pass
     figures = []

@@ -721,6 +721,11 @@ def _is_seconds(v: object) -> bool:
     return _is_num(v) and v >= 0  # type: ignore[operator]
 
 
+def _are_seconds(v: list[Any]) -> bool:
+    """Whether `v` holds floats only, each seconds (>= 0, finite)."""
+    return not v or (set(map(type, v)) == {float} and min(v) >= 0.0 and sum(v) < _INF)
+
+
 def _is_seconds_list(v: object) -> bool:
     if type(v) is not list:
         return False
@@ -876,10 +881,11 @@ def _plain_runtime(data: Any) -> RuntimeStats | None:
         ):
             samples = values[-1]
             numbers = list(values[:-1]) + ([cpu] if cpu is not None else [])
-            if min(numbers) >= 0 and sum(numbers) < _INF and _is_seconds_list(samples):
+            # Samples all floats: an int among them is read as a float, below.
+            if min(numbers) >= 0 and sum(numbers) < _INF and _are_seconds(samples):
                 # One check of the whole block: the usual case.
                 return RuntimeStats(*values[:-1], tuple(samples), cpu)  # type: ignore[call-arg]
-    except (TypeError, KeyError):  # not a dict, a field missing: the checks below say which
+    except (TypeError, KeyError, OverflowError):  # not a dict, a field missing, a huge count
         pass
     return None
 

@@ -110,12 +110,21 @@ def test_data_flows_one_way(module: str) -> None:
     assert reached <= allowed, f"{module} ({part}) imports {sorted(reached - allowed)}"
 
 
+# Modules of an optional extra, imported only where it is installed (store.py falls back).
+OPTIONAL = {"storage.typed": "msgspec"}
+
+
 @pytest.mark.e2e
 def test_outside_measure_and_the_pytest_side_nothing_heavy_is_imported() -> None:
+    import importlib.util
+
     light = sorted(
         f"pytest_jaxperf.{m}" if m else "pytest_jaxperf"
         for m in MODULES
-        if m.split(".")[0] != "measure" and m not in PYTEST_ALLOWED and m != "__main__"
+        if m.split(".")[0] != "measure"
+        and m not in PYTEST_ALLOWED
+        and m != "__main__"
+        and (m not in OPTIONAL or importlib.util.find_spec(OPTIONAL[m]) is not None)
     )
     heavy = ("jax", "jaxlib", "numpy", "scipy", "matplotlib", "pytest", "_pytest")
     code = (

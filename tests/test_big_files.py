@@ -12,6 +12,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -63,13 +64,30 @@ def _benchmark(i: int) -> BenchmarkEntry:
         compile_s=0.25,
         compiled_on_first_call=True,
         runtime=RuntimeStats(
-            min_s=1e-4, max_s=1.06e-4, median_s=1.03e-4, mean_s=1.03e-4, stddev_s=2e-6,
-            q1_s=1.01e-4, q3_s=1.05e-4, iqr_s=4e-6, rounds=7, iterations=10, outliers=0,
-            samples_s=samples, cpu_median_s=1.02e-4,
+            min_s=1e-4,
+            max_s=1.06e-4,
+            median_s=1.03e-4,
+            mean_s=1.03e-4,
+            stddev_s=2e-6,
+            q1_s=1.01e-4,
+            q3_s=1.05e-4,
+            iqr_s=4e-6,
+            rounds=7,
+            iterations=10,
+            outliers=0,
+            samples_s=samples,
+            cpu_median_s=1.02e-4,
         ),  # fmt: skip
         metrics=ProgramMetrics(
-            jaxpr_eqns=5 + i, hlo_ops=9, flops=1e6, transcendentals=3.0, bytes_accessed=4e3,
-            argument_bytes=64, output_bytes=32, temp_bytes=0, peak_bytes=128,
+            jaxpr_eqns=5 + i,
+            hlo_ops=9,
+            flops=1e6,
+            transcendentals=3.0,
+            bytes_accessed=4e3,
+            argument_bytes=64,
+            output_bytes=32,
+            temp_bytes=0,
+            peak_bytes=128,
         ),  # fmt: skip
         eager_median_s=1e-3,
         break_even_calls=12.0,
@@ -202,15 +220,15 @@ def test_an_older_schema_file_still_loads(tmp_path: Path) -> None:
 # -- one parse per file --------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["orjson", "json"])
+@pytest.fixture(params=["msgspec", "orjson", "json"])
 def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Files read through orjson (the `fast` extra) or through json; every parse counted
-    in `parses`."""
-    if request.param == "orjson":
-        orjson = pytest.importorskip("orjson")
-        fast = orjson.loads
-    else:
-        fast = None
+    """Files read through msgspec and orjson (the `fast` extra), through orjson alone, or
+    through json; every parse counted in `parses` (msgspec's decoding of a file or an entry
+    as one)."""
+    typed = (
+        pytest.importorskip("pytest_jaxperf.storage.typed") if request.param == "msgspec" else None
+    )
+    fast = pytest.importorskip("orjson").loads if request.param == "orjson" else None
 
     def counted(real: Any, name: str) -> Any:
         def loads(*args: Any, **kwargs: Any) -> Any:
@@ -219,10 +237,19 @@ def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> s
 
         return loads
 
+    if typed is not None:
+        decoders = {name: counted(getattr(typed, name), "msgspec") for name in TYPED_READERS}
+        monkeypatch.setattr(store, "_typed", SimpleNamespace(**decoders))
+        fast = store._fast_loads  # where msgspec does not read: orjson, where installed
+    else:
+        monkeypatch.setattr(store, "_typed", None)
     monkeypatch.setattr(store, "_fast_loads", None if fast is None else counted(fast, "orjson"))
     monkeypatch.setattr(store.json, "loads", counted(json.loads, "json"))
     PARSES.clear()
     return str(request.param)
+
+
+TYPED_READERS = ("read_run", "read_test")
 
 
 PARSES: list[str] = []
@@ -240,8 +267,8 @@ def test_a_file_is_parsed_once(tmp_path: Path, parser: str, layout: str) -> None
     path.write_text(LAYOUTS[layout](big_run()), encoding="utf-8")
     assert load(path) == big_run()
     assert len(PARSES) == 1
-    # Laid out one key per line, a file is read with orjson where installed; any other
-    # layout with json, which refuses a key twice as it reads.
+    # Laid out one key per line, a file is read with msgspec or orjson where installed; any
+    # other layout with json, which refuses a key twice as it reads.
     expected = ["json" if layout == "compact" else parser]
     assert expected == PARSES
 
@@ -526,7 +553,10 @@ def test_scale_prints_the_floor_under_compare(
     scale = _scale_with_files(tmp_path, 5)
     scale._floor(tmp_path / "baseline.json", tmp_path / "run.json", 1)
     (line,) = capsys.readouterr().out.splitlines()
-    parsers = "orjson [0-9.]+ s, json" if store.parser() == "orjson" else "json"
+    names = ["orjson", "json"] if store.parser() == "orjson" else ["json"]
+    if store.reader() == "msgspec":
+        names[:0] = ["msgspec into checked records", "msgspec"]
+    parsers = " [0-9.]+ s, ".join(names)
     assert re.fullmatch(
         rf"   the floor of jaxperf compare: parsing both files, nothing else: {parsers} "
         r"[0-9.]+ s; python -c pass [0-9.]+ s",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -51,14 +52,7 @@ def test_a_lazy_read_gives_the_whole_read_s_records(saved: Path) -> None:
 def test_entries_are_parsed_only_when_asked_for(
     saved: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    parsed: list[bytes] = []
-    real = store._fast_loads or json.loads
-
-    def counted(raw: bytes) -> Any:
-        parsed.append(raw)
-        return real(raw)
-
-    monkeypatch.setattr(store, "_fast_loads", counted)
+    parsed = _count_parses(monkeypatch)
     run = store.read(saved, lazy=True).run
     assert run is not None
     assert parsed == []  # the environment is read by json, the entries not at all
@@ -68,6 +62,27 @@ def test_entries_are_parsed_only_when_asked_for(
     assert len(parsed) == 1 and parsed[0].startswith(b"{\n")
     # Only the entry with an environment of its own is read to find the environments.
     assert run.tests.may_have_environment() == ["tests/test_m0.py::test_02"]  # type: ignore[attr-defined]
+
+
+def _count_parses(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The text of each entry parsed from now on (by orjson or json, or decoded by msgspec)."""
+    parsed: list[bytes] = []
+    real = store._fast_loads or json.loads
+
+    def counted(raw: bytes) -> Any:
+        parsed.append(raw)
+        return real(raw)
+
+    monkeypatch.setattr(store, "_fast_loads", counted)
+    if store._typed is not None:
+        read_test = store._typed.read_test
+
+        def decoded(raw: bytes) -> Any:
+            parsed.append(raw)
+            return read_test(raw)
+
+        monkeypatch.setattr(store, "_typed", SimpleNamespace(read_test=decoded))
+    return parsed
 
 
 def test_small_files_are_read_whole(saved: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -99,20 +114,13 @@ def _saved_both_ways(
 ) -> tuple[bytes, bytes, list[bytes]]:
     """The bytes saved by merging `run` into the file at `path`, read lazily and whole; and
     the entries the lazy save parsed."""
-    parsed: list[bytes] = []
-    real = store._fast_loads or json.loads
-
-    def counted(raw: bytes) -> Any:
-        parsed.append(raw)
-        return real(raw)
-
-    out = []
+    out, parsed = [], []
     for lazy in (True, False):
         copy = path.with_name(f"copy-{lazy}.json")
         copy.write_bytes(path.read_bytes())
         with monkeypatch.context() as m:
             if lazy:
-                m.setattr(store, "_fast_loads", counted)
+                parsed = _count_parses(m)
             store.save_merged(copy, run, how(), store.read(copy, lazy=lazy))
         out.append(copy.read_bytes())
     return out[0], out[1], parsed

@@ -673,9 +673,15 @@ BROKEN_FILES = [
 ]
 
 
-@pytest.fixture(params=["orjson", "json"])
+@pytest.fixture(params=["msgspec", "orjson", "json"])
 def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Files read through orjson (the `fast` extra, installed with `test`) or through json."""
+    """Files read through msgspec (the `fast` extra, installed with `test`: decoded straight
+    into records, orjson reading what it does not), through orjson alone, or through json."""
+    if request.param == "msgspec":
+        pytest.importorskip("msgspec")
+        assert store.reader() == "msgspec"
+        return "msgspec"
+    monkeypatch.setattr(store, "_typed", None)
     if request.param == "orjson":
         orjson = pytest.importorskip("orjson")
         assert store._fast_loads is orjson.loads
@@ -745,12 +751,18 @@ def test_both_parsers_read_a_report_the_same(
 ) -> None:
     path = tmp_path / "baseline.json"
     save(path, full_report())
-    if parser == "orjson":  # a file as the plugin writes it is read by orjson alone
+    if parser != "json":  # a file as the plugin writes it is read by msgspec or orjson alone
 
         def not_json(text: str) -> None:
             raise AssertionError("read with json")
 
         monkeypatch.setattr(store.json, "loads", not_json)
+    if parser == "msgspec":  # ... and by msgspec alone
+
+        def not_orjson(text: str) -> None:
+            raise AssertionError("read with orjson")
+
+        monkeypatch.setattr(store, "_fast_loads", not_orjson)
     assert load(path) == full_report()
 
 

@@ -48,14 +48,21 @@ class _Source:
         hint: str,
         loads: Callable[[bytes], Any],
         read_whole: Callable[[Path, str, str], RunRecord],
+        read_entry: Callable[[bytes], RecordedTest | None] | None,
     ) -> None:
         self.path, self.raw, self.hint = path, raw, hint
-        self._loads, self._read_whole = loads, read_whole
+        self._loads, self._read_whole, self._read_entry = loads, read_whole, read_entry
         self.whole: dict[str, RecordedTest] | None = None
 
     def entry(self, nodeid: str, span: Span) -> RecordedTest:
         if self.whole is not None:
             return self.whole[nodeid]
+        if self._read_entry is not None:
+            # Decoded straight into its record (msgspec, the `fast` extra); None for anything
+            # it does not take, read as below.
+            rec = self._read_entry(self.raw[span[0] : span[1]])
+            if rec is not None:
+                return rec
         try:
             data = self._loads(self.raw[span[0] : span[1]])
         except (ValueError, RecursionError):
@@ -145,9 +152,12 @@ def read(
     hint: str,
     loads: Callable[[bytes], Any],
     read_whole: Callable[[Path, str, str], RunRecord],
+    read_entry: Callable[[bytes], RecordedTest | None] | None = None,
 ) -> RunRecord | None:
     """The run in `raw` with its test entries kept as text, where the file is big and laid
-    out as the plugin saves it, in the current schema; None for any other file (read whole)."""
+    out as the plugin saves it, in the current schema; None for any other file (read whole).
+    An entry is read, when asked for, by `read_entry` where given (None: not taken), else
+    parsed by `loads` and checked."""
     if len(raw) < LAZY_FROM_BYTES:
         return None
     at = raw.find(_TESTS)
@@ -190,7 +200,7 @@ def read(
     items[previous[0]] = (previous[1], end)
     if raw.count(OUTCOME) != len(items):
         return None  # an entry that starts no line of its own (a key twice?): read whole
-    source = _Source(path, raw, hint, loads, read_whole)
+    source = _Source(path, raw, hint, loads, read_whole, read_entry)
     return RunRecord(environment=environment, tests=Entries(source, items))  # type: ignore[arg-type]
 
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from ..model import (
@@ -86,7 +87,14 @@ def read(path: Path, hint: str = FIX_BASELINE, lazy: bool = False) -> Loaded:
     stamp = _stamp(st)
     if lazy:
         with collector_paused():
-            run = entries.read(path, raw, hint, _fast_loads or json.loads, _read_text)
+            run = entries.read(
+                path,
+                raw,
+                hint,
+                _fast_loads or json.loads,
+                _read_text,
+                None if _typed is None else _typed.read_test,
+            )
         if run is not None:
             return Loaded(run, stamp)
     with collector_paused():
@@ -120,9 +128,17 @@ def _read_once(raw: bytes) -> RunRecord | None:
     environment entries are each there once; None where it is not, or where that cannot be
     told so (the careful reading then says). In a file laid out one key per line, a key kept
     twice (a merge that kept both sides of a conflict) adds a line at its depth: lines there
-    that outnumber the keys read tell, at no cost. Any other layout is read with json,
-    refusing a key twice at any depth as it goes."""
+    that outnumber the keys read tell, at no cost. Such a file in the current schema is
+    decoded straight into its records, every value checked, by msgspec where installed (the
+    `fast` extra; typed.py), else parsed by orjson (the same extra) or json and then checked.
+    Any other layout is read with json, refusing a key twice at any depth as it goes."""
     depth_two = _depth_two(raw)
+    if depth_two is not None and _typed is not None:
+        run = _typed.read_run(raw)
+        if run is not None:
+            tests = len(run.tests)
+            once = raw.count(depth_two) == len(run.environment) + tests
+            return run if once and raw.count(entries.OUTCOME) == tests else None
     try:
         if depth_two is not None and _fast_loads is not None:
             data = _fast_loads(raw)
@@ -262,9 +278,28 @@ def _orjson_loads() -> Callable[[str | bytes], Any] | None:
 _fast_loads = _orjson_loads()
 
 
+def _typed_reader() -> ModuleType | None:
+    try:
+        from . import typed
+    except ImportError:  # msgspec, of the `fast` extra, is not installed
+        return None
+    return typed
+
+
+# Decodes a file in the current schema straight into its records (see typed.py).
+_typed = _typed_reader()
+
+
 def parser() -> str:
-    """Which parser reads files first: "orjson" (the `fast` extra) or "json"."""
+    """Which parser reads files first where msgspec does not: "orjson" (the `fast` extra)
+    or "json"."""
     return "json" if _fast_loads is None else "orjson"
+
+
+def reader() -> str:
+    """What reads a file in the current schema, laid out one key per line, first: "msgspec"
+    (the `fast` extra: decoded straight into records), else parser()."""
+    return parser() if _typed is None else "msgspec"
 
 
 @contextmanager

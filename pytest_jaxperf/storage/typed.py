@@ -1,0 +1,316 @@
+"""The quick reader of a file in the current schema (the `fast` extra's msgspec): one pass
+in C decodes the JSON, checks every value the careful reader checks (`model.run_from_json`,
+the reference) and makes the records, with no Python call per value or per record.
+
+What it takes, it reads into exactly the records the careful reader makes; anything it does
+not take (another schema, a value of another type or out of range, an unknown field where
+the reader refuses one, anything unusual) makes it return None, and the file is then read
+the careful way, which says what is wrong. So it may refuse more than the reference, and
+accepts no more but in one case: the value of a field both leave out (an unknown field of a
+test entry, say) is skipped by msgspec, not made a Python value, so an integer there of more
+digits than json reads (sys.get_int_max_str_digits()) goes unnoticed where json refuses the
+file. Bytes that are not UTF-8 are refused anywhere, as by the other parsers. In detail:
+
+- counts are ints (a bool is not one) >= 0; seconds are numbers >= 0 read as floats, finite
+  (JSON has no NaN, and msgspec refuses a number past a float's range, which json would
+  read as inf); CPU seconds and program sizes may be null; every field is required;
+- a number the careful reader keeps as read (a benchmark's first-call seconds, its program
+  metrics, a runtime's CPU median) stays the int or the float it is; an int past 2**62
+  there is left to the careful reader;
+- a benchmark's entry must name its kind (the plugin always writes it) and hold no unknown
+  field; a confirmation (what the plugin re-measured) is read by the careful reader, from
+  its own text;
+- a key twice in one object keeps the last value, as json and orjson do: the test ids are
+  counted by the caller (store.py), as for the other parsers.
+
+The records come out of the decoder as instances of mirror dataclasses whose fields carry
+the constraints, then become the model's classes in place (`__class__` set, the same
+attributes): a mirror's fields are the model class's, which a test checks."""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import itertools
+import operator
+from collections.abc import Callable, Iterable
+from typing import Annotated, Any, Literal
+
+import msgspec  # without the `fast` extra an ImportError: store.py reads as ever then
+from msgspec import UNSET, Meta, Raw, Struct, UnsetType
+
+from ..model import (
+    COUNT_FIELDS,
+    CPU_FIELDS,
+    NUMBER_FIELDS,
+    SCHEMA,
+    SIZE_FIELDS,
+    TIME_FIELDS,
+    BenchmarkEntry,
+    Counts,
+    Entry,
+    FunctionRecord,
+    ProgramMetrics,
+    RecordedTest,
+    RunRecord,
+    RuntimeStats,
+    ScalingEntry,
+    remeasured_from_json,
+)
+
+Count = Annotated[int, Meta(ge=0)]
+Seconds = Annotated[float, Meta(ge=0)]  # an int is read as a float, as the careful reader does
+# A number kept as read: an int stays one. Past 2**62 the careful reader decides.
+_BIG = 2**62
+Number = Annotated[int, Meta(ge=0, le=_BIG)] | Annotated[float, Meta(ge=0)]
+SignedNumber = Annotated[int, Meta(ge=-_BIG, le=_BIG)] | float
+
+_COUNTS_TYPES: dict[str, Any] = {
+    **dict.fromkeys(COUNT_FIELDS, Count),
+    **dict.fromkeys(TIME_FIELDS, Seconds),
+    **dict.fromkeys(CPU_FIELDS, Seconds | None),
+    **dict.fromkeys(SIZE_FIELDS, Count | None),
+}
+# Every Counts field, none with a default: each is required, as the careful reader requires
+# it of the current schema.
+_COUNTS = [(name, _COUNTS_TYPES[name]) for name in NUMBER_FIELDS]
+
+
+def _absent() -> Any:
+    """The value of a field the entry does not hold, put in the record's own attributes as
+    the careful reader puts it (a default of None would leave the attribute to the class)."""
+    return None
+
+
+class _Runtime(Struct, forbid_unknown_fields=True):
+    """A benchmark's runtime statistics, in RuntimeStats's field order."""
+
+    min_s: Seconds
+    max_s: Seconds
+    median_s: Seconds
+    mean_s: Seconds
+    stddev_s: Seconds
+    q1_s: Seconds
+    q3_s: Seconds
+    iqr_s: Seconds
+    rounds: Count
+    iterations: Count
+    outliers: Count
+    samples_s: tuple[Seconds, ...]
+    cpu_median_s: Number | None = None
+
+
+class _Benchmark(Struct, tag_field="kind", tag="benchmark", forbid_unknown_fields=True):
+    """A `jaxperf.benchmark` entry as written: its program metrics inline."""
+
+    trace_s: Seconds
+    lower_s: Seconds
+    compile_s: Seconds
+    compiled_on_first_call: bool
+    first_call_s: Number | None = None
+    runtime: _Runtime | None = None
+    jaxpr_eqns: Count | UnsetType = UNSET
+    hlo_ops: Count | None | UnsetType = UNSET
+    flops: Number | None = None
+    transcendentals: Number | None = None
+    bytes_accessed: Number | None = None
+    argument_bytes: Number | None = None
+    output_bytes: Number | None = None
+    temp_bytes: Number | None = None
+    peak_bytes: Number | None = None
+    eager_median_s: Number | None = None
+    break_even_calls: Number | None = None
+    device_peak_bytes: Count | None = None
+    jitted_by_benchmark: bool | None = None
+    instructions: Count | None = None
+
+
+class _Scaling(Struct, tag_field="kind", tag="scaling", forbid_unknown_fields=True):
+    """A `jaxperf.scaling` entry as written."""
+
+    metric: str
+    sizes: tuple[Count, ...]
+    values: tuple[float, ...]  # finite, of any sign
+    exponent: float
+    max_exponent: SignedNumber | None = None
+
+
+_CountsMirror = dataclasses.make_dataclass("_CountsMirror", _COUNTS)
+_FunctionMirror = dataclasses.make_dataclass(
+    "_FunctionMirror",
+    [
+        *_COUNTS,
+        ("name", str),
+        ("site", str),
+        ("retrace_reasons", list[str]),
+        (
+            "eqn_sources",
+            dict[str, Annotated[list[Count], Meta(min_length=3, max_length=3)]],
+            dataclasses.field(default_factory=dict),
+        ),
+    ],
+)
+_TestMirror = dataclasses.make_dataclass(
+    "_TestMirror",
+    [
+        *_COUNTS,
+        ("outcome", str),
+        ("functions", dict[str, _FunctionMirror]),  # type: ignore[valid-type]
+        ("eager", _CountsMirror),
+        ("benchmarks", dict[str, _Benchmark | _Scaling]),
+        ("environment", dict[str, Any] | None, dataclasses.field(default_factory=_absent)),
+        ("marker", dict[str, Any], dataclasses.field(default_factory=dict)),
+        # Read from its text by the careful reader: any value, null included, is kept here.
+        # Where there is none, the attribute is put in the record by _records (msgspec
+        # 0.22 decodes no Raw into a field with a default_factory).
+        ("confirmation", Raw, dataclasses.field(default=None)),
+    ],
+)
+# The model class each mirror becomes.
+MIRRORS: dict[type[Any], type[Any]] = {
+    _CountsMirror: Counts,
+    _FunctionMirror: FunctionRecord,
+    _TestMirror: RecordedTest,
+}
+
+
+class _Run(Struct):
+    """A file: unknown top-level keys are left out, as the careful reader leaves them."""
+
+    schema: Literal[SCHEMA]  # type: ignore[valid-type]
+    environment: dict[str, Any] = {}
+    tests: dict[str, _TestMirror] = {}  # type: ignore[valid-type]
+
+
+_run_decoder = msgspec.json.Decoder(_Run)
+_test_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_TestMirror)
+
+
+class _Refused(Exception):
+    """A value the careful reader is left to read (and to say what is wrong with)."""
+
+
+# What the decoder or a reading here raises for a file the careful reader is to read: any
+# refusal of msgspec's, a bad UTF-8 byte (a ValueError), an object nested too deep, a value
+# the careful reader refuses (FormatError is a ValueError) or cannot take (a number past a
+# float's range in a confirmation).
+_NOT_TAKEN = (msgspec.MsgspecError, ValueError, RecursionError, ArithmeticError, _Refused)
+
+
+def read_run(raw: bytes) -> RunRecord | None:
+    """The run in `raw`, a file in the current schema, every value checked; None where the
+    careful reader is to read it. Test ids (and environment entries) kept twice are not
+    seen here: the last is read, as by json, and the caller counts them."""
+    try:
+        _utf8(raw)
+        run = _run_decoder.decode(raw)
+        _records(list(run.tests.values()))
+    except _NOT_TAKEN:
+        return None
+    return RunRecord(environment=run.environment, tests=run.tests)
+
+
+def read_test(raw: bytes) -> RecordedTest | None:
+    """One test entry of a file in the current schema (its text), as read_run reads each."""
+    try:
+        _utf8(raw)
+        rec = _test_decoder.decode(raw)
+        if rec.benchmarks or rec.confirmation is not None:
+            _finish(rec)
+    except _NOT_TAKEN:
+        return None
+    # As _records does for many, without its iterators (a lazily read baseline reads each
+    # entry alone, as its test is gated).
+    rec.__dict__.setdefault("confirmation", None)
+    for fn in rec.functions.values():
+        fn.__class__ = FunctionRecord
+    rec.eager.__class__ = Counts
+    rec.__class__ = RecordedTest
+    test: RecordedTest = rec
+    return test
+
+
+def _utf8(raw: bytes) -> None:
+    """UnicodeDecodeError where `raw` is not UTF-8 (msgspec checks the strings it reads, not
+    those of a field it leaves out). A file as the plugin writes it is ASCII: told in C at
+    once."""
+    if not raw.isascii():
+        raw.decode("utf-8")
+
+
+_FUNCTIONS = operator.attrgetter("functions")
+_OWN = operator.attrgetter("__dict__")
+_EAGER = operator.attrgetter("eager")
+
+
+def _records(tests: list[Any]) -> None:
+    """`tests` (decoded mirrors) made the model's records in place: their benchmark entries
+    and confirmations read, then every mirror object given its model class."""
+    for rec in [t for t in tests if t.benchmarks or t.confirmation is not None]:
+        _finish(rec)
+    _put(map(_setdefault, map(_OWN, tests), _repeat("confirmation"), _repeat(None)))
+    functions = itertools.chain.from_iterable(map(dict.values, map(_FUNCTIONS, tests)))
+    _become(functions, FunctionRecord)
+    _become(map(_EAGER, tests), Counts)
+    _become(tests, RecordedTest)
+
+
+def _finish(rec: Any) -> None:
+    """The benchmark entries and the confirmation of `rec` (a mirror) read into records."""
+    rec.benchmarks = {k: _entry(v) for k, v in rec.benchmarks.items()}
+    if rec.confirmation is not None:
+        rec.confirmation = remeasured_from_json(msgspec.json.decode(rec.confirmation), "")
+
+
+def _become(objects: Iterable[Any], cls: type[Any]) -> None:
+    """Every object of `objects` (a mirror of `cls`, the same attributes) made a `cls`."""
+    _put(map(setattr, objects, _repeat("__class__"), _repeat(cls)))
+
+
+_repeat = itertools.repeat
+_setdefault: Callable[[dict[str, Any], str, None], Any] = dict.setdefault
+_put: Callable[[Iterable[Any]], None] = collections.deque(maxlen=0).extend  # runs calls, in C
+
+
+def _entry(value: _Benchmark | _Scaling) -> Entry:
+    if type(value) is _Scaling:
+        if len(value.sizes) != len(value.values):
+            raise _Refused
+        return ScalingEntry(
+            metric=value.metric,
+            sizes=value.sizes,
+            values=value.values,
+            exponent=value.exponent,
+            max_exponent=value.max_exponent,
+        )
+    assert type(value) is _Benchmark
+    metrics = None
+    if value.jaxpr_eqns is not UNSET or value.hlo_ops is not UNSET:
+        if value.jaxpr_eqns is UNSET:
+            raise _Refused  # program sizes without the equations
+        metrics = ProgramMetrics(
+            value.jaxpr_eqns,
+            None if value.hlo_ops is UNSET else value.hlo_ops,
+            value.flops,
+            value.transcendentals,
+            value.bytes_accessed,
+            value.argument_bytes,  # type: ignore[arg-type]
+            value.output_bytes,  # type: ignore[arg-type]
+            value.temp_bytes,  # type: ignore[arg-type]
+            value.peak_bytes,  # type: ignore[arg-type]
+        )
+    runtime = value.runtime
+    return BenchmarkEntry(
+        first_call_s=value.first_call_s,
+        trace_s=value.trace_s,
+        lower_s=value.lower_s,
+        compile_s=value.compile_s,
+        compiled_on_first_call=value.compiled_on_first_call,
+        runtime=None if runtime is None else RuntimeStats(*msgspec.structs.astuple(runtime)),
+        metrics=metrics,
+        eager_median_s=value.eager_median_s,
+        break_even_calls=value.break_even_calls,
+        device_peak_bytes=value.device_peak_bytes,
+        jitted_by_benchmark=bool(value.jitted_by_benchmark),
+        instructions=value.instructions,
+    )
