@@ -174,15 +174,17 @@ def test_an_eager_compile_storm_is_named(
     jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     jp.makepyfile(test_storm=STORM)
-    assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
+    # Each run in a process of its own: JAX's helpers compiled by earlier tests of this one
+    # would not be compiled again (and not counted).
+    assert jp.runpytest_subprocess("--jaxperf", "--jaxperf-save").ret == 0
     monkeypatch.setenv("EAGER", "1")
-    result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json")
     assert result.ret == 0
     eager = read_json(jp.path / "out.json")["tests"]["test_storm.py::test_steps"]["eager"]
-    # sin, mul, cos, add and tanh, one program each per shape (jnp.ones compiled also in
-    # the baseline's run: not charged anew).
+    # sin, mul, cos, add and tanh, one program each per shape, and jnp.ones: 16 on jax
+    # 0.10.2 (how many JAX's own helpers take varies with the release).
     compiles = eager["compiles"]
-    assert compiles == 15 >= diagnose.STORM_COMPILES
+    assert compiles >= diagnose.STORM_COMPILES
     result.stdout.fnmatch_lines([
         "function gone: test_storm.py::test_steps: step at test_storm.py:6 no longer traced *",
         f"diagnosis: test_storm.py::test_steps: eager op-by-op compile storm: {compiles} "

@@ -39,8 +39,17 @@ def _run(jp: pytest.Pytester, limits: str) -> pytest.RunResult:
 @pytest.mark.parametrize("argument", BENCHMARK_LIMITS)
 def test_a_benchmark_metric_over_its_limit_fails(jp: pytest.Pytester, argument: str) -> None:
     result = _run(jp, f"{argument}=1")
-    result.assert_outcomes(failed=1)
     metric = argument.removeprefix("max_")
+    unmeasured = (
+        f"jaxperf: {metric} not measured for benchmark 'ranked' (the backend has no value): "
+        f"{argument} not applied (1 test) [not_measured]"
+    )
+    if argument == "max_peak_bytes" and unmeasured in result.stdout.lines:
+        # Where this JAX's backend gives no such figure (peak bytes on jax 0.6), the limit
+        # is said not applied, never passed in silence.
+        result.assert_outcomes(passed=1)
+        return
+    result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(lit(
         "jaxperf: test_sizes.py::test_it: 1 metric(s) over the baseline or a limit",
         f"  {metric.replace('_', ' ')} of benchmark 'ranked': * > limit 1",

@@ -133,7 +133,11 @@ def _calls(pytester: pytest.Pytester) -> list[str]:
     return path.read_text().splitlines() if path.exists() else []
 
 
-def test_a_conftest_adds_a_key_to_the_run_file_and_the_baseline(jp: pytest.Pytester) -> None:
+def test_a_conftest_adds_a_key_to_the_run_file_and_the_baseline(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # This suite's own xdist worker id would name the inner session's process.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
     jp.makeconftest(DRIVER_HOOK)
     jp.makepyfile(test_f=ONE_JITTED_TEST)
     # Declared without --jaxperf too: the conftest loads, and nothing asks the hook.
@@ -237,6 +241,7 @@ def test_under_xdist_the_controller_asks_once_and_workers_save_its_answer(
 ) -> None:
     # A hook whose answer differs per call (a clock, a counter): every process must gate
     # and save in the one environment the controller's call made.
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # this suite's own worker's
     jp.makeconftest(DRIVER_HOOK.replace('os.environ.get("GPU_DRIVER", "555")', "str(os.getpid())"))
     jp.makepyfile(test_f=ONE_JITTED_TEST, test_g=ONE_JITTED_TEST)
     result = jp.runpytest_subprocess("--jaxperf", "-n", "2", "--jaxperf-json=run.json")
