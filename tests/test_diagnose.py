@@ -78,7 +78,10 @@ def test_a_grown_program_names_its_lines_and_the_pattern(jp: pytest.Pytester) ->
         "test_mod.py:11": [9, 3, 0],
     }
     total = base["test_mod.py::test_sum"]["functions"]["total at test_mod.py:14"]
-    assert total["eqn_sources"] == {"test_mod.py:16": [13, 4, 1]}
+    # Builtin sum over 4 elements: how many equations indexing takes varies with the JAX
+    # release (13 on 0.10.2, 6 on 0.12); every one of them from line 16, marked builtin sum.
+    ((line, (count, kinds, builtin_sum)),) = total["eqn_sources"].items()
+    assert (line, builtin_sum) == ("test_mod.py:16", 1) and count == total["jaxpr_eqns"]
 
     _module(jp, 300, 400)
     result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json", "--jaxperf-markdown=out.md")
@@ -93,9 +96,11 @@ def test_a_grown_program_names_its_lines_and_the_pattern(jp: pytest.Pytester) ->
         "3 operation(s)); fix: lax.scan or lax.fori_loop (one loop body in the program)",
     ]
     assert "\n".join(loop) in out, out
+    tests = read_json(jp.path / "out.json")["tests"]
+    n = tests["test_mod.py::test_sum"]["functions"]["total at test_mod.py:14"]["jaxpr_eqns"]
     builtin_sum = [
-        "      from test_mod.py:16: 1,201 of 1,201 equations (100%)",
-        "      cause: builtin sum over an array at test_mod.py:16 (1,201 of 1,201 equations: "
+        f"      from test_mod.py:16: {n:,} of {n:,} equations (100%)",
+        f"      cause: builtin sum over an array at test_mod.py:16 ({n:,} of {n:,} equations: "
         "Python's sum adds element by element); fix: jnp.sum(x) (or x.sum()), one equation "
         "at any size",
     ]
@@ -125,7 +130,7 @@ def test_a_grown_program_names_its_lines_and_the_pattern(jp: pytest.Pytester) ->
     # Against an earlier run file, which keeps its lines, each says what it was.
     against_run = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "base.json", "out.json")
     assert "from test_mod.py:11: 900 of 901 equations (100%; was 9)" in against_run.stdout.str()
-    assert "from test_mod.py:16: 1,201 of 1,201 equations (100%; was 13)" in (
+    assert f"from test_mod.py:16: {n:,} of {n:,} equations (100%; was {count})" in (
         against_run.stdout.str()
     )
 
