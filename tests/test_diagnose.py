@@ -259,7 +259,12 @@ def test_compile_storm_needs_many_compiles_and_more_than_the_baseline() -> None:
     record.eager = Counts(compiles=diagnose.STORM_COMPILES - 1)
     assert diagnose.compile_storm(record, None) is None
     record.eager = Counts(compiles=30)
+    # No baseline entry (a first save): how many helpers a test compiles follows what earlier
+    # tests of the process did; a storm is named as a change only.
+    assert diagnose.compile_storm(record, None) is None
     base.eager = Counts(compiles=30)
+    assert diagnose.compile_storm(record, base) is None
+    base.eager = Counts(compiles=15)  # twice as many: not yet
     assert diagnose.compile_storm(record, base) is None
     base.eager = Counts(compiles=2)
     assert diagnose.compile_storm(record, base) == (
