@@ -22,7 +22,7 @@ from .config import (
     Tolerances,
     parse_number,
 )
-from .environment import timing_off
+from .environment import HOOKED_KEY, timing_off
 from .model import RecordedTest, Remeasured, RunRecord
 from .report import terminal, wording
 from .report.summary import RunSummary, not_gated_lines, upgrade_line
@@ -308,6 +308,16 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         )
     print(f"jaxperf: comparing {compared} with {args.baseline} ({len(base.tests)} tests)", file=out)
     print(f"jaxperf: {_settings_line(settings, inifile)}", file=out)
+    for shard in runs:
+        hooks = shard.run.environment.get(HOOKED_KEY)
+        if hooks:
+            print(
+                f"jaxperf: {shard.path} was gated with pytest_jaxperf_compatible hooks "
+                f"({', '.join(map(str, hooks))}); this command judges by the built-in rules, so "
+                "where a hook decided whether two environments gate a metric, its verdict may "
+                "differ from the plugin's",
+                file=out,
+            )
     summary = RunSummary.of(verdicts)
     for nodeid in summary.regressed:
         print(terminal.failure_text(nodeid, verdicts[nodeid], str(args.baseline)), file=out)

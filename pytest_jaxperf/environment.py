@@ -60,6 +60,12 @@ NO_REFERENCE_HERE = (
 # `jaxperf compare` gates no runtime of it, as the plugin did not. No baseline holds it
 # (storage/resave.py drops it), and no gating compares it.
 TIMING_KEY = "timing"
+# A run gated with other plugins' `pytest_jaxperf_compatible` hooks names them here: `jaxperf
+# compare`, which judges by the built-in rules (no hook runs there), says its verdicts may
+# then differ from the plugin's. No baseline holds it either.
+HOOKED_KEY = "compatible_hooks"
+# How a run was made or judged, not where: never an entry's environment, never compared.
+RUN_KEYS = (TIMING_KEY, HOOKED_KEY)
 # Why a run on pytest-xdist workers gates no timings (by the plugin, nor by `jaxperf compare`
 # reading its report): they were measured beside other workers.
 UNDER_XDIST = "measured under pytest-xdist, beside other workers"
@@ -231,9 +237,9 @@ def other_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -
     """'gpu_driver 550 -> 555' for each key that differs besides those the built-in rules
     compare (a key a plugin added, `python`, `platform`): what a plugin's rule may have
     looked at. The reference compile's figures are scaled by, never matched, and how the run
-    was made (not_measured, TIMING_KEY) is no environment: left out."""
+    was made (not_measured, RUN_KEYS) is no environment: left out."""
     ruled = {*TIMING_KEYS, *INSTRUCTION_KEYS, REFERENCE_KEY, SPREAD_KEY, SAMPLES_KEY}
-    ruled |= {"not_measured", TIMING_KEY}
+    ruled |= {"not_measured", *RUN_KEYS}
     keys = tuple(sorted({*baseline, *current} - ruled))
     return differences(keys, baseline, current)
 

@@ -9,6 +9,7 @@ import copy
 import json
 import types
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -41,6 +42,13 @@ def environment_changes(config: pytest.Config) -> EnvironmentChanges:
             "baseline store it as JSON"
         )
     return EnvironmentChanges.between(shown, environment)
+
+
+def compatible_hooks(config: pytest.Config) -> list[str]:
+    """The names of the plugins (a conftest: its file's name) that implement
+    `pytest_jaxperf_compatible`: written into the run file (environment.HOOKED_KEY)."""
+    impls = config.hook.pytest_jaxperf_compatible.get_hookimpls()
+    return sorted({Path(impl.plugin_name).name for impl in impls})
 
 
 def compatible_rule(config: pytest.Config) -> Compatible | None:

@@ -134,10 +134,12 @@ class JaxPerfSession:
                 env.update(reference.fields())
             if self.not_measured:
                 self.environment["not_measured"] = dict(self.not_measured)
-            if self.settings.timing_mode == "off":
-                from .environment import TIMING_KEY
+            from .environment import HOOKED_KEY, TIMING_KEY
 
+            if self.settings.timing_mode == "off":
                 env[TIMING_KEY] = "off"
+            if hooks := hookcalls.compatible_hooks(self.config):
+                env[HOOKED_KEY] = hooks
         return self.environment
 
     @pytest.hookimpl(tryfirst=True)

@@ -5,6 +5,7 @@ block's keys (`pytest_jaxperf_environment`) and which environments gate which ki
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -206,6 +207,22 @@ def test_a_compatible_hook_makes_a_custom_key_matter(
     # And a code like any other: --jaxperf-strict fails the test on it.
     strict = jp.runpytest("--jaxperf", "--jaxperf-strict=environment_differs", *NO_TIMING_VERDICT)
     strict.assert_outcomes(failed=1)
+    # The run file names the hooks, and is never a baseline's environment; `jaxperf compare`,
+    # which judges by the built-in rules, says its verdict may differ.
+    jp.runpytest("--jaxperf", "--jaxperf-json=run.json", *NO_TIMING_VERDICT)
+    assert read_json(jp.path / "run.json")["environment"]["compatible_hooks"] == ["conftest.py"]
+    compared = jp.run(
+        sys.executable, "-m", "pytest_jaxperf", "compare", ".jaxperf/baseline.json", "run.json"
+    )
+    compared.stdout.fnmatch_lines([
+        "jaxperf: run.json was gated with pytest_jaxperf_compatible hooks (conftest.py); this "
+        "command judges by the built-in rules, so where a hook decided whether two "
+        "environments gate a metric, its verdict may differ from the plugin's",
+    ])  # fmt: skip
+    jp.runpytest("--jaxperf", "--jaxperf-save", *NO_TIMING_VERDICT).assert_outcomes(passed=1)
+    assert (
+        "compatible_hooks" not in read_json(jp.path / ".jaxperf" / "baseline.json")["environment"]
+    )
 
 
 GATE_ACROSS_CPUS = """

@@ -25,10 +25,10 @@ from ..environment import (
     JIT_DISABLED,
     OPTIONAL_KEYS,
     REFERENCE_KEY,
+    RUN_KEYS,
     RUNTIME,
     SIZES,
     STATIC_KEYS,
-    TIMING_KEY,
     TIMING_KEYS,
     differences,
     stored_reference_agrees,
@@ -177,8 +177,8 @@ class Resave:
 
     def __call__(self, old: RunRecord | None, run: RunRecord) -> RunRecord:
         self.tally, self._memo = Tally(), {}
-        if TIMING_KEY in run.environment:  # how that run was made, not where: no entry's
-            env = {k: v for k, v in run.environment.items() if k != TIMING_KEY}
+        if any(k in run.environment for k in RUN_KEYS):  # how the run was made, not where
+            env = {k: v for k, v in run.environment.items() if k not in RUN_KEYS}
             run = dataclasses.replace(run, environment=env)
         # None: an entry of a big baseline still unread (entries.py), measured in the file's
         # environment; read only if this run touches it or the file's environment changes.
