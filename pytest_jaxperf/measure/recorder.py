@@ -171,11 +171,13 @@ class Scope:
         self._unkept: dict[int, str] = {}
         self._kept = 0
         self._kept_pending: dict[int, Kept] = {}
-        # Per function record (by id): the source lines of the equations its lowerings and
-        # its top-level traces made (`program_metrics.eqn_lines`); the record keeps the top
-        # ones of those its gated equations count (`snapshot`).
+        # Per function record (by id): the source lines of the equations its lowerings made
+        # (`program_metrics.eqn_lines`), and the programs its top-level traces made, whose
+        # lines are read only for a function that never lowered (its gated equations are
+        # the traced ones then; a jit that lowers would read each program twice); the
+        # record keeps the top lines of those its gated equations count (`snapshot`).
         self._lowered_lines: dict[int, program_metrics.LineTally] = {}
-        self._traced_lines: dict[int, program_metrics.LineTally] = {}
+        self._traced_programs: dict[int, list[Any]] = {}
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -315,7 +317,7 @@ class Scope:
             target = self._target(ident)
             target.trace_eqns = _plus(target.trace_eqns, eqns)
             if jaxpr is not None and isinstance(target, FunctionRecord):
-                program_metrics.eqn_lines(jaxpr, self._traced_lines.setdefault(id(target), {}))
+                self._traced_programs.setdefault(id(target), []).append(jaxpr)
 
     def on_lowering(
         self,
@@ -446,7 +448,12 @@ class Scope:
         where it lowered a program that was read, else its top-level traces' (see
         `FunctionRecord.eqn_sources`); empty where not tallied, or not all of them were."""
         lowered = fn.lowerings > 0 and fn.jaxpr_eqns is not None
-        tally = (self._lowered_lines if lowered else self._traced_lines).get(id(fn), {})
+        if lowered:
+            tally = self._lowered_lines.get(id(fn), {})
+        else:
+            tally = {}
+            for jaxpr in self._traced_programs.get(id(fn), ()):
+                program_metrics.eqn_lines(jaxpr, tally)
         total = fn.jaxpr_eqns if lowered else fn.trace_eqns
         if not tally or sum(c[0] for c, _ in tally.values()) != total:
             return {}  # a program's lines not read: partial lines would mislead
