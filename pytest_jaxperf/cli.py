@@ -288,6 +288,27 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     if args.markdown is not None:
         _check_markdown(args)
     settings, inifile = _settings(args)
+    verdicts, tests = _judge_shards(base, runs, settings)
+    _print_header(args, runs, tests, base, _settings_line(settings, inifile), out)
+    summary = RunSummary.of(verdicts)
+    _print_verdicts(summary, verdicts, tests, str(args.baseline), out)
+    failed_run = _print_coverage(base, tests, len(runs), settings, out)
+    print(summary.tally(), file=out)
+    if args.markdown is not None:
+        from .report.markdown import shown_path
+
+        # Named as a run names it: relative to the rootdir pytest would take (--rootdir, else
+        # the ini file's folder, else here), so that the shards' summary equals a serial one.
+        root = Path(args.rootdir) if args.rootdir else inifile.parent if inifile else Path.cwd()
+        shown = shown_path(resolved(args.baseline), resolved(root))
+        _write_markdown(args.markdown, combine(runs), verdicts, shown, base)
+    return EXIT_REGRESSED if summary.regressed or failed_run else EXIT_OK
+
+
+def _judge_shards(
+    base: RunRecord, runs: list[Shard], settings: Settings
+) -> tuple[dict[str, compare.Verdict], dict[str, RecordedTest]]:
+    """Every report's verdicts against the baseline, and the tests they hold."""
     verdicts: dict[str, compare.Verdict] = {}
     tests: dict[str, RecordedTest] = {}
     # Shard by shard: a test's verdict needs its own entry and environment only, and a bad
@@ -300,6 +321,18 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
         except ConfigError as exc:  # a marker keyword saved in the report
             raise _UsageError(f"{shard.path}: {exc}") from None
         tests |= shard.run.tests
+    return verdicts, tests
+
+
+def _print_header(
+    args: argparse.Namespace,
+    runs: list[Shard],
+    tests: dict[str, RecordedTest],
+    base: RunRecord,
+    settings_line: str,
+    out: TextIO,
+) -> None:
+    """What is compared with what, under which settings, and which reports used hooks."""
     if len(runs) == 1:
         compared = f"{runs[0].path} ({len(tests)} tests)"
     else:
@@ -307,7 +340,7 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
             f"{len(runs)} reports ({', '.join(str(s.path) for s in runs)}: {len(tests)} tests)"
         )
     print(f"jaxperf: comparing {compared} with {args.baseline} ({len(base.tests)} tests)", file=out)
-    print(f"jaxperf: {_settings_line(settings, inifile)}", file=out)
+    print(f"jaxperf: {settings_line}", file=out)
     for shard in runs:
         hooks = shard.run.environment.get(HOOKED_KEY)
         if hooks:
@@ -318,9 +351,18 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
                 "differ from the plugin's",
                 file=out,
             )
-    summary = RunSummary.of(verdicts)
+
+
+def _print_verdicts(
+    summary: RunSummary,
+    verdicts: dict[str, compare.Verdict],
+    tests: dict[str, RecordedTest],
+    baseline: str,
+    out: TextIO,
+) -> None:
+    """The regressions, vanished functions, improvements and not-gated notes, in that order."""
     for nodeid in summary.regressed:
-        print(terminal.failure_text(nodeid, verdicts[nodeid], str(args.baseline)), file=out)
+        print(terminal.failure_text(nodeid, verdicts[nodeid], baseline), file=out)
         if tests[nodeid].outcome != "passed":
             print(f"  note: the test's outcome in the report: {tests[nodeid].outcome}", file=out)
     for nodeid in summary.gone:
@@ -333,27 +375,23 @@ def _compare(args: argparse.Namespace, out: TextIO) -> int:
     upgraded = upgrade_line(verdicts)
     if upgraded is not None:
         print(upgraded, file=out)
+
+
+def _print_coverage(
+    base: RunRecord, tests: dict[str, RecordedTest], reports: int, settings: Settings, out: TextIO
+) -> bool:
+    """Say which baseline tests were not compared, or that none were; True if --strict fails it."""
     missing = len(set(base.tests) - set(tests))
     found = []
     if missing:
-        where = "the report" if len(runs) == 1 else "any report"
+        where = "the report" if reports == 1 else "any report"
         found.append(("not_run", f"{missing} baseline tests are not in {where} (not compared)"))
     if tests and not any(nodeid in base.tests for nodeid in tests):
         found.append(("no_baseline", f"the baseline has none of the {len(tests)} tests compared"))
     for code, line in found:
         strict = " (failed by --strict)" if code in settings.strict else ""
         print(f"{line} [{code}]{strict}", file=out)
-    failed_run = any(code in settings.strict for code, _ in found)
-    print(summary.tally(), file=out)
-    if args.markdown is not None:
-        from .report.markdown import shown_path
-
-        # Named as a run names it: relative to the rootdir pytest would take (--rootdir, else
-        # the ini file's folder, else here), so that the shards' summary equals a serial one.
-        root = Path(args.rootdir) if args.rootdir else inifile.parent if inifile else Path.cwd()
-        shown = shown_path(resolved(args.baseline), resolved(root))
-        _write_markdown(args.markdown, combine(runs), verdicts, shown, base)
-    return EXIT_REGRESSED if summary.regressed or failed_run else EXIT_OK
+    return any(code in settings.strict for code, _ in found)
 
 
 def _check_markdown(args: argparse.Namespace) -> None:

@@ -200,23 +200,7 @@ class Settings:
         over the ini file's (`ini`, by dest; "" when not set) over the defaults. Paths are
         relative to where pytest was started (command line), to the ini file's directory
         (ini) or to rootdir (defaults)."""
-        values: dict[str, Any] = {}
-        origins: dict[str, str] = {}
-        for opt in OPTIONS:
-            dest, flag, kind, default = opt.dest, opt.flag, opt.kind, opt.default
-            cli = given.get(dest)
-            if cli is not None:
-                values[dest] = convert(flag, kind, cli, invocation_dir)
-                origins[dest] = flag
-                continue
-            value = ini.get(dest)
-            if value not in (None, ""):
-                origins[dest] = f"ini option {dest}"
-                values[dest] = convert(origins[dest], kind, value, ini_base)
-            elif kind == "path" and default is not None:
-                values[dest] = rootdir / default
-            else:
-                values[dest] = default
+        values, origins = _option_values(given, ini, invocation_dir, ini_base, rootdir)
         baseline: Path = values["jaxperf_baseline"]
         if values["jaxperf_runtime_clock"] == "instructions":
             baseline = instructions_baseline(baseline)
@@ -226,16 +210,7 @@ class Settings:
             baseline=baseline,
             json=values["jaxperf_json"],
             record_all=values["jaxperf_all"],
-            tolerances=Tolerances(
-                compile_rtol=values["jaxperf_compile_rtol"],
-                compile_floor=values["jaxperf_compile_floor"],
-                runtime_rtol=values["jaxperf_runtime_rtol"],
-                static_rtol=values["jaxperf_static_rtol"],
-                compile_clock=values["jaxperf_compile_clock"],
-                runtime_clock=values["jaxperf_runtime_clock"],
-                instructions_rtol=values["jaxperf_instructions_rtol"],
-                cross_machine_compile_rtol=values["jaxperf_cross_machine_compile_rtol"],
-            ),
+            tolerances=_tolerances(values),
             timing_mode=values["jaxperf_timing"],
             min_rounds=values["jaxperf_min_rounds"],
             max_time=values["jaxperf_max_time"],
@@ -249,6 +224,49 @@ class Settings:
             prune=values["jaxperf_prune"],
             origins=origins,
         )
+
+
+def _option_values(
+    given: Mapping[str, Any],
+    ini: Mapping[str, Any],
+    invocation_dir: Path,
+    ini_base: Path,
+    rootdir: Path,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Each option's value by dest (command line over ini over default) and, for those set,
+    how the user named it (`Settings.origins`)."""
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for opt in OPTIONS:
+        dest, flag, kind, default = opt.dest, opt.flag, opt.kind, opt.default
+        cli = given.get(dest)
+        if cli is not None:
+            values[dest] = convert(flag, kind, cli, invocation_dir)
+            origins[dest] = flag
+            continue
+        value = ini.get(dest)
+        if value not in (None, ""):
+            origins[dest] = f"ini option {dest}"
+            values[dest] = convert(origins[dest], kind, value, ini_base)
+        elif kind == "path" and default is not None:
+            values[dest] = rootdir / default
+        else:
+            values[dest] = default
+    return values, origins
+
+
+def _tolerances(values: Mapping[str, Any]) -> Tolerances:
+    """The tolerances and clocks among the resolved option values."""
+    return Tolerances(
+        compile_rtol=values["jaxperf_compile_rtol"],
+        compile_floor=values["jaxperf_compile_floor"],
+        runtime_rtol=values["jaxperf_runtime_rtol"],
+        static_rtol=values["jaxperf_static_rtol"],
+        compile_clock=values["jaxperf_compile_clock"],
+        runtime_clock=values["jaxperf_runtime_clock"],
+        instructions_rtol=values["jaxperf_instructions_rtol"],
+        cross_machine_compile_rtol=values["jaxperf_cross_machine_compile_rtol"],
+    )
 
 
 def instructions_baseline(baseline: Path) -> Path:

@@ -146,6 +146,19 @@ def run(
     log = workdir / f"{name}.log"
     check = workdir / f"{name}.check.json"
     check_out = workdir / f"{name}.imports.json"
+    _save_import_check(tree, other, check, check_out)
+    cmd = command(json_path, workdir / "no-baseline.json", pytest_args, tree)
+    returncode, seconds = _run_pytest(cmd, tree, check, log, on_cpus)
+    what = f"the {tree.side} run (round {round_}: {' '.join(cmd[1:3])} in {tree.project})"
+    wrong = _import_problems(check_out)
+    if wrong:
+        raise RunError(f"{wrong[0]}" + "".join(f"\n  also: {p}" for p in wrong[1:3]))
+    _check_exit(returncode, what, log)
+    return Run(tree.side, round_, seconds, returncode, _read_run(json_path, what), json_path, log)
+
+
+def _save_import_check(tree: Tree, other: Tree, check: Path, check_out: Path) -> None:
+    """Write the spec the child's import check reads: which tree it must import, not the other."""
     imports.Spec(
         side=tree.side,
         tree=str(tree.root),
@@ -155,7 +168,12 @@ def run(
         packages=tree.packages,
         out=str(check_out),
     ).save(check)
-    cmd = command(json_path, workdir / "no-baseline.json", pytest_args, tree)
+
+
+def _run_pytest(
+    cmd: list[str], tree: Tree, check: Path, log: Path, on_cpus: frozenset[int] | None
+) -> tuple[int, float]:
+    """Run `cmd` in the tree's project with its output in `log`: its exit status and seconds."""
     start = time.perf_counter()
     with log.open("w", encoding="utf-8") as out:
         proc = subprocess.Popen(
@@ -171,21 +189,29 @@ def run(
             returncode = proc.wait()
         finally:
             _stop(proc)
-    seconds = time.perf_counter() - start
-    what = f"the {tree.side} run (round {round_}: {' '.join(cmd[1:3])} in {tree.project})"
-    wrong = _import_problems(check_out)
-    if wrong:
-        raise RunError(f"{wrong[0]}" + "".join(f"\n  also: {p}" for p in wrong[1:3]))
+    return returncode, time.perf_counter() - start
+
+
+# pytest's exit statuses past "some tests failed" (1), as the RunError names them.
+_EXIT_REASONS = {
+    2: "interrupted or a collection error",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests collected",
+}
+
+
+def _check_exit(returncode: int, what: str, log: Path) -> None:
+    """RunError, with the log's tail, unless pytest ran the tests (all passed or some failed)."""
     if returncode not in (0, 1):
-        reason = {
-            2: "interrupted or a collection error",
-            3: "internal error",
-            4: "usage error",
-            5: "no tests collected",
-        }.get(returncode, "failed")
+        reason = _EXIT_REASONS.get(returncode, "failed")
         raise RunError(
             f"{what} exited with status {returncode} ({reason}); its output ends:\n" + _tail(log)
         )
+
+
+def _read_run(json_path: Path, what: str) -> RunRecord:
+    """The run file the child wrote; RunError when it cannot be read."""
     try:
         record = load(json_path)
     except BaselineError as exc:
@@ -193,7 +219,7 @@ def run(
     if record is None:
         # The plugin writes no file when it recorded no test.
         record = RunRecord()
-    return Run(tree.side, round_, seconds, returncode, record, json_path, log)
+    return record
 
 
 def _child_setup(confine: Callable[[], None] | None) -> Callable[[], None]:

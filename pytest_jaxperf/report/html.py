@@ -4,12 +4,14 @@ plots embedded where matplotlib is importable (the `[plot]` extra)."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import html
 import inspect
 import io
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..compare import INSTRUCTIONS, RUNTIME, Verdict
@@ -293,10 +295,32 @@ def _truncation(shown: int, total: int, what: str) -> str:
 def _compile_chart(
     run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict], clock: Clock
 ) -> list[str]:
+    """The compile-time split per test, each above its faded baseline bar."""
     if not run.tests:
         return []
-    from matplotlib.colors import to_rgba  # type: ignore[import-not-found,unused-ignore]
-    from matplotlib.patches import Patch  # type: ignore[import-not-found,unused-ignore]
+    chosen, bars = _compile_bars(run, baseline, verdicts)
+    on_cpu = clock == "cpu" and all(rec.total_cpu_s is not None for _, rec, _ in bars)
+    fig = _draw_compile_bars(bars, on_cpu)
+    what = "tests (regressed first, then the longest compile times)"
+    return [
+        "<h2>Compile time per test</h2>",
+        f"<p>Each test's compile time ({'CPU' if on_cpu else 'wall'} seconds, the clock "
+        "the gate read) split into tracing, lowering and XLA backend "
+        + (
+            "compilation; the faded bar below a test is its baseline.</p>"
+            if baseline
+            else "compilation.</p>"
+        ),
+        _truncation(chosen, len(run.tests), what),
+        _img(fig, "compile time per test, split into trace, lower and backend compile"),
+    ]
+
+
+def _compile_bars(
+    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
+) -> tuple[int, list[tuple[str, RecordedTest, bool]]]:
+    """How many tests are drawn, and their bars (label, record, is_baseline): the regressed
+    first, then the longest compile times, each followed by its baseline where it has one."""
 
     def priority(item: tuple[str, RecordedTest]) -> tuple[bool, float, str]:
         nodeid, rec = item
@@ -304,12 +328,19 @@ def _compile_chart(
         return (not (verdict is not None and verdict.failed), -rec.total_s, nodeid)
 
     chosen = sorted(run.tests.items(), key=priority)[:MAX_CHART_TESTS]
-    bars: list[tuple[str, RecordedTest, bool]] = []  # (label, record, is_baseline)
+    bars: list[tuple[str, RecordedTest, bool]] = []
     for nodeid, rec in chosen:
         bars.append((_label(nodeid), rec, False))
         base = baseline.tests.get(nodeid) if baseline else None
         if base is not None:
             bars.append(("baseline", base, True))
+    return len(chosen), bars
+
+
+def _draw_compile_bars(bars: list[tuple[str, RecordedTest, bool]], on_cpu: bool) -> Figure:
+    """The stacked trace/lower/backend bars, on CPU seconds when `on_cpu`, else wall."""
+    from matplotlib.colors import to_rgba  # type: ignore[import-not-found,unused-ignore]
+    from matplotlib.patches import Patch  # type: ignore[import-not-found,unused-ignore]
 
     fig = _figure(
         11, 1.0 + 0.24 * len(bars), left=_label_inches([b[0] for b in bars], 8), bottom=0.55
@@ -318,7 +349,6 @@ def _compile_chart(
     ys = list(range(len(bars)))[::-1]
     lefts = [0.0] * len(bars)
     legend: list[Patch] = []
-    on_cpu = clock == "cpu" and all(rec.total_cpu_s is not None for _, rec, _ in bars)
     for field, name, color in PHASES:
         # The gate's clock: CPU seconds (`trace_cpu_s`, ...) where every bar has them.
         read = field.replace("_s", "_cpu_s") if on_cpu else field
@@ -338,25 +368,41 @@ def _compile_chart(
     )
     ax.grid(axis="x", alpha=0.3)
     ax.legend(handles=legend, loc="lower right", fontsize=8)
-    what = "tests (regressed first, then the longest compile times)"
-    return [
-        "<h2>Compile time per test</h2>",
-        f"<p>Each test's compile time ({'CPU' if on_cpu else 'wall'} seconds, the clock "
-        "the gate read) split into tracing, lowering and XLA backend "
-        + (
-            "compilation; the faded bar below a test is its baseline.</p>"
-            if baseline
-            else "compilation.</p>"
-        ),
-        _truncation(len(chosen), len(run.tests), what),
-        _img(fig, "compile time per test, split into trace, lower and backend compile"),
-    ]
+    return fig
+
+
+# A benchmark's runtime as charted: (ratio of medians, 0 without a baseline; its name; the
+# rounds now; the baseline's rounds; whether the gate failed it).
+_Series = tuple[float, str, list[float], list[float], bool]
 
 
 def _runtime_chart(
     run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
 ) -> list[str]:
-    found: list[tuple[float, str, list[float], list[float], bool]] = []
+    """Each benchmark's rounds now against the baseline's, as boxes."""
+    found = _runtime_series(run, baseline, verdicts)
+    if not found:
+        return []
+    # The biggest slowdowns first; benchmarks without a baseline last.
+    found.sort(key=lambda p: (-p[0], p[1]))
+    chosen = found[:MAX_CHART_TESTS]
+    fig = _draw_boxes(*_runtime_boxes(chosen))
+    return [
+        "<h2>Steady-state runtime</h2>",
+        "<p>Per-round times of each benchmark relative to its baseline median, now against "
+        "the baseline (box: quartiles, line: median, whiskers: 1.5 IQR; the label gives the "
+        "median now and the ratio of the medians); red where the gate failed the runtime, "
+        "not where a change was left ungated (machine load, another environment).</p>",
+        _truncation(len(chosen), len(found), "benchmarks (largest slowdowns first)"),
+        _img(fig, "runtime distributions per benchmark, now against the baseline"),
+    ]
+
+
+def _runtime_series(
+    run: RunRecord, baseline: RunRecord | None, verdicts: Mapping[str, Verdict]
+) -> list[_Series]:
+    """Every benchmark with rounds now, with its baseline's rounds where there are some."""
+    found: list[_Series] = []
     for nodeid, rec in run.tests.items():
         base_rec = baseline.tests.get(nodeid) if baseline else None
         old = dict(base_rec.benchmark_entries()) if base_rec else {}
@@ -370,12 +416,11 @@ def _runtime_chart(
             ratio = statistics.median(now) / base_median if base_median > 0 else 0.0
             failed = _runtime_failed(verdicts.get(nodeid), label)
             found.append((ratio, f"{nodeid}::{label}", now, before, failed))
-    if not found:
-        return []
-    # The biggest slowdowns first; benchmarks without a baseline last.
-    found.sort(key=lambda p: (-p[0], p[1]))
-    chosen = found[:MAX_CHART_TESTS]
+    return found
 
+
+def _runtime_boxes(chosen: list[_Series]) -> tuple[list[list[float]], list[str], list[str]]:
+    """The boxes' values, labels and colours, the baseline's box under each benchmark's."""
     # One axes for all (30 small panels would take seconds to lay out): each benchmark's
     # rounds divided by its reference median (the baseline's, else its own).
     data: list[list[float]] = []
@@ -392,6 +437,11 @@ def _runtime_chart(
             data.append([v / reference for v in before])
             labels.append(f"baseline  {wording.seconds(reference)}")
             colors.append(BASELINE)
+    return data, labels, colors
+
+
+def _draw_boxes(data: list[list[float]], labels: list[str], colors: list[str]) -> Figure:
+    """Horizontal boxes around the line at 1 (the baseline's median)."""
     fig = _figure(11, 1.0 + 0.26 * len(data), left=_label_inches(labels, 7.5))
     ax = fig.add_subplot()
     positions = list(range(len(data), 0, -1))
@@ -413,15 +463,7 @@ def _runtime_chart(
     ax.axvline(1.0, color="#59636e", linewidth=0.8, linestyle="--")
     ax.set_xlabel("per-round time / baseline median (1 = the baseline's median)")
     ax.grid(axis="x", alpha=0.3)
-    return [
-        "<h2>Steady-state runtime</h2>",
-        "<p>Per-round times of each benchmark relative to its baseline median, now against "
-        "the baseline (box: quartiles, line: median, whiskers: 1.5 IQR; the label gives the "
-        "median now and the ratio of the medians); red where the gate failed the runtime, "
-        "not where a change was left ungated (machine load, another environment).</p>",
-        _truncation(len(chosen), len(found), "benchmarks (largest slowdowns first)"),
-        _img(fig, "runtime distributions per benchmark, now against the baseline"),
-    ]
+    return fig
 
 
 def _runtime_failed(verdict: Verdict | None, label: str) -> bool:
@@ -442,17 +484,40 @@ def _horizontal() -> dict[str, Any]:
     return {"vert": False}
 
 
+@dataclass
+class _Totals:
+    """The history's compile seconds and compiles of all tests per run, and each test's
+    lowest and highest compile seconds across the runs."""
+
+    seconds: list[float] = dataclasses.field(default_factory=list)
+    compiles: list[float] = dataclasses.field(default_factory=list)
+    low: dict[str, float] = dataclasses.field(default_factory=dict)
+    high: dict[str, float] = dataclasses.field(default_factory=dict)
+
+
 def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Compile seconds and compiles of all tests across the history, and of the movers."""
     entries = [e for e in history if isinstance(e.get("tests"), Mapping)]
     if len(entries) < 2:
         return []
-    from matplotlib.ticker import MaxNLocator  # type: ignore[import-not-found,unused-ignore]
+    totals = _trend_totals(entries)
+    # Only the tests that moved most get a line: no per-test series for the whole suite.
+    movers = sorted(totals.low, key=lambda k: (totals.low[k] - totals.high[k], k))
+    movers = movers[:MAX_TREND_TESTS]
+    fig = _draw_trends(entries, totals, movers)
+    return [
+        "<h2>Trends</h2>",
+        f"<p>{len(entries)} runs of the history. Top: compile seconds and compiles of all "
+        "tests per run. Bottom: compile seconds of the tests that changed most.</p>",
+        _truncation(len(movers), len(totals.low), "tests in the per-test trend (largest changes)"),
+        _img(fig, "compile time and compiles across the runs of the history"),
+    ]
 
-    xs = list(range(len(entries)))
-    total_s: list[float] = []
-    total_compiles: list[float] = []
-    low: dict[str, float] = {}
-    high: dict[str, float] = {}
+
+def _trend_totals(entries: Sequence[Mapping[str, Any]]) -> _Totals:
+    """Sum each run's tests; keep each test's extremes."""
+    totals = _Totals()
+    low, high = totals.low, totals.high
     for entry in entries:
         seconds = compiles = 0.0
         for nodeid, item in entry["tests"].items():
@@ -466,30 +531,34 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
                 if value > high.get(nodeid, -math.inf):
                     high[nodeid] = value
             compiles += number(item.get("compiles")) or 0.0
-        total_s.append(seconds)
-        total_compiles.append(compiles)
-    # Only the tests that moved most get a line: no per-test series for the whole suite.
-    movers = sorted(low, key=lambda k: (low[k] - high[k], k))[:MAX_TREND_TESTS]
-    series = {
-        nodeid: [
-            number(item.get("compile_s")) if isinstance(item, Mapping) else None
-            for item in (entry["tests"].get(nodeid) for entry in entries)
-        ]
-        for nodeid in movers
-    }
+        totals.seconds.append(seconds)
+        totals.compiles.append(compiles)
+    return totals
 
+
+def _draw_trends(
+    entries: Sequence[Mapping[str, Any]], totals: _Totals, movers: list[str]
+) -> Figure:
+    """Top: the totals per run on two axes. Bottom: one line per mover."""
+    from matplotlib.ticker import MaxNLocator  # type: ignore[import-not-found,unused-ignore]
+
+    xs = list(range(len(entries)))
     fig = _figure(11, 6.0, left=0.8, right=4.2, bottom=0.9)
     top, bottom = fig.subplots(2, 1, sharex=True)
-    top.plot(xs, total_s, marker="o", markersize=3, color="#4c72b0")
+    top.plot(xs, totals.seconds, marker="o", markersize=3, color="#4c72b0")
     top.set_ylabel("compile s, all tests", color="#4c72b0")
     twin = top.twinx()
-    twin.plot(xs, total_compiles, marker="s", markersize=3, color="#dd8452")
+    twin.plot(xs, totals.compiles, marker="s", markersize=3, color="#dd8452")
     twin.set_ylabel("compiles, all tests", color="#dd8452")
     twin.yaxis.set_major_locator(MaxNLocator(integer=True))
     top.grid(alpha=0.3)
 
     for nodeid in movers:
-        ys = [math.nan if v is None else v for v in series[nodeid]]
+        series = (entry["tests"].get(nodeid) for entry in entries)
+        values = [
+            number(item.get("compile_s")) if isinstance(item, Mapping) else None for item in series
+        ]
+        ys = [math.nan if v is None else v for v in values]
         bottom.plot(xs, ys, marker="o", markersize=3, label=_label(nodeid, 60))
     bottom.set_ylabel("compile s per test")
     bottom.grid(alpha=0.3)
@@ -499,13 +568,7 @@ def _trends(history: Sequence[Mapping[str, Any]]) -> list[str]:
     ticks = xs[::step]
     bottom.set_xticks(ticks, [_run_label(entries[i], i) for i in ticks], fontsize=7, rotation=30)
     bottom.set_xlabel("run")
-    return [
-        "<h2>Trends</h2>",
-        f"<p>{len(entries)} runs of the history. Top: compile seconds and compiles of all "
-        "tests per run. Bottom: compile seconds of the tests that changed most.</p>",
-        _truncation(len(movers), len(low), "tests in the per-test trend (largest changes)"),
-        _img(fig, "compile time and compiles across the runs of the history"),
-    ]
+    return fig
 
 
 def _run_label(entry: Mapping[str, Any], index: int) -> str:

@@ -35,6 +35,17 @@ def render_markdown(
     each benchmark's runtime (against `baseline`'s where given) and a table of every
     recorded test (the first `max_rows`, problems first)."""
     summary = RunSummary.of(verdicts)
+    out = _head(run, summary, baseline_path)
+    out += _verdict_sections(summary, verdicts, baseline_path)
+    out += _new_tests(summary.new)
+    out += _notes(summary)
+    out += _benchmarks(wording.benchmark_rows(run.tests, verdicts, baseline, run.environment))
+    out += _table(run.tests, verdicts, max_rows)
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def _head(run: RunRecord, summary: RunSummary, baseline_path: str | None) -> list[str]:
+    """The title, the tally and the line naming the environment and the baseline."""
     out: list[str] = ["## pytest-jaxperf", ""]
     out.append(f"**{summary.tally()}** ({wording.plural(len(run.tests), 'recorded test')})")
     out.append("")
@@ -43,9 +54,15 @@ def render_markdown(
         context.append(f"baseline {code_span(baseline_path)}")
     if context:
         out += [" · ".join(context), ""]
+    return out
 
+
+def _verdict_sections(
+    summary: RunSummary, verdicts: Mapping[str, Verdict], baseline_path: str | None
+) -> list[str]:
+    """Regressions (with how to accept them), reported only, functions gone, improvements."""
     failed = summary.regressed
-    out += _section(
+    out = _section(
         f"Regressions ({len(failed)})",
         failed,
         lambda nodeid: _regression(verdicts[nodeid]),
@@ -78,17 +95,19 @@ def render_markdown(
         lambda nodeid: [f"- {escape(i)}" for i in verdicts[nodeid].improvements] + [""],
         "improvements",
     )
-    new = summary.new
-    if new:
-        out += [f"### New tests ({len(new)})", "", "Not in the baseline yet:", ""]
-        out += [f"- {code_span(nodeid)}" for nodeid in new[:MAX_LISTED]]
-        if len(new) > MAX_LISTED:
-            out.append(f"- … and {len(new) - MAX_LISTED} more")
-        out.append("")
-    out += _notes(summary)
-    out += _benchmarks(wording.benchmark_rows(run.tests, verdicts, baseline, run.environment))
-    out += _table(run.tests, verdicts, max_rows)
-    return "\n".join(out).rstrip("\n") + "\n"
+    return out
+
+
+def _new_tests(new: Sequence[str]) -> list[str]:
+    """The tests not in the baseline yet, the first `MAX_LISTED` of them by name."""
+    if not new:
+        return []
+    out = [f"### New tests ({len(new)})", "", "Not in the baseline yet:", ""]
+    out += [f"- {code_span(nodeid)}" for nodeid in new[:MAX_LISTED]]
+    if len(new) > MAX_LISTED:
+        out.append(f"- … and {len(new) - MAX_LISTED} more")
+    out.append("")
+    return out
 
 
 def shown_path(path: Path, rootdir: Path) -> str:
