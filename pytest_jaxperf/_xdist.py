@@ -16,7 +16,7 @@ ENVIRONMENT_KEY = "jaxperf_environment"
 class _Session(Protocol):
     def worker_payload(self) -> dict[str, Any]: ...
 
-    def merge_worker(self, data: dict[str, Any]) -> None: ...
+    def add_worker_results(self, data: dict[str, Any]) -> None: ...
 
     def worker_collected(self, ids: list[str]) -> None: ...
 
@@ -71,7 +71,7 @@ def distribution(config: Any) -> str | None:
 
 
 class XdistHooks:
-    """Controller side: merge what each worker recorded as it goes down."""
+    """Controller side: add what each worker recorded as it goes down."""
 
     def __init__(self, session: _Session) -> None:
         self.session = session
@@ -83,7 +83,7 @@ class XdistHooks:
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
         data = getattr(node, "workeroutput", {}).get(KEY)
         if data:
-            self.session.merge_worker(data)
+            self.session.add_worker_results(data)
 
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         self.session.worker_collected(ids)

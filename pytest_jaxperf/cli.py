@@ -457,11 +457,11 @@ def evaluate_all(
     for nodeid, rec in run.tests.items():
         if not rec.comparable:
             continue
-        here = run.environment_of(nodeid)
+        current = run.environment_of(nodeid)
         gating = compare.Gating.between(
-            base.environment_of(nodeid), here, tolerances,
+            base.environment_of(nodeid), current, tolerances,
             # A run made with --jaxperf-timing=off: no runtime of it gated, as the plugin did.
-            timing_mode="off" if timing_off(here) else timing_mode,
+            timing_mode="off" if timing_off(current) else timing_mode,
         )  # fmt: skip
         limits = MarkerLimits.from_json(rec.marker, f"test {nodeid}")
         verdicts[nodeid] = verdict_of(

@@ -151,8 +151,8 @@ def _rootdir_moved_by(config: pytest.Config) -> str | None:
 
     flags = {opt.flag for opt in OPTIONS if opt.kind == "path"}
     args = list(config.invocation_params.args)
-    here = config.invocation_params.dir
-    tests = [here / str(a).split("::", 1)[0] for a in config.args] or [here]
+    started_in = config.invocation_params.dir
+    tests = [started_in / str(a).split("::", 1)[0] for a in config.args] or [started_in]
     base = Path(os.path.commonpath([os.path.abspath(p) for p in tests]))
     root = config.rootpath
     if config.inipath is not None or root == base or not base.is_relative_to(root):
@@ -164,7 +164,7 @@ def _rootdir_moved_by(config: pytest.Config) -> str | None:
     for flag, value in zip(args, args[1:]):
         if flag not in flags:
             continue
-        path = Path(os.path.abspath(here / value))
+        path = Path(os.path.abspath(started_in / value))
         if Path(os.path.commonpath([base, path])) == root:
             return (
                 f"pytest-jaxperf: {flag} {value}: pytest took {value} for a test path and "

@@ -34,14 +34,15 @@ def plan(
     save: bool,
     writes_report: bool,
     baseline_environments: Sequence[Mapping[str, Any]],
-    here: Mapping[str, Any],
+    this_machine: Mapping[str, Any],
 ) -> ReferencePlan:
     """The plan of a run. `switched_off`: the user or the setting said not to measure it
     (--jaxperf-no-reference-compile, `jaxperf ab`, an xdist worker, valgrind); `save`: the
     run saves a baseline; `writes_report`: it writes a run file or history line, which
     carries the reference to another machine's comparison; `baseline_environments`: the
-    baseline's environment blocks (its own and its entries'), `here` this machine's."""
-    known = tuple(e for e in baseline_environments if not other_machine([e], here))
+    baseline's environment blocks (its own and its entries'), `this_machine` this
+    machine's keys."""
+    known = tuple(e for e in baseline_environments if not other_machine([e], this_machine))
     stored: dict[str, Any] = next(
         (
             {k: env[k] for k in (REFERENCE_KEY, SPREAD_KEY, SAMPLES_KEY) if k in env}
@@ -53,7 +54,7 @@ def plan(
     # Used where a save stores it, a report carries it, or a gate compares an entry of
     # another CPU model or core count (it scales compile seconds across machines, nothing
     # else). Measuring it costs a process and five compiles (about 4 CPU seconds).
-    used = save or writes_report or other_machine(baseline_environments, here)
+    used = save or writes_report or other_machine(baseline_environments, this_machine)
     if switched_off or not used:
         return ReferencePlan("never", known, stored)
     # A save alone into a baseline whose every environment is this machine model's, one

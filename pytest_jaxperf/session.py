@@ -66,7 +66,7 @@ class JaxPerfSession:
         self.reference: Reference | None = None
         # Whether it is left for the end of a save, and measured there only if the save
         # writes anything this run measured (reference_plan.py: "at_end").
-        self.reference_pending = False
+        self.reference_deferred = False
         # What --jaxperf-save did to the baseline, one line for the summary.
         self.saved: str | None = None
         # The test ids collected (selected) and deselected, to name baseline entries that did
@@ -109,14 +109,14 @@ class JaxPerfSession:
         per session: `Gating.between` reuses its work for equal arguments)."""
         return hookcalls.compatible_rule(self.config)
 
-    def _here(self) -> dict[str, Any]:
-        """This machine (`machine.here`) as the block names it, after the plugins' hooks:
+    def _this_machine(self) -> dict[str, Any]:
+        """This machine (`machine.this_machine`) as the block names it, after the plugins' hooks:
         compared with the baseline's blocks, which were saved with them."""
         from .measure import machine
 
-        here = machine.here()
-        self.environment_changes.apply(here)
-        return here
+        keys = machine.this_machine()
+        self.environment_changes.apply(keys)
+        return keys
 
     def _env(self) -> dict[str, Any]:
         if self.environment is None:
@@ -159,7 +159,7 @@ class JaxPerfSession:
             reference.discard()
             return
         if when == "at_end":
-            self.reference_pending = True
+            self.reference_deferred = True
             return
         self._measure_reference()
 
@@ -190,7 +190,7 @@ class JaxPerfSession:
             save=s.save,
             writes_report=s.json is not None or s.history is not None,
             baseline_environments=self._baseline_environments(),
-            here=self._here(),
+            this_machine=self._this_machine(),
         )
 
     def prestart_reference(self) -> None:
@@ -533,7 +533,7 @@ class JaxPerfSession:
             "verdicts": {k: o.to_json() for k, o in self.verdicts.items()},
         }
 
-    def merge_worker(self, data: dict[str, Any]) -> None:
+    def add_worker_results(self, data: dict[str, Any]) -> None:
         if self.environment is None and data.get("environment"):
             self.environment = data["environment"]
         for nodeid, rec in data["tests"].items():
@@ -615,9 +615,9 @@ class JaxPerfSession:
         )
 
         to_save, early = run, None
-        if self.reference_pending:
-            self.reference_pending = False
-            # Merged first, outside the baseline's lock, as if the check kept the stored value
+        if self.reference_deferred:
+            self.reference_deferred = False
+            # Resaved first, outside the baseline's lock, as if the check kept the stored value
             # (as it does unless this machine's compile moved): where the save writes nothing
             # this run measured, there is nothing to check.
             assumed = dict(self.reference_plan.stored)
@@ -635,15 +635,15 @@ class JaxPerfSession:
                 if fresh != assumed:
                     to_save, early = run, None
 
-        def merge(old: RunRecord | None, new: RunRecord) -> RunRecord:
-            # The file as this run read it, merged already: one merge (0.6 s on a
+        def resave_unless_done(old: RunRecord | None, new: RunRecord) -> RunRecord:
+            # The file as this run read it, resaved already: one resave (0.6 s on a
             # 10,000-test baseline) where nothing changed it meanwhile.
             return early if early is not None and old is known.run else how(old, new)
 
         saved = self._write_file(
             "jaxperf_baseline",
             s.baseline,
-            lambda: store.save_merged(s.baseline, to_save, merge, known),
+            lambda: store.save_merged(s.baseline, to_save, resave_unless_done, known),
         )
         if saved is not None:
             path = s.baseline

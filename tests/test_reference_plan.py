@@ -17,7 +17,7 @@ OTHER = {"cpu": "Other CPU", "cpu_count": 2, REFERENCE_KEY: 0.6}
 
 def _plan(envs: list[dict[str, Any]], **kw: bool) -> ReferencePlan:
     args = {"switched_off": False, "save": False, "writes_report": False, **kw}
-    return plan(baseline_environments=envs, here=HERE, **args)
+    return plan(baseline_environments=envs, this_machine=HERE, **args)
 
 
 @pytest.mark.parametrize(

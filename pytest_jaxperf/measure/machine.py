@@ -43,10 +43,10 @@ def before_jax() -> dict[str, Any]:
     """The keys of the block known without JAX: Python, the OS, this machine (what a
     `pytest_jaxperf_environment` hook is shown, before any test runs)."""
     return {"python": platform.python_version(), "platform": platform.platform(terse=True),
-            **here()}  # fmt: skip
+            **this_machine()}  # fmt: skip
 
 
-def here() -> dict[str, Any]:
+def this_machine() -> dict[str, Any]:
     """This machine as `environment.MACHINE_KEYS` name it (no JAX needed)."""
     return {"cpu": _cpu_model(), "cpu_count": os.cpu_count() or 0}
 
