@@ -8,8 +8,9 @@ failures; the reports count them per code."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -96,3 +97,38 @@ def strict_lines(notes: Iterable[str], strict: frozenset[str]) -> list[str]:
         for note in notes
         if (code := code_of(note)) is not None and code in strict
     ]
+
+
+def run_findings(
+    *,
+    saving: bool,
+    prune: bool,
+    baseline_path: str,
+    recorded: Collection[str],
+    baseline: Mapping[str, Any] | None,
+    not_run: list[str],
+) -> list[tuple[str, str]]:
+    """(code, line) of what concerns a run, not one test: a gate whose baseline (`baseline`,
+    its entries by test id; None: no file) has none of the tests `recorded`,
+    and baseline tests that did not run (`not_run`, see notrun.py), unless the save prunes
+    them. A save gates nothing, so it has no `no_baseline`."""
+    from . import notrun
+
+    found = []
+    if not saving and recorded:
+        n = len(recorded)
+        if baseline is None:
+            found.append(("no_baseline", (
+                f"jaxperf: no baseline at {baseline_path}: the {n} recorded "
+                "test(s) gated nothing against one (commit the file --jaxperf-save writes) "
+                "[no_baseline]"
+            )))  # fmt: skip
+        elif not any(nodeid in baseline for nodeid in recorded):
+            found.append(("no_baseline", (
+                f"jaxperf: the baseline {baseline_path} has none of the {n} "
+                f"recorded test(s) of this run ({len(baseline)} entries of other "
+                "tests: another rootdir or --jaxperf-baseline?) [no_baseline]"
+            )))  # fmt: skip
+    if not_run and not (saving and prune):
+        found.append(("not_run", notrun.line(not_run, baseline_path, saving)))
+    return found

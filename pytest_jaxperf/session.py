@@ -23,8 +23,7 @@ from .model import (
     recorded_test_to_json,
 )
 from .reference_plan import ReferencePlan
-from .report import junit, terminal, wording
-from .report.summary import RunSummary, not_gated_lines, upgrade_line
+from .report import junit, terminal
 from .storage import outputs, store
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
@@ -330,29 +329,19 @@ class JaxPerfSession:
 
     @functools.cached_property
     def run_findings(self) -> list[tuple[str, str]]:
-        """(code, line) of what concerns the run, not a test: a baseline that gated nothing,
-        baseline tests that did not run (asked by the exit status and the summary)."""
-        from . import notrun
+        """(code, line) of what concerns the run, not a test (`notgated.run_findings`); asked
+        by the exit status and the summary."""
+        from . import notgated
 
         s = self.settings
-        found = []
-        if not s.save and self.records:
-            if self.baseline is None:
-                found.append(("no_baseline", (
-                    f"jaxperf: no baseline at {s.baseline}: the {len(self.records)} recorded "
-                    "test(s) gated nothing against one (commit the file --jaxperf-save writes) "
-                    "[no_baseline]"
-                )))  # fmt: skip
-            elif not any(nodeid in self.baseline.tests for nodeid in self.records):
-                found.append(("no_baseline", (
-                    f"jaxperf: the baseline {s.baseline} has none of the {len(self.records)} "
-                    f"recorded test(s) of this run ({len(self.baseline.tests)} entries of other "
-                    "tests: another rootdir or --jaxperf-baseline?) [no_baseline]"
-                )))  # fmt: skip
-        gone = self.not_run
-        if gone and not (s.save and s.prune):
-            found.append(("not_run", notrun.line(gone, str(s.baseline), s.save)))
-        return found
+        return notgated.run_findings(
+            saving=s.save,
+            prune=s.prune,
+            baseline_path=str(s.baseline),
+            recorded=self.records,
+            baseline=self.baseline.tests if self.baseline is not None else None,
+            not_run=self.not_run,
+        )
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_setup(self, item: pytest.Item) -> None:
@@ -436,23 +425,14 @@ class JaxPerfSession:
             f"{item.nodeid}: {line}" for line in confirmation.unconfirmed(verdict)
         ]  # fmt: skip
         self.verdicts[item.nodeid] = verdict
-        section = terminal.detail_section(record, verdict)
-        if item.nodeid in self.listener_errors:
-            section += (
-                f"\nrecorder: {self.listener_errors[item.nodeid]} JAX event(s) could not be "
-                "read; the counts above may be incomplete (a JAX version this plugin does not "
-                "know?)"
-            )
-        if item.nodeid in self.foreign_events:
-            section += (
-                f"\nnot charged: {self.foreign_events[item.nodeid]} JAX event(s) on threads "
-                "started before this test"
-            )
-        for line in self.rewarmed.get(item.nodeid, ()):
-            section += f"\n{line}"
         from .measure.recorder import RECORDER
 
-        section += f"\nsources: {RECORDER.sources()}"
+        section = terminal.detail_section(record, verdict) + terminal.recording_notes(
+            self.listener_errors.get(item.nodeid, 0),
+            self.foreign_events.get(item.nodeid, 0),
+            self.rewarmed.get(item.nodeid, ()),
+            RECORDER.sources(),
+        )
         rep.sections.append(("jaxperf", section))
         if verdict.failed:
             # The test itself passed: "regressed" keeps it apart from a real failure.
@@ -484,46 +464,19 @@ class JaxPerfSession:
             if not self.config.option.collectonly and exitstatus != pytest.ExitCode.USAGE_ERROR:
                 terminalreporter.write_line(nothing_recorded(self.settings), yellow=True)
             return
-        tr = terminalreporter
-        tr.write_sep("=", "jaxperf")
-        entries = self.baseline.tests if self.baseline else None
-        rows = terminal.summary_rows(self.records, self.verdicts, entries, self.settings.tolerances)
-        for line, status in rows:
-            tr.write_line(line, **terminal.markup(status))
-        benchmarks = wording.benchmark_rows(self.records, self.verdicts, self.baseline, self._env())
-        for line in terminal.benchmark_lines(benchmarks):
-            tr.write_line(line)
-        for nodeid, out in sorted(self.verdicts.items()):
-            for b in wording.ordered(out.breaches):
-                if not b.gated:
-                    line = f"reported only: {nodeid}: {wording.breach_lines(b)[0]}"
-                    tr.write_line(line, **terminal.markup("reported only"))
-            for fn in out.gone:
-                tr.write_line(wording.gone_line(fn, nodeid), **terminal.markup("function gone"))
-            if not out.failed:  # a failed test's explanation says it already
-                for line in wording.diagnosis_lines(out, nodeid):
-                    tr.write_line(line, **terminal.markup("reported only"))
-        summary = RunSummary.of(self.verdicts)
-        # Said, not only counted in the tally: a CPU model that differs from the baseline's
-        # switches the compile-time gate off for every test.
-        for line in not_gated_lines(summary.notes):
-            tr.write_line(line, yellow=True)
-        upgraded = upgrade_line(self.verdicts)
-        if upgraded is not None:
-            tr.write_line(upgraded, yellow=True)
-        tr.write_line(summary.tally(), **terminal.tally_markup(bool(summary.regressed)))
-        if self.saved is not None:
-            tr.write_line(self.saved)
-        for code, line in self.run_findings:
-            strict = code in self.settings.strict
-            tr.write_line(
-                line + (" (failed by --jaxperf-strict)" if strict else ""),
-                **terminal.markup("REGRESSED" if strict else "reported only"),
-            )
-        for note in self.notes:
-            tr.write_line(f"pytest-jaxperf: {note}", yellow=True)
-        for line in self.write_errors:
-            tr.write_line(f"pytest-jaxperf: {line}", red=True)
+        terminalreporter.write_sep("=", "jaxperf")
+        end = terminal.RunEnd(
+            self.saved, self.run_findings, self.settings.strict, self.notes, self.write_errors
+        )
+        for line, markup in terminal.session_summary(
+            self.records,
+            self.verdicts,
+            self.baseline,
+            self.settings.tolerances,
+            self._env(),
+            end,
+        ):
+            terminalreporter.write_line(line, **markup)
 
     # -- pytest-xdist: a worker's records and verdicts, as plain JSON values ---------------
     def worker_payload(self) -> dict[str, Any]:

@@ -62,3 +62,27 @@ def test_the_strict_option_is_checked() -> None:
     assert convert("--jaxperf-strict", "codes", "", ".") == frozenset()
     with pytest.raises(ConfigError, match=r"did you mean 'machine_load'\?"):
         convert("--jaxperf-strict", "codes", "machine-load", ".")
+
+
+def test_run_findings_name_a_baseline_that_gated_nothing_and_tests_that_did_not_run() -> None:
+    from pytest_jaxperf.notgated import run_findings
+
+    args = {"saving": False, "prune": False, "baseline_path": "b.json", "not_run": []}
+    assert run_findings(recorded={"t::a": 1}, baseline=None, **args) == [("no_baseline", (
+        "jaxperf: no baseline at b.json: the 1 recorded test(s) gated nothing against one "
+        "(commit the file --jaxperf-save writes) [no_baseline]"
+    ))]  # fmt: skip
+    (found,) = run_findings(recorded=["t::a", "t::b"], baseline={"t::c": 0}, **args)
+    assert found == ("no_baseline", (
+        "jaxperf: the baseline b.json has none of the 2 recorded test(s) of this run "
+        "(1 entries of other tests: another rootdir or --jaxperf-baseline?) [no_baseline]"
+    ))  # fmt: skip
+    assert run_findings(recorded=["t::a"], baseline={"t::a": 0}, **args) == []
+    assert run_findings(recorded=[], baseline=None, **args) == []  # nothing recorded
+    gone = {**args, "not_run": ["t::old"]}
+    ((code, line),) = run_findings(recorded=["t::a"], baseline={"t::a": 0}, **gone)
+    assert code == "not_run" and "--jaxperf-prune removes them" in line
+    # A save gates nothing; one that prunes drops the entries instead of naming them.
+    saving = {**gone, "saving": True}
+    assert [c for c, _ in run_findings(recorded=["t::a"], baseline=None, **saving)] == ["not_run"]
+    assert run_findings(recorded=["t::a"], baseline=None, **{**saving, "prune": True}) == []

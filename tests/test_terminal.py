@@ -362,3 +362,44 @@ def test_tally_counts_a_test_with_a_compile_time_note_and_a_breach_once_each() -
     outcome = Verdict("REGRESSED", [Breach(COMPILE_TIME, None, 1.0, 3.0, "baseline")], notes=["n"])
     expected = "jaxperf: 1 regression, 0 improvements, 0 new, 1 not gated"
     assert RunSummary.of({"t::a": outcome}).tally() == expected
+
+
+def test_the_session_summary_orders_its_lines_and_marks_them() -> None:
+    base = rec(fn("f", "m.py:1"))
+    grew = rec(fn("f", "m.py:1", traces=2))
+    verdicts = {
+        "t::ok": evaluate(base, base, MarkerLimits(), Gating(Tolerances())),
+        "t::grew": evaluate(grew, base, MarkerLimits(), Gating(Tolerances())),
+    }
+    end = terminal.RunEnd(
+        saved="saved 2 tests",
+        findings=[("not_run", "NOT RUN [not_run]"), ("no_baseline", "NONE [no_baseline]")],
+        strict=frozenset({"not_run"}),
+        notes=["a note"],
+        write_errors=["--jaxperf-json x not written: denied"],
+    )
+    records = {"t::ok": base, "t::grew": grew}
+    lines = terminal.session_summary(records, verdicts, None, Tolerances(), {}, end)
+    assert [line for line, _ in lines[:3]] == summary_lines(records, verdicts, None, Tolerances())
+    # The header, then the tests by name: t::grew first.
+    assert [markup for _, markup in lines[:3]] == [{}, terminal.markup("REGRESSED"), {}]
+    assert lines[3:] == [
+        ("jaxperf: 1 regression, 0 improvements, 0 new, 0 not gated", terminal.tally_markup(True)),
+        ("saved 2 tests", {}),
+        ("NOT RUN [not_run] (failed by --jaxperf-strict)", terminal.markup("REGRESSED")),
+        ("NONE [no_baseline]", terminal.markup("reported only")),
+        ("pytest-jaxperf: a note", {"yellow": True}),
+        ("pytest-jaxperf: --jaxperf-json x not written: denied", {"red": True}),
+    ]
+
+
+def test_recording_notes_name_only_what_happened() -> None:
+    assert terminal.recording_notes(0, 0, (), "events") == "\nsources: events"
+    text = terminal.recording_notes(2, 3, ["rewarmed: g"], "events")
+    assert text.splitlines()[1:] == [
+        "recorder: 2 JAX event(s) could not be read; the counts above may be incomplete (a "
+        "JAX version this plugin does not know?)",
+        "not charged: 3 JAX event(s) on threads started before this test",
+        "rewarmed: g",
+        "sources: events",
+    ]

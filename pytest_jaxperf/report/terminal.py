@@ -3,15 +3,17 @@ table and the colours of each status (the words themselves are `wording`'s)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..compare import COMPILE_TIME, JIT, SIZE_WORDS, Verdict, compile_seconds
 from ..config import Clock, Tolerances
 from ..confirmation import NOT_CONFIRMED
-from ..model import RecordedTest
+from ..model import RecordedTest, RunRecord
 from ..storage.store import BaselineError
 from . import wording
-from .summary import status_of
+from .summary import RunSummary, not_gated_lines, status_of, upgrade_line
 from .wording import (
     benchmark_line,
     change_text,
@@ -305,3 +307,98 @@ def markup(status: str) -> dict[str, bool]:
 def tally_markup(regressed: bool) -> dict[str, bool]:
     """The tally line red when a test regressed, else green, as pytest's last line."""
     return _FAILS if regressed else {"green": True}
+
+
+# A line of the plugin's summary and its TerminalWriter markup ({} for plain).
+Line = tuple[str, dict[str, bool]]
+
+
+@dataclass(frozen=True)
+class RunEnd:
+    """What the plugin's summary says after the verdicts: what the save did, the run's own
+    findings (code, line) and which of their codes --jaxperf-strict fails, the session's
+    notes and the files it could not write."""
+
+    saved: str | None = None
+    findings: Sequence[tuple[str, str]] = ()
+    strict: frozenset[str] = frozenset()
+    notes: Sequence[str] = ()
+    write_errors: Sequence[str] = ()
+
+
+def session_summary(
+    records: Mapping[str, RecordedTest],
+    verdicts: Mapping[str, Verdict],
+    baseline: RunRecord | None,
+    tolerances: Tolerances,
+    environment: Mapping[str, Any],
+    end: RunEnd,
+) -> list[Line]:
+    """The plugin's summary under its `jaxperf` heading: the table of tests, the benchmarks,
+    what each verdict reported only or diagnosed, then the run's own lines."""
+    entries = baseline.tests if baseline else None
+    rows = summary_rows(records, verdicts, entries, tolerances)
+    lines: list[Line] = [(line, markup(status)) for line, status in rows]
+    benchmarks = wording.benchmark_rows(records, verdicts, baseline, environment)
+    lines += [(line, {}) for line in benchmark_lines(benchmarks)]
+    return lines + _verdict_lines(verdicts) + _run_lines(verdicts, end)
+
+
+def _verdict_lines(verdicts: Mapping[str, Verdict]) -> list[Line]:
+    """Per test, by name: breaches reported only, functions gone, and the diagnoses of a
+    test that did not fail (a failed test's explanation says them already)."""
+    lines: list[Line] = []
+    for nodeid, out in sorted(verdicts.items()):
+        for b in wording.ordered(out.breaches):
+            if not b.gated:
+                line = f"reported only: {nodeid}: {wording.breach_lines(b)[0]}"
+                lines.append((line, markup("reported only")))
+        for fn in out.gone:
+            lines.append((wording.gone_line(fn, nodeid), markup("function gone")))
+        if not out.failed:
+            for line in wording.diagnosis_lines(out, nodeid):
+                lines.append((line, markup("reported only")))
+    return lines
+
+
+def _run_lines(verdicts: Mapping[str, Verdict], end: RunEnd) -> list[Line]:
+    """What was not gated and why, an upgrade's changes, the tally, then the save, the
+    run's own findings, the notes and the files not written."""
+    summary = RunSummary.of(verdicts)
+    # Said, not only counted in the tally: a CPU model that differs from the baseline's
+    # switches the compile-time gate off for every test.
+    lines: list[Line] = [(line, {"yellow": True}) for line in not_gated_lines(summary.notes)]
+    upgraded = upgrade_line(verdicts)
+    if upgraded is not None:
+        lines.append((upgraded, {"yellow": True}))
+    lines.append((summary.tally(), tally_markup(bool(summary.regressed))))
+    if end.saved is not None:
+        lines.append((end.saved, {}))
+    for code, line in end.findings:
+        strict = code in end.strict
+        lines.append((
+            line + (" (failed by --jaxperf-strict)" if strict else ""),
+            markup("REGRESSED" if strict else "reported only"),
+        ))  # fmt: skip
+    lines += [(f"pytest-jaxperf: {note}", {"yellow": True}) for note in end.notes]
+    lines += [(f"pytest-jaxperf: {line}", {"red": True}) for line in end.write_errors]
+    return lines
+
+
+def recording_notes(
+    listener_errors: int, foreign_events: int, rewarmed: Sequence[str], sources: str
+) -> str:
+    """What a test's report section adds about the recording itself: JAX events that could
+    not be read or were not charged to it, work charged elsewhere, where the counts come
+    from (each line after a newline)."""
+    text = ""
+    if listener_errors:
+        text += (
+            f"\nrecorder: {listener_errors} JAX event(s) could not be read; the counts above "
+            "may be incomplete (a JAX version this plugin does not know?)"
+        )
+    if foreign_events:
+        text += f"\nnot charged: {foreign_events} JAX event(s) on threads started before this test"
+    for line in rewarmed:
+        text += f"\n{line}"
+    return text + f"\nsources: {sources}"
