@@ -4,7 +4,6 @@ it regressed, prints the summary and writes the files at the end."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 from collections.abc import Callable, Generator, Mapping
 from pathlib import Path
@@ -557,7 +556,9 @@ class JaxPerfSession:
 
     def _save(self, run: RunRecord) -> None:
         """--jaxperf-save: this run's passed tests into the baseline, keeping what the run did
-        not measure (see storage/resave.py); the summary says what changed."""
+        not measure (storage/resave.py), the reference checked first where it was deferred
+        (baseline_save.py); the summary says what changed."""
+        from . import baseline_save
         from .storage import resave
 
         s, known = self.settings, self.baseline_read
@@ -566,52 +567,30 @@ class JaxPerfSession:
             s.tolerances,
             prune=frozenset(self.not_run) if s.prune else frozenset(),
         )
-
-        to_save, early = run, None
+        assumed = None
         if self.reference_deferred:
             self.reference_deferred = False
-            # Resaved first, outside the baseline's lock, as if the check kept the stored value
-            # (as it does unless this machine's compile moved): where the save writes nothing
-            # this run measured, there is nothing to check.
-            assumed = dict(self.reference_plan.stored)
-            to_save = dataclasses.replace(run, environment={**run.environment, **assumed})
-            early = how(known.run, to_save)
-            if how.tally.updated or how.tally.added:
-                # The save writes what this run measured: its machine's reference with it,
-                # checked now (a JAX child, seconds: before the lock is taken, never under it)
-                # as it would have been before the first test.
-                self._measure_reference()
-                fresh: dict[str, Any] = {}
-                if self.reference is not None and self.reference.matches(run.environment):
-                    fresh = self.reference.fields()
-                run.environment.update(fresh)
-                if fresh != assumed:
-                    to_save, early = run, None
-
-        def resave_unless_done(old: RunRecord | None, new: RunRecord) -> RunRecord:
-            # The file as this run read it, resaved already: one resave (0.6 s on a
-            # 10,000-test baseline) where nothing changed it meanwhile.
-            return early if early is not None and old is known.run else how(old, new)
-
+            assumed = self.reference_plan.stored
+        prepared = baseline_save.with_reference(
+            run, known.run, how, assumed, lambda: self._checked_reference(run.environment)
+        )
         saved = self._write_file(
             "jaxperf_baseline",
             s.baseline,
-            lambda: store.save_merged(s.baseline, to_save, resave_unless_done, known),
+            lambda: baseline_save.save(s.baseline, prepared, how, known),
         )
         if saved is not None:
             path = s.baseline
             with contextlib.suppress(ValueError):  # outside the rootdir: shown whole
                 path = path.relative_to(self.config.rootpath)
-            self.saved = how.tally.line(str(path))
-            before = known.run.environment if known.run is not None else None
-            changed = _environment_changed(before, saved.environment)
-            if changed and (how.tally.updated or how.tally.added):
-                # Said once: a save under x64 (another jax, device count) switches the gate
-                # off for every run in the old environment, CI's included.
-                self.saved += (
-                    f"; the baseline's environment changed ({changed}): runs in the old one "
-                    "gate no program sizes or compile time of the entries this save wrote"
-                )
+            self.saved = baseline_save.summary_line(how, str(path), known.run, saved)
+
+    def _checked_reference(self, environment: Mapping[str, Any]) -> dict[str, Any]:
+        """The reference compile measured now: its fields where it holds for `environment`."""
+        self._measure_reference()
+        if self.reference is not None and self.reference.matches(environment):
+            return self.reference.fields()
+        return {}
 
     def _write_file(self, dest: str, path: Path, write: Callable[[], T]) -> T | None:
         """write(), or None with one line about the failure kept for the summary."""
@@ -653,16 +632,6 @@ class JaxPerfSession:
         if note is not None:
             self.notes.append(note)
         return read.entries
-
-
-def _environment_changed(before: Mapping[str, Any] | None, after: Mapping[str, Any]) -> str:
-    """'x64 False -> True, ...': how the file's environment changed in what program metrics
-    depend on; "" where it did not (or there was no file)."""
-    if before is None:
-        return ""
-    from .environment import static_differences
-
-    return ", ".join(static_differences(before, after))
 
 
 def nothing_recorded(settings: Settings) -> str:
