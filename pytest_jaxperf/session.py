@@ -219,34 +219,23 @@ class JaxPerfSession:
         traces and compiles out of the verdicts where the user switched jit off."""
         if self.not_measured is not None:
             return
-        from .measure import _jaxhooks
-        from .measure.recorder import RECORDER
+        from .measure import selfcheck
 
-        problems = RECORDER.self_check(self.config.rootpath)
-        self.not_measured = dict(problems)
-        if problems:
-            what = "; ".join(f"{metric}: {why}" for metric, why in sorted(problems.items()))
-            version = _jaxhooks.jax_version()
-            if any(why.startswith("missing ") for why in problems.values()):
-                line = (
-                    f"pytest-jaxperf: jax {version} is not supported, its internals moved "
-                    f"({what}); supported: {_jaxhooks.SUPPORTED}"
-                )
-            else:
-                line = f"pytest-jaxperf: the self-check failed on jax {version} ({what})"
+        found = selfcheck.run(self.config.rootpath)
+        self.not_measured = dict(found.failed)
+        if found.line is not None:
             if not self.settings.allow_partial:
-                pytest.exit(line + "; --jaxperf-allow-partial runs anyway", returncode=4)
+                pytest.exit(found.line + "; --jaxperf-allow-partial runs anyway", returncode=4)
             self._warn(
-                f"{line}; these metrics are reported as not measured and not gated: "
-                + ", ".join(sorted(problems))
+                f"{found.line}; these metrics are reported as not measured and not gated: "
+                + ", ".join(sorted(found.failed))
             )
-        if _jaxhooks.jit_disabled():
-            from . import environment
-
-            why = f"{environment.JIT_DISABLED}: jitted functions run op by op"
+        if found.jit_off is not None:
             for metric in ("traces", "compiles"):
-                self.not_measured.setdefault(metric, why)
-            self._warn(f"pytest-jaxperf: {why}; traces and compiles are not measured or gated")
+                self.not_measured.setdefault(metric, found.jit_off)
+            self._warn(
+                f"pytest-jaxperf: {found.jit_off}; traces and compiles are not measured or gated"
+            )
 
     def _warn(self, line: str) -> None:
         tr = self.config.pluginmanager.get_plugin("terminalreporter")
