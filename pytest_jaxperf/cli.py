@@ -8,7 +8,7 @@ import contextlib
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn, TextIO
+from typing import Any, NoReturn, TextIO
 
 from . import compare, inifile
 from .config import (
@@ -126,10 +126,27 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
+    _add_show(commands)
+    _add_compare(commands)
+    _add_merge(commands)
+    _add_resolve(commands)
+    _add_export(commands)
+    if ab:
+        from .ab import command as ab_command
+
+        ab_command.add_parser(commands)
+    return parser
+
+
+def _add_show(commands: argparse._SubParsersAction[Any]) -> None:
+    """`jaxperf show REPORT`."""
     show = commands.add_parser("show", help="print a report's table and per-function details")
     show.add_argument("report", type=Path, metavar="REPORT")
     show.set_defaults(run=_show)
 
+
+def _add_compare(commands: argparse._SubParsersAction[Any]) -> None:
+    """`jaxperf compare BASELINE REPORT...` with the gate's settings."""
     cmp = commands.add_parser(
         "compare",
         help="gate REPORT against BASELINE (exit 1 on a regression, 2 on bad input)",
@@ -151,6 +168,9 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
     )
     cmp.set_defaults(run=_compare)
 
+
+def _add_merge(commands: argparse._SubParsersAction[Any]) -> None:
+    """`jaxperf merge SHARD... -o OUT` with the save's settings."""
     mrg = commands.add_parser(
         "merge",
         help="merge the reports of a suite's shards into a baseline (exit 2 on bad input)",
@@ -174,6 +194,9 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
     _add_settings_arguments(mrg)
     mrg.set_defaults(run=_merge)
 
+
+def _add_resolve(commands: argparse._SubParsersAction[Any]) -> None:
+    """`jaxperf resolve BASELINE`."""
     res = commands.add_parser(
         "resolve",
         help="resolve a baseline's git merge conflict, per test (exit 2 on bad input)",
@@ -196,17 +219,14 @@ def build_parser(ab: bool = True) -> argparse.ArgumentParser:
     )
     res.set_defaults(run=_resolve)
 
+
+def _add_export(commands: argparse._SubParsersAction[Any]) -> None:
+    """`jaxperf export --format FORMAT REPORT`."""
     exp = commands.add_parser("export", help="write a report's metrics for a benchmark service")
     exp.add_argument("--format", required=True, choices=sorted(EXPORT_FORMATS), dest="format")
     exp.add_argument("report", type=Path, metavar="REPORT")
     exp.add_argument("-o", "--output", type=Path, metavar="OUT", help="file (default: stdout)")
     exp.set_defaults(run=_export)
-
-    if ab:
-        from .ab import command as ab_command
-
-        ab_command.add_parser(commands)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -101,6 +101,14 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         "time and steady-state runtime as head/base ratios with confidence intervals from the "
         "paired rounds. Run it where you would run pytest; pytest arguments go after --.",
     )
+    _add_run_options(ab)
+    _add_thresholds(ab)
+    _add_where_options(ab)
+    ab.set_defaults(run=run)
+
+
+def _add_run_options(ab: argparse.ArgumentParser) -> None:
+    """What is compared and how often: the base commit, the rounds, the runtime clock."""
     ab.add_argument(
         "--base",
         required=True,
@@ -124,6 +132,10 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         "else wall) or instructions: every run under valgrind, counting instructions per call "
         "(needs valgrind and pytest-jaxperf[instructions]; one round is exact)",
     )
+
+
+def _add_thresholds(ab: argparse.ArgumentParser) -> None:
+    """When a ratio fails: runtime, compile time, program metrics."""
     ab.add_argument(
         "--runtime-threshold",
         type=_threshold,
@@ -148,6 +160,10 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         metavar="X",
         help=f"relative growth of program metrics tolerated (default {DEFAULT_STATIC_RTOL:g})",
     )
+
+
+def _add_where_options(ab: argparse.ArgumentParser) -> None:
+    """Where the runs import from and run, what they write, and pytest's own arguments."""
     ab.add_argument(
         "--path",
         action="append",
@@ -183,7 +199,6 @@ def add_parser(commands: argparse._SubParsersAction[Any]) -> None:
         metavar="-- PYTEST_ARGS",
         help="passed to every pytest run, e.g. -- -k train tests/perf",
     )
-    ab.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
