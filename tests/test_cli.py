@@ -282,7 +282,7 @@ def test_show_names_a_broken_benchmark_entry(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert f"{path} is not a pytest-jaxperf baseline: tests['t::a'].benchmarks['b']" in err
-    assert "missing field 'trace_s'" in err
+    assert "missing field 'compiled_on_first_call'" in err
 
 
 def test_show_missing_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -157,6 +157,7 @@ def merge_into(
             tally.added += how.tally.added
             tally.unmeasured += how.tally.unmeasured
             tally.why = tally.why or how.tally.why
+            tally.converted = tally.converted or how.tally.converted
         if result is None:  # no shard, and no file: load_shards refuses that earlier
             raise BaselineError(f"{path}: nothing to merge; {FIX_SHARD}")
         if not tally.wrote_nothing:  # shards that measured no counts (jit off) change nothing
