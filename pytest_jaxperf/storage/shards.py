@@ -187,7 +187,7 @@ def merge_lines(merged: Merged) -> list[str]:
         f"({m.tally.updated} entr{'ies' if m.tally.updated != 1 else 'y'} updated, "
         f"{m.tally.added} added, {m.unchanged} as stored), "
         f"{m.kept} other entr{'ies' if m.kept != 1 else 'y'} kept, "
-        f"{len(m.result.tests)} in all"
+        f"{len(m.result.tests)} in all{m.tally.conversion()}"
     ]
     if m.tally.unmeasured:
         lines.append(f"not merged: {m.tally.unmeasured} test(s): {m.tally.why}")
