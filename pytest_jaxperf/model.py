@@ -839,7 +839,8 @@ def _plain_benchmark(data: Any) -> BenchmarkEntry | None:
         return None
     numbers = [v for v, t in zip(data.values(), types) if t in _NUMBER_TYPES]
     try:
-        if not (min(numbers) >= 0 and sum(numbers) < _INF):  # a NaN makes the sum NaN
+        # (None at all in a baseline's entry of a benchmark that measured no metric.)
+        if numbers and not (min(numbers) >= 0 and sum(numbers) < _INF):  # NaN: the sum NaN
             return None
     except OverflowError:  # a count too big for a float
         return None

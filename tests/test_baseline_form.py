@@ -371,3 +371,22 @@ def test_jaxperf_resolve_writes_the_baseline_form(tmp_path: Path) -> None:
     resolved = resolve_sides(ours, theirs, None, "ours", "--keep ours")
     assert resolved.kept == ()  # no difference the gate reads: nothing to choose
     assert resolved.run.tests == {"t.py::a": baseline_form(test)}
+
+
+@pytest.mark.parametrize("reader", ["msgspec", "orjson", "json"])
+def test_a_benchmark_that_measured_no_number_reads_back(
+    tmp_path: Path, reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Timing off and no program metrics: its baseline entry holds no number at all.
+    if reader != "msgspec":
+        monkeypatch.setattr(store, "_typed", None)
+    if reader == "json":
+        monkeypatch.setattr(store, "_fast_loads", None)
+    bare = bench(runtime=None, metrics=None, device_peak_bytes=None, jitted_by_benchmark=False)
+    run = RunRecord(ENV, {"t.py::a": baseline_form(rec(fn("f", "m.py:1"), benchmarks={"b": bare}))})
+    path = tmp_path / "baseline.json"
+    store.save(path, run)
+    assert read_json(path)["tests"]["t.py::a"]["benchmarks"]["b"] == {
+        "kind": "benchmark", "compiled_on_first_call": True
+    }  # fmt: skip
+    assert store.load(path) == run
