@@ -6,8 +6,9 @@ Backs docs/outputs.md ("a baseline holds what the gate reads") and
 benchmark's rounds for the rank test).
 
 Run: ``.venv/bin/python benchmarks/baseline_form.py [--rounds 100] [--trials 400]
-[--samples 20] [--no-example]`` (``--samples``: keep that many rounds instead, to compare;
-``--no-example``: step 2's synthetic rounds only)
+[--samples 20] [--no-example] [--example-only]`` (``--samples``: keep that many rounds
+instead, to compare; ``--no-example``: step 2's synthetic rounds only; ``--example-only``:
+step 1 alone, which also runs with an older checkout's plugin on PYTHONPATH)
 
 1. A copy of the example project, its baseline removed, is saved with ``--jaxperf-min-rounds
    ROUNDS`` (and its run file written); then saved again with one benchmark 2x slower
@@ -153,11 +154,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=100)
     parser.add_argument("--trials", type=int, default=400)
-    parser.add_argument("--samples", type=int, default=resave.BASELINE_SAMPLES)
+    parser.add_argument("--samples", type=int)
     parser.add_argument("--no-example", action="store_true")
+    parser.add_argument("--example-only", action="store_true")
     args = parser.parse_args()
-    resave.BASELINE_SAMPLES = args.samples
-    print(f"rounds a baseline keeps: {args.samples}")
+    if args.samples is not None:
+        resave.BASELINE_SAMPLES = args.samples
+    print(f"rounds a baseline keeps: {getattr(resave, 'BASELINE_SAMPLES', 'all')}")
     first: dict[str, list[float]] = {}
     second: dict[str, list[float]] = {}
     if not args.no_example:
@@ -167,6 +170,8 @@ def main() -> int:
             ignore = shutil.ignore_patterns("baseline.json", "*.pyc")
             shutil.copytree(EXAMPLE, cwd, ignore=ignore)
             first, second = files(cwd, args.rounds)
+    if args.example_only:
+        return 0
     print("2. the runtime rule against all rounds and against the kept ones:")
     print("  real rounds (the second run's against the first's):")
     for rtol in (Tolerances().runtime_rtol, 0.1):

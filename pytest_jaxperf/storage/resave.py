@@ -3,7 +3,8 @@
 what this run measured replaces the stored value, what it did not measure keeps the stored
 value and the environment it was measured in, and a timing inside its keep band of the stored
 value keeps the stored value whole, on the gate's clock (so an unchanged re-save rewrites
-nothing, on a busy machine too)."""
+nothing, on a busy machine too); and what a baseline holds of an entry at all
+(`baseline_form`: what the gate reads; the run file holds everything)."""
 
 from __future__ import annotations
 
