@@ -317,3 +317,124 @@ def test_a_wrong_source_line_is_named(bad: object) -> None:
     data["tests"]["t"]["functions"] = {"g": {**f, "eqn_sources": bad}}
     with pytest.raises(model.FormatError, match=r"functions\['g'\]\.eqn_sources: expected"):
         model.run_from_json(data, consume=True)
+
+
+# -- what grows a program besides its equations -------------------------------------------
+
+# The example's `unrolled` trap, minimal: Newton steps in a fori_loop, fully unrolled with
+# UNROLL set (the same jaxpr: one scan equation; the lowered program a copy per step).
+UNROLLED = """
+import os
+import jax
+import jax.numpy as jnp
+from jax import lax
+import pytest
+
+@jax.jit
+def quantile(p):
+    def newton(_, z):
+        return z - (jnp.tanh(z) - p) / (1.0 - jnp.tanh(z) ** 2)
+
+    unroll = True if os.environ.get("UNROLL") else 1
+    z = lax.fori_loop(0, 40, newton, jnp.zeros_like(p), unroll=unroll)
+    return 2.0 * z
+
+@pytest.mark.jaxperf(compile_rtol=1000)
+def test_quantile():
+    quantile(jnp.full(3, 0.3))
+"""
+
+
+@pytest.mark.jax_internals
+def test_an_unrolled_fori_loop_is_named_with_its_line(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_unroll=UNROLLED)
+    assert (
+        jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", "--jaxperf-json=base.json").ret == 0
+    )
+    monkeypatch.setenv("UNROLL", "1")
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json")
+    assert result.ret == 1
+    line = (
+        "      cause: unrolled loop at test_unroll.py:13: fori_loop/scan with unroll= copies its "
+        "body into the compiled program once per step; fix: drop unroll= (or a small factor)"
+    )
+    # The jaxpr keeps one loop body: its equations did not grow, its lowered program did.
+    result.stdout.fnmatch_lines([
+        "  StableHLO ops of quantile (defined at test_unroll.py:7): baseline * -> now *",
+        line,
+    ])  # fmt: skip
+    out = _before_short_summary(result)
+    assert out.count("unrolled loop at") == 1, out  # said once, however many sizes grew
+    assert "jaxpr equations of quantile" not in out, out
+    fns = read_json(jp.path / "out.json")["tests"]["test_unroll.py::test_quantile"]["functions"]
+    sources = fns["quantile at test_unroll.py:7"]["eqn_sources"]
+    assert sources["test_unroll.py:13"][2] == model.SOURCE_UNROLLED
+    # Against the earlier run file, whose line was not unrolled: the same words.
+    compared = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "base.json", "out.json")
+    assert line.strip() in compared.stdout.str(), compared.stdout.str()
+    # Unrolled on both sides: not what changed, not named.
+    again = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "out.json", "out.json")
+    assert "unrolled loop at" not in again.stdout.str(), again.stdout.str()
+
+
+# A weight matrix closed over by a jitted function: embedded in its program as a constant,
+# of 16 x 16 float32 (1 KiB), or 600 x 600 with BIG set (1,406 KiB).
+CONSTANT = """
+import os
+import numpy as np
+import jax
+import jax.numpy as jnp
+import pytest
+
+N = 600 if os.environ.get("BIG") else 16
+W = np.ones((N, N), np.float32)
+
+@jax.jit
+def project(x):
+    return jnp.tanh(x @ W)
+
+@pytest.mark.jaxperf
+def test_project():
+    project(jnp.ones((2, N)))
+
+@pytest.mark.jaxperf(max_compile_time=1e-9)
+def test_project_limited():
+    project(jnp.ones((2, N)))
+"""
+CONSTANT_LINE = (
+    "closed-over constant: project embeds 1.4 MiB of arrays in its program (used at "
+    "test_const.py:12); fix: pass the array as an argument of the jitted function"
+)
+
+
+@pytest.mark.jax_internals
+def test_a_closed_over_constant_is_named(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_const=CONSTANT)
+    # 1 KiB: no diagnosis (the limit of 1 ns is breached by any compile).
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", "--jaxperf-json=base.json")
+    assert "closed-over constant" not in result.stdout.str()
+    fns = read_json(jp.path / "base.json")["tests"]["test_const.py::test_project"]["functions"]
+    assert fns["project at test_const.py:10"]["eqn_sources"]["test_const.py:12"][2] == (
+        model.SOURCE_CONST_KIB * 1
+    )
+    monkeypatch.setenv("BIG", "1")
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json")
+    # A breach of compile seconds names it as its cause, besides the functions that grew.
+    result.stdout.fnmatch_lines([
+        "  compile time of all functions: * > limit 0.000 s*", f"      cause: {CONSTANT_LINE}",
+    ])  # fmt: skip
+    assert _before_short_summary(result).count("closed-over constant") == 1, result.stdout.str()
+    fns = read_json(jp.path / "out.json")["tests"]["test_const.py::test_project"]["functions"]
+    assert fns["project at test_const.py:10"]["eqn_sources"]["test_const.py:12"][2] == (
+        model.SOURCE_CONST_KIB * 1406
+    )
+    # Against the run file, whose lines say how big it was, on a test no gate failed: a
+    # diagnosis of the test (the same program otherwise: equations and ops unchanged).
+    compared = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "base.json", "out.json")
+    assert f"diagnosis: test_const.py::test_project: {CONSTANT_LINE}" in compared.stdout.str(), (
+        compared.stdout.str()
+    )
