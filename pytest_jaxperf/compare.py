@@ -430,6 +430,8 @@ def evaluate(
         verdict = Verdict()
         if record.benchmarks:
             _benchmarks_vs_baseline(verdict, record, base, gating)
+            if verdict.breaches:  # rare: said where and why as on the full path
+                _diagnose(verdict, record, base, match_functions(record.functions, base.functions))
             verdict.status = verdict_status(verdict)
         return verdict
     verdict = Verdict()

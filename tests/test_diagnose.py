@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 
+import _jaxperf_data as data
 import pytest
 from _records import fn, rec
 from conftest import read_json
@@ -438,3 +440,107 @@ def test_a_closed_over_constant_is_named(
     assert f"diagnosis: test_const.py::test_project: {CONSTANT_LINE}" in compared.stdout.str(), (
         compared.stdout.str()
     )
+
+
+def test_an_unrolled_loop_is_named_unless_the_baseline_had_it() -> None:
+    unrolled = model.SOURCE_UNROLLED
+    now = _sized({"q.py:13": [1, 1, unrolled], "q.py:11": [8, 4, 0]}, 9)
+    plain = _sized({"q.py:13": [1, 1, 0], "q.py:11": [8, 4, 0]}, 9)
+    line = (
+        "unrolled loop at q.py:13: fori_loop/scan with unroll= copies its body into the "
+        "compiled program once per step; fix: drop unroll= (or a small factor)"
+    )
+    assert diagnose.explain_program(now, rec(now), None, {}) == [line]
+    assert diagnose.explain_program(now, rec(now), rec(plain), {now.key: plain}) == [line]
+    assert diagnose.explain_program(now, rec(now), rec(now), {now.key: now}) == []
+    # A baseline that keeps no lines (a committed one): unknown, named.
+    bare = _sized({}, 9)
+    assert diagnose.explain_program(now, rec(now), rec(bare), {now.key: bare}) == [line]
+    # Of the test's total (`function` None): each function's.
+    other = dataclasses.replace(plain, site="q.py:30")
+    assert diagnose.explain_program(None, rec(now, other), None, {}) == [line]
+
+
+def test_a_closed_over_constant_needs_a_mib_and_more_than_the_baseline() -> None:
+    kib = model.SOURCE_CONST_KIB
+
+    def project(const_kib: int) -> FunctionRecord:
+        f = _sized({"m.py:12": [1, 1, kib * const_kib], "m.py:13": [1, 1, 0]}, 2)
+        f.name = "test_x.<locals>.project"
+        return f
+
+    big, small = project(1406), project(diagnose.LARGE_CONSTANT_KIB - 1)
+    line = (
+        "closed-over constant: project embeds 1.4 MiB of arrays in its program (used at "
+        "m.py:12); fix: pass the array as an argument of the jitted function"
+    )
+    assert diagnose.explain_program(big, rec(big), None, {}) == [line]
+    assert diagnose.explain_program(small, rec(small), None, {}) == []
+    assert diagnose.explain_program(big, rec(big), rec(big), {big.key: big}) == []
+    assert diagnose.constants_grew(rec(big), rec(small), {big.key: small}) == [line]
+    assert diagnose.constants_grew(rec(big), rec(big), {big.key: big}) == []
+    # Against a baseline that keeps no lines, growth is unknown: not named without a breach.
+    bare = _sized({}, 2)
+    assert diagnose.constants_grew(rec(big), rec(bare), {big.key: bare}) == []
+
+
+def test_two_functions_lines_keep_each_pattern() -> None:
+    kib, unrolled, builtin = (
+        model.SOURCE_CONST_KIB, model.SOURCE_UNROLLED, model.SOURCE_BUILTIN_SUM,
+    )  # fmt: skip
+    a = _sized({"m.py:3": [5, 1, builtin + kib * 10]}, 5)
+    b = _sized({"m.py:3": [7, 2, unrolled + kib * 30]}, 7)
+    b.site = "m.py:20"
+    both = diagnose.sources([a, b])
+    assert both is not None
+    # Each flag of either; the larger constant (the same one, seen in two programs).
+    assert both.lines["m.py:3"] == [12, 2, builtin + unrolled + kib * 30]
+
+
+def _timed(median: float, **sizes: float) -> model.BenchmarkEntry:
+    entry = data.bench(median)
+    assert entry.metrics is not None
+    return dataclasses.replace(entry, metrics=dataclasses.replace(entry.metrics, **sizes))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "cause"),
+    [
+        ({}, "same program (its 2 size metrics unchanged): the time went into running it "
+         "slower or into work around the call, not into a bigger program"),
+        ({"jaxpr_eqns": 24, "hlo_ops": 61}, "the program changed with it: jaxpr equations "
+         "12 -> 24, StableHLO ops 30 -> 61"),
+    ],
+)  # fmt: skip
+def test_a_runtime_breach_says_what_the_program_did(sizes: dict[str, int], cause: str) -> None:
+    base = rec(benchmarks={"dense": data.bench(1e-3)})
+    now = rec(benchmarks={"dense": _timed(2e-3, **sizes)})
+    verdict = evaluate(now, base, MarkerLimits(), Gating(Tolerances(runtime_clock="wall")))
+    (breach,) = [b for b in verdict.breaches if b.metric == "runtime"]
+    assert breach.reasons == (cause,)
+    assert breach_lines(breach)[1] == f"    cause: {cause}"
+
+
+def test_no_runtime_cause_without_program_metrics() -> None:
+    base = rec(benchmarks={"dense": data.unmeasured(runtime=data.bench(1e-3).runtime)})
+    now = rec(benchmarks={"dense": data.unmeasured(runtime=data.bench(2e-3).runtime)})
+    verdict = evaluate(now, base, MarkerLimits(), Gating(Tolerances(runtime_clock="wall")))
+    (breach,) = [b for b in verdict.breaches if b.metric == "runtime"]
+    assert breach.reasons == ()
+
+
+def test_jaxperf_compare_says_the_runtime_cause(tmp_path: Path) -> None:
+    base = model.RunRecord(tests={"t.py::test_dense": rec(benchmarks={"dense": data.bench(1e-3)})})
+    run = model.RunRecord(tests={"t.py::test_dense": rec(benchmarks={"dense": _timed(2e-3)})})
+    save(tmp_path / "base.json", base)
+    save(tmp_path / "run.json", run)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "compare", "base.json", "run.json",
+         "--runtime-clock=wall"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "  runtime of benchmark 'dense': baseline 1.000 ms -> now 2.000 ms (+1.000 ms, +100%)"
+    ) in proc.stdout, proc.stdout
+    assert "    cause: same program (its 2 size metrics unchanged)" in proc.stdout, proc.stdout
