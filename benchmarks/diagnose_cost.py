@@ -80,8 +80,9 @@ def main() -> int:
         capture_output=True, text=True, check=False,
     ).stdout.strip()  # fmt: skip
     print(f"# {' '.join(sys.argv)}")
-    print(f"# {platform.processor() or platform.machine()}, python {platform.python_version()},"
-          f" jax {jax.__version__}, pytest_jaxperf from {program_metrics.__file__} ({commit})")  # fmt: skip
+    machine = platform.processor() or platform.machine()
+    where = f"pytest_jaxperf from {program_metrics.__file__} ({commit})"
+    print(f"# {machine}, python {platform.python_version()}, jax {jax.__version__}, {where}")
     print(f"{'program':<10} {'equations':>9} {'eqn_lines ms':>12} {'us/eqn':>7} "
           f"{'count_eqns ms':>13} {'const KiB':>9} {'unrolled lines':>14}")  # fmt: skip
     for fn in (loop, constants, scans):
