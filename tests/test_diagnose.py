@@ -557,3 +557,43 @@ def test_jaxperf_compare_says_the_runtime_cause(tmp_path: Path) -> None:
         "  runtime of benchmark 'dense': baseline 1.000 ms -> now 2.000 ms (+1.000 ms, +100%)"
     ) in proc.stdout, proc.stdout
     assert "    cause: same program (its 2 size metrics unchanged)" in proc.stdout, proc.stdout
+
+
+# Seven lines of more equations than the loop's own line (one scan equation; its body's at
+# the lambda's line): past the top lines kept, the loop's is kept for its pattern.
+CROWDED = """
+import jax
+import jax.numpy as jnp
+from jax import lax
+import pytest
+
+@jax.jit
+def crowded(x):
+    a = jnp.sin(x) * 2.0
+    b = jnp.cos(a) * 2.0
+    c = jnp.tanh(b) * 2.0
+    d = jnp.exp(c) * 2.0
+    e = jnp.log1p(d) * 2.0
+    f = jnp.sqrt(e) * 2.0
+    g = jnp.abs(f) * 2.0
+    step = lambda i, z: z * 2.0 + 1.0
+    return lax.fori_loop(0, 8, step, g, unroll=2)
+
+@pytest.mark.jaxperf(max_hlo_ops=1)
+def test_crowded():
+    crowded(jnp.ones(3))
+"""
+
+
+@pytest.mark.jax_internals
+def test_a_pattern_line_past_the_top_lines_is_kept(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_crowded=CROWDED)
+    result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["      cause: unrolled loop at test_crowded.py:16: *"])
+    fns = read_json(jp.path / "out.json")["tests"]["test_crowded.py::test_crowded"]["functions"]
+    sources = fns["crowded at test_crowded.py:6"]["eqn_sources"]
+    # The top 6 by equations (2 each), then the loop's line (its one scan equation).
+    assert len(sources) == model.MAX_SOURCE_LINES + 1, sources
+    assert sources["test_crowded.py:16"] == [1, 1, model.SOURCE_UNROLLED]
+    assert sum(v[2] & model.SOURCE_UNROLLED for v in sources.values()) == model.SOURCE_UNROLLED
