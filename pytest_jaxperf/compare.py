@@ -494,7 +494,9 @@ def _diagnose(
             where, found = diagnose.explain_size(
                 b.function, record, base, matched, b.against == "baseline"
             )
-        found += diagnose.explain_program(b.function, record, base, matched)
+        found += diagnose.explain_program(
+            b.function, record, base, matched, b.against == "baseline"
+        )
         # A benchmark's program, its function and the test's total are often the same
         # program: its lines and each pattern are said once, at the first breach of it.
         sites = tuple(line.split(" (")[0] for line in where)

@@ -254,15 +254,20 @@ def explain_program(
     record: RecordedTest,
     base: RecordedTest | None,
     matched: Mapping[str, FunctionRecord],
+    against_baseline: bool = True,
 ) -> list[str]:
     """The patterns that make a program grow without more jaxpr equations, or besides them:
     an unrolled `fori_loop`/`scan`, a closed-over constant; of `function`, or of each of the
-    test's functions (`function` None: a total, a benchmark's program, compile seconds)."""
+    test's functions (`function` None: a total, a benchmark's program, compile seconds).
+    Against the baseline, those its lines (where kept) did not have; against a limit, all:
+    what makes the program big, changed or not."""
     found: list[str] = []
     for fn in [function] if function is not None else list(record.functions.values()):
         now = sources([fn])
         if now is None or not now.lines:
             continue
+        if not against_baseline:
+            base = None
         old = matched.get(fn.key) if base is not None else None
         if base is not None and old is None:
             before: Sources | None = Sources({}, 0, True)  # new to the baseline

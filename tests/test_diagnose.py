@@ -466,6 +466,8 @@ def test_an_unrolled_loop_is_named_unless_the_baseline_had_it() -> None:
     assert diagnose.explain_program(now, rec(now), None, {}) == [line]
     assert diagnose.explain_program(now, rec(now), rec(plain), {now.key: plain}) == [line]
     assert diagnose.explain_program(now, rec(now), rec(now), {now.key: now}) == []
+    # Over a limit, what makes the program big is named, changed or not.
+    assert diagnose.explain_program(now, rec(now), rec(now), {now.key: now}, False) == [line]
     # A baseline that keeps no lines (a committed one): unknown, named.
     bare = _sized({}, 9)
     assert diagnose.explain_program(now, rec(now), rec(bare), {now.key: bare}) == [line]
