@@ -23,6 +23,7 @@ makes anyway), for scale.
 from __future__ import annotations
 
 import argparse
+import functools
 import platform
 import subprocess
 import sys
@@ -61,6 +62,10 @@ def scans(x: jax.Array) -> jax.Array:
     return x
 
 
+def _tally(jaxpr: Any) -> None:
+    program_metrics.eqn_lines(jaxpr, {})  # a fresh tally each time, as each lowering's
+
+
 def best(fn: Callable[[], Any], repeats: int) -> float:
     times = []
     for _ in range(repeats):
@@ -90,8 +95,8 @@ def main() -> int:
         eqns = program_metrics.count_eqns(jaxpr)
         tally: program_metrics.LineTally = {}
         program_metrics.eqn_lines(jaxpr, tally)
-        seconds = best(lambda j=jaxpr: program_metrics.eqn_lines(j, {}), ns.repeats)
-        counting = best(lambda j=jaxpr: program_metrics.count_eqns(j), ns.repeats)
+        seconds = best(functools.partial(_tally, jaxpr), ns.repeats)
+        counting = best(functools.partial(program_metrics.count_eqns, jaxpr), ns.repeats)
         counts = [value[0] for value in tally.values()]
         # Older checkouts tally [equations] only: no patterns read.
         const_kib = sum(c[2] for c in counts) // 1024 if len(counts[0]) > 2 else "-"
