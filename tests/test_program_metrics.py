@@ -332,3 +332,17 @@ def test_eqn_lines_charges_a_closed_over_constant_to_the_line_that_uses_it() -> 
     # Passed as an argument, the array is no constant of the program.
     passed = _lines(lambda x, w: x @ w, jnp.ones((2, 64)), WEIGHTS)
     assert all(counts[2] == 0 for counts, _ in passed.values())
+
+
+def test_a_sub_jaxpr_made_inside_jax_is_charged_to_the_line_that_holds_it() -> None:
+    def layer(x: Any) -> Any:
+        return jax.nn.relu(x * 2.0)  # relu: a custom_jvp whose body JAX traces itself
+
+    tally: LineTally = {}
+    jaxpr = jax.jit(layer).trace(jnp.ones(3)).jaxpr
+    eqn_lines(jaxpr, tally)
+    line = layer.__code__.co_firstlineno + 1
+    assert [(at[1], counts[0]) for at, (counts, _) in tally.items() if at] == [
+        (line, count_eqns(jaxpr))
+    ]
+    assert None not in tally

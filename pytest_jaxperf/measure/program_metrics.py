@@ -25,21 +25,25 @@ LineTally = dict[tuple[str, int] | None, tuple[list[int], set[str]]]
 
 def eqn_lines(jaxpr: Any, into: LineTally) -> None:
     """Adds to `into` the equations of a (Closed)Jaxpr by the source line that made each,
-    counted as `count_eqns` counts them (sub-jaxprs' equations at their own lines), with the
-    unrolled loops and closed-over constants made or used there. A program whose lines
+    counted as `count_eqns` counts them (sub-jaxprs' equations at their own lines, or their
+    holder's where they have none), with the unrolled loops and closed-over constants made
+    or used there. A program whose lines
     cannot be read is left out whole."""
     found: LineTally = {}
     try:
-        stack = [jaxpr]
+        # Each (sub-)jaxpr with the line of the equation that holds it: an equation of a
+        # sub-jaxpr made with no frame outside JAX (the body of a custom_jvp such as
+        # jax.nn.relu, traced inside JAX) is charged there.
+        stack: list[tuple[Any, tuple[str, int] | None]] = [(jaxpr, None)]
         while stack:
-            closed = stack.pop()
+            closed, holder = stack.pop()
             inner = getattr(closed, "jaxpr", closed)
             # Array constants the program closes over, by variable, each charged once to the
             # first equation that uses it; looked up only in a program that has any (most
             # have none: no extra work per equation there).
             consts = {id(var): size for var, size in hooks.closed_over_consts(closed)}
             for eqn in inner.eqns:
-                line = hooks.eqn_user_line(eqn)
+                line = hooks.eqn_user_line(eqn) or holder
                 tally = found.get(line)
                 if tally is None:
                     tally = found[line] = ([0, 1, 0], set())
@@ -51,7 +55,7 @@ def eqn_lines(jaxpr: Any, into: LineTally) -> None:
                 if consts:
                     for var in eqn.invars:
                         tally[0][2] += consts.pop(id(var), 0)
-                stack.extend(_subjaxprs(eqn.params))
+                stack.extend((sub, line) for sub in _subjaxprs(eqn.params))
     except Exception:  # an unexpected object in the program: its lines are not measured
         return
     for line, (counts, names) in found.items():
