@@ -262,12 +262,12 @@ def explain_program(
     Against the baseline, those its lines (where kept) did not have; against a limit, all:
     what makes the program big, changed or not."""
     found: list[str] = []
+    if not against_baseline:
+        base = None
     for fn in [function] if function is not None else list(record.functions.values()):
         now = sources([fn])
         if now is None or not now.lines:
             continue
-        if not against_baseline:
-            base = None
         old = matched.get(fn.key) if base is not None else None
         if base is not None and old is None:
             before: Sources | None = Sources({}, 0, True)  # new to the baseline
@@ -277,10 +277,6 @@ def explain_program(
         constant = closed_over_constant(fn.name, now, before)
         found += [constant] if constant else []
     return found
-
-
-# A benchmark's program metrics in the gating page's words (as report.wording says them).
-_METRIC_WORDS = {"jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops"}
 
 
 def constant_kib(fn: FunctionRecord) -> int:
@@ -302,6 +298,10 @@ def constants_grew(
             constant = closed_over_constant(fn.name, now, before)
             found += [constant] if constant else []
     return found
+
+
+# A benchmark's program metrics in the gating page's words (as report.wording says them).
+_METRIC_WORDS = {"jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops"}
 
 
 def runtime_cause(bench: BenchmarkEntry, old: BenchmarkEntry) -> str | None:
