@@ -599,3 +599,14 @@ def test_a_pattern_line_past_the_top_lines_is_kept(jp: pytest.Pytester) -> None:
     assert len(sources) == model.MAX_SOURCE_LINES + 1, sources
     assert sources["test_crowded.py:16"] == [1, 1, model.SOURCE_UNROLLED]
     assert sum(v[2] & model.SOURCE_UNROLLED for v in sources.values()) == model.SOURCE_UNROLLED
+
+
+def test_an_instructions_breach_says_what_the_program_did_too() -> None:
+    base = rec(benchmarks={"dense": dataclasses.replace(data.bench(1e-3), instructions=1000)})
+    grown = dataclasses.replace(_timed(1e-3, jaxpr_eqns=24), instructions=2000)
+    verdict = evaluate(
+        rec(benchmarks={"dense": grown}), base, MarkerLimits(),
+        Gating(Tolerances(runtime_clock="instructions")),
+    )  # fmt: skip
+    (breach,) = [b for b in verdict.breaches if b.metric == "instructions per call"]
+    assert breach.reasons == ("the program changed with it: jaxpr equations 12 -> 24",)
