@@ -48,7 +48,7 @@ PROGRAM_METRICS = EQUATION_METRICS | frozenset(
 )
 # How each named pattern starts: a breach's reason that is a diagnosis, not a growth line.
 PATTERNS = (
-    "unrolled Python loop at ", "builtin sum over an array at ", "unrolled loop at ",
+    "unrolled Python loop at ", "builtin sum over an array at ", "unrolled fori_loop/scan at ",
     "closed-over constant", "eager op-by-op compile storm",
 )  # fmt: skip
 NO_USER_FRAME = "(no frame outside JAX)"
@@ -222,8 +222,8 @@ def unrolled_loops(now: Sources, before: Sources | None) -> list[str]:
         if before is not None and before.lines.get(site, (0, 0, 0))[2] & SOURCE_UNROLLED:
             continue  # unrolled in the baseline too: not what changed
         out.append(
-            f"unrolled loop at {site}: fori_loop/scan with unroll= copies its body into the "
-            "compiled program once per step; fix: drop unroll= (or a small factor)"
+            f"unrolled fori_loop/scan at {site}: unroll= copies its body into the program per "
+            "step; fix: drop unroll= (or a small factor)"
         )
     return out
 

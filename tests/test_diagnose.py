@@ -359,8 +359,8 @@ def test_an_unrolled_fori_loop_is_named_with_its_line(
     result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json")
     assert result.ret == 1
     line = (
-        "      cause: unrolled loop at test_unroll.py:13: fori_loop/scan with unroll= copies its "
-        "body into the compiled program once per step; fix: drop unroll= (or a small factor)"
+        "      cause: unrolled fori_loop/scan at test_unroll.py:13: unroll= copies its body into "
+        "the program per step; fix: drop unroll= (or a small factor)"
     )
     # The jaxpr keeps one loop body: its equations did not grow, its lowered program did.
     result.stdout.fnmatch_lines([
@@ -368,7 +368,7 @@ def test_an_unrolled_fori_loop_is_named_with_its_line(
         line,
     ])  # fmt: skip
     out = _before_short_summary(result)
-    assert out.count("unrolled loop at") == 1, out  # said once, however many sizes grew
+    assert out.count("unrolled fori_loop/scan at") == 1, out  # said once, however many sizes grew
     assert "jaxpr equations of quantile" not in out, out
     fns = read_json(jp.path / "out.json")["tests"]["test_unroll.py::test_quantile"]["functions"]
     sources = fns["quantile at test_unroll.py:7"]["eqn_sources"]
@@ -378,7 +378,7 @@ def test_an_unrolled_fori_loop_is_named_with_its_line(
     assert line.strip() in compared.stdout.str(), compared.stdout.str()
     # Unrolled on both sides: not what changed, not named.
     again = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "out.json", "out.json")
-    assert "unrolled loop at" not in again.stdout.str(), again.stdout.str()
+    assert "unrolled fori_loop/scan at" not in again.stdout.str(), again.stdout.str()
 
 
 # A weight matrix closed over by a jitted function: embedded in its program as a constant,
@@ -460,8 +460,8 @@ def test_an_unrolled_loop_is_named_unless_the_baseline_had_it() -> None:
     now = _sized({"q.py:13": [1, 1, unrolled], "q.py:11": [8, 4, 0]}, 9)
     plain = _sized({"q.py:13": [1, 1, 0], "q.py:11": [8, 4, 0]}, 9)
     line = (
-        "unrolled loop at q.py:13: fori_loop/scan with unroll= copies its body into the "
-        "compiled program once per step; fix: drop unroll= (or a small factor)"
+        "unrolled fori_loop/scan at q.py:13: unroll= copies its body into the program per "
+        "step; fix: drop unroll= (or a small factor)"
     )
     assert diagnose.explain_program(now, rec(now), None, {}) == [line]
     assert diagnose.explain_program(now, rec(now), rec(plain), {now.key: plain}) == [line]
@@ -592,7 +592,7 @@ def test_a_pattern_line_past_the_top_lines_is_kept(jp: pytest.Pytester) -> None:
     jp.makepyfile(test_crowded=CROWDED)
     result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
     assert result.ret == 1
-    result.stdout.fnmatch_lines(["      cause: unrolled loop at test_crowded.py:16: *"])
+    result.stdout.fnmatch_lines(["      cause: unrolled fori_loop/scan at test_crowded.py:16: *"])
     fns = read_json(jp.path / "out.json")["tests"]["test_crowded.py::test_crowded"]["functions"]
     sources = fns["crowded at test_crowded.py:6"]["eqn_sources"]
     # The top 6 by equations (2 each), then the loop's line (its one scan equation).
