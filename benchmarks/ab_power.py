@@ -292,26 +292,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-time", type=float, default=None, help="--jaxperf-max-time for the "
                     "runs (default: the example's own, 0.1 s)")  # fmt: skip
     ap.add_argument("--workdir", type=Path, default=None, help="keep everything here")
-    ap.add_argument(
-        "--pin",
-        default=None,
-        metavar="CPUS",
-        help="run jaxperf ab and the plain "
-        "runs under `taskset -c CPUS` (the hogs stay free, unless --hog-pin)",
-    )
-    ap.add_argument(
-        "--ab-cpus",
-        default=None,
-        metavar="CPUS",
-        help="jaxperf ab's --cpus (default: its own, one CPU; 'all' for runs not confined)",
-    )
-    ap.add_argument(
-        "--hog-pin",
-        default=None,
-        metavar="CPUS",
-        help="confine the hogs to "
-        "these CPUs (e.g. the --pin CPU: the load cannot move away from the runs)",
-    )
+    ap.add_argument("--pin", default=None, metavar="CPUS", help="run jaxperf ab and the plain "
+                    "runs under `taskset -c CPUS` (the hogs stay free, unless --hog-pin)")
+    ap.add_argument("--ab-cpus", default=None, metavar="CPUS", help="jaxperf ab's --cpus "
+                    "(default: its own, one CPU; 'all' for runs not confined)")
+    ap.add_argument("--hog-pin", default=None, metavar="CPUS", help="confine the hogs to "
+                    "these CPUs (e.g. the --pin CPU: the load cannot move away from the runs)")
     ap.add_argument("--analyse", action="store_true", help="measure nothing: print the tables "
                     "from the runs an earlier run left in --workdir, with this checkout's "
                     "statistics")  # fmt: skip

@@ -190,11 +190,9 @@ def between_models(machines: list[dict[str, Any]]) -> None:
         cells = "".join(f"{median:>17.2f}" for median in medians)
         print(f"{test[-55:]:56}{cells}{ratio:>7.2f}{inside:>8.2f}")
     if ratios:
-        print(
-            f"between models: ratio of the medians {min(ratios):.2f}-{max(ratios):.2f}x "
-            f"(median {statistics.median(ratios):.2f}x); within one model's runs "
-            f"{min(within):.2f}-{max(within):.2f}x (median {statistics.median(within):.2f}x)"
-        )
+        print(f"between models: ratio of the medians {min(ratios):.2f}-{max(ratios):.2f}x "
+              f"(median {statistics.median(ratios):.2f}x); within one model's runs "
+              f"{min(within):.2f}-{max(within):.2f}x (median {statistics.median(within):.2f}x)")
 
 
 def gate(work: Path, runs: int, trap_runs: int) -> None:
@@ -236,12 +234,10 @@ def gate(work: Path, runs: int, trap_runs: int) -> None:
         span = f"{min(factors):.2f}-{max(factors):.2f}" if factors else "-"
         print(f"{condition:>10}{trap or 'unchanged':>13}{n:>6}{f'{failed}/{tests}':>8}"
               f"{by_size:>9}{by_time:>9}{scaled:>8}{span:>14}", flush=True)  # fmt: skip
-    print(
-        "failed: test-runs with a gated breach (of all test-runs); by size / by time: of "
-        "those, failed on a program size or metric / on compile time; scaled: test-runs whose "
-        "compile time was gated through the reference compiles; scale: this machine's "
-        "reference / the baseline's"
-    )
+    print("failed: test-runs with a gated breach (of all test-runs); by size / by time: of "
+          "those, failed on a program size or metric / on compile time; scaled: test-runs whose "
+          "compile time was gated through the reference compiles; scale: this machine's "
+          "reference / the baseline's")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -172,10 +172,8 @@ def cost_block(work: Path) -> None:
     _, _, plain = pytest(EXAMPLE, ["--jaxperf", "-p", "no:randomly", "-q", *plain_base,
                                    *SELECT], env, False)  # fmt: skip
     _, _, counted = pytest(EXAMPLE, [*CLOCK, *plain_base, *SELECT], env, False)
-    print(
-        f"\ncost: the example's four benchmark tests {plain:.1f} s with --jaxperf, "
-        f"{counted:.1f} s under the instructions clock ({counted / plain:.1f}x)"
-    )
+    print(f"\ncost: the example's four benchmark tests {plain:.1f} s with --jaxperf, "
+          f"{counted:.1f} s under the instructions clock ({counted / plain:.1f}x)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -327,11 +327,8 @@ def test_summary_splits_causes_of_several_arguments() -> None:
             "fix: pass one object, or hashable values in its static fields",
             id="static-field-of-an-argument",
         ),
-        pytest.param(
-            "config jax_enable_x64: False -> True",
-            "config jax_enable_x64: False -> True",
-            id="no-fix",
-        ),  # fmt: skip
+        pytest.param("config jax_enable_x64: False -> True", "config jax_enable_x64: False -> True",
+                     id="no-fix"),  # fmt: skip
     ],
 )
 def test_summary_line_of_each_kind(reason: str, line: str) -> None:
@@ -405,9 +402,8 @@ def test_redefined_is_told_from_the_causes() -> None:
 
 def test_static_argument_with_a_leaf_names_it() -> None:
     leaf = LeafDiff(".update", "chain.<locals>.update_fn", "chain.<locals>.update_fn", CLOSURE)
-    assert cause(
-        miss(static_diff("[0][1]", "Opt(...)", "Opt(...)")), ("x", "opt"), leaves={"[0][1]": leaf}
-    ) == (  # fmt: skip
+    assert cause(miss(static_diff("[0][1]", "Opt(...)", "Opt(...)")), ("x", "opt"),
+                 leaves={"[0][1]": leaf}) == (  # fmt: skip
         "static argument opt.update: new closure chain.<locals>.update_fn per call, compared by "
         "identity"
     )

@@ -289,6 +289,7 @@ def test_a_collection_inside_a_real_trace_is_taken_out(tmp_path: Path) -> None:
     assert fn.traces == 1 and fn.trace_s < durations[0]
 
 
+
 _TOTALS_UNDER_COLLECTIONS = """
 import gc
 from pytest_jaxperf.measure.gctime import GcClock

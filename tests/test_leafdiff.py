@@ -130,16 +130,10 @@ SAME_FN = closure()
             LeafDiff("", "dict of 1", "dict of 2, 'b' only here", STRUCTURE),
             id="dict-keys",
         ),
+        pytest.param((1, 2), (1, 2, 3), LeafDiff("", "tuple of 2", "tuple of 3", STRUCTURE),
+                     id="tuple-length"),  # fmt: skip
         pytest.param(
-            (1, 2),
-            (1, 2, 3),
-            LeafDiff("", "tuple of 2", "tuple of 3", STRUCTURE),
-            id="tuple-length",
-        ),  # fmt: skip
-        pytest.param(
-            Config(2, "relu"),
-            Config(3, "relu"),
-            LeafDiff(".depth", "2", "3", VALUE),
+            Config(2, "relu"), Config(3, "relu"), LeafDiff(".depth", "2", "3", VALUE),
             id="dataclass",
         ),
         pytest.param(
@@ -157,12 +151,8 @@ SAME_FN = closure()
         pytest.param(
             Opaque(1), Opaque(1), LeafDiff("", "Opaque(1)", "Opaque(1)", IDENTITY), id="identity"
         ),
-        pytest.param(
-            Opaque(1),
-            Opaque(2),
-            LeafDiff(".n", "1", "2", VALUE),
-            id="attribute-of-an-object-compared-by-identity",
-        ),  # fmt: skip
+        pytest.param(Opaque(1), Opaque(2), LeafDiff(".n", "1", "2", VALUE),
+                     id="attribute-of-an-object-compared-by-identity"),  # fmt: skip
         pytest.param(
             Holder(closure()),
             Holder(closure()),
@@ -199,12 +189,8 @@ SAME_FN = closure()
         pytest.param(
             Node((1, 2), "m"),
             Node((1, 2), "n"),
-            LeafDiff(
-                "",
-                str(jax.tree_util.tree_structure(Node((1, 2), "m"))),
-                str(jax.tree_util.tree_structure(Node((1, 2), "n"))),
-                STRUCTURE,
-            ),
+            LeafDiff("", str(jax.tree_util.tree_structure(Node((1, 2), "m"))),
+                     str(jax.tree_util.tree_structure(Node((1, 2), "n"))), STRUCTURE),
             id="pytree-node-metadata",
         ),  # fmt: skip
     ],

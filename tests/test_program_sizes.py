@@ -26,6 +26,7 @@ pytestmark = pytest.mark.jax_internals
 NODE = "test_mod.py::test_rollout"
 
 
+
 def _module(jp: pytest.Pytester, unroll: object = 1, marker: str = "") -> None:
     # Compile time grows too (about 15x): left out here, to see the sizes' own gate.
     jp.makepyfile(test_mod=ROLLOUT_TEST.format(unroll=unroll, marker="compile_rtol=1000" + marker))

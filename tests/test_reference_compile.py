@@ -405,14 +405,11 @@ def _forget_entries(path: Path) -> None:
     path.write_text(json.dumps(data), encoding="utf-8")
 
 
-TEST_THAT_SAYS_IT_RAN = (
-    ONE_JITTED_TEST
-    + """
+TEST_THAT_SAYS_IT_RAN = ONE_JITTED_TEST + """
 def test_ran():
     import os
     os.environ["JAXPERF_TEST_RAN"] = "1"
 """
-)
 
 
 def test_a_save_checks_the_stored_reference_at_its_end_and_only_if_it_writes_a_measurement(
@@ -516,7 +513,9 @@ def test_the_child_starts_before_the_collection_and_none_is_left_running(
     # report: a save alone into this baseline would leave the reference for its end).
     reference._MEASURED.clear()
     jp.makepyfile(test_one="def test_plain():\n    pass\n")
-    jp.runpytest("--jaxperf", "--jaxperf-save", "--jaxperf-json=run.json").assert_outcomes(passed=1)
+    jp.runpytest("--jaxperf", "--jaxperf-save", "--jaxperf-json=run.json").assert_outcomes(
+        passed=1
+    )
     assert (jp.path / "waiting.txt").read_text() == "1"
     assert len(spawned) == 2 and spawned[1].returncode is not None
     assert reference._WAITING == [] and reference._MEASURED == []
