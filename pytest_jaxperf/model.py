@@ -33,8 +33,13 @@ PROGRAM_SIZE = "program size"
 
 # Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
 MAX_REASONS = 10
-# The source lines kept per function in `FunctionRecord.eqn_sources`.
+# The source lines kept per function in `FunctionRecord.eqn_sources` (the top lines by
+# equations; besides them, as many lines again that show a known pattern).
 MAX_SOURCE_LINES = 6
+# The third value of a line in `FunctionRecord.eqn_sources`: its patterns, summed: 1 where
+# the line calls Python's builtin sum, 2 where it made a scan or fori_loop with `unroll`
+# above 1, plus 4 x the KiB of the closed-over array constants its equations use.
+SOURCE_BUILTIN_SUM, SOURCE_UNROLLED, SOURCE_CONST_KIB = 1, 2, 4
 
 # Seconds are written rounded to this many decimals (microseconds).
 TIME_DIGITS = 6
@@ -126,10 +131,11 @@ class FunctionRecord(Counts):
     """One jitted user function, identified by name and definition site.
 
     `eqn_sources`: where the equations of its programs come from, the top source lines
-    (at most MAX_SOURCE_LINES) of the programs its gated jaxpr equations count (its
-    lowerings' where it lowered, else its top-level traces'), as "path:line" (rootdir-
+    (MAX_SOURCE_LINES, and lines of a known pattern) of the programs its gated jaxpr
+    equations count (its lowerings' where it lowered, else its top-level traces'), as
+    "path:line" (rootdir-
     relative, like `site`; "" for equations made with no frame outside JAX) -> [equations,
-    distinct primitives among them, 1 where the line calls Python's builtin sum else 0].
+    distinct primitives among them, its patterns (SOURCE_BUILTIN_SUM ...: 0 for none)].
     Empty: not recorded (a file written before it was, or a program not read)."""
 
     name: str = ""
@@ -608,7 +614,7 @@ def _sources_of(value: Any, where: str) -> dict[str, list[int]]:
     _expect(
         _sources_ok(value),
         f"{where}.eqn_sources",
-        "expected an object of source lines -> [equations, primitives, builtin sum]",
+        "expected an object of source lines -> [equations, primitives, patterns]",
     )
     return {k: list(v) for k, v in value.items()}
 
