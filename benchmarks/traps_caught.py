@@ -84,14 +84,30 @@ def compare(baseline: Path, report: Path) -> list[str]:
 def failures(text: str) -> list[str]:
     """`test -> first reason` for each test whose failure `terminal.failure_text` printed
     (its headline ``jaxperf: NODEID: N metric(s) over the baseline or a limit``, or a
-    marker error, then indented reason lines)."""
-    out, lines = [], text.splitlines()
+    marker error, then indented reason lines), each followed by the first source line and
+    cause its failure names (``from ...``, ``cause: ...``: `diagnose`'s where and why)."""
+    out: list[str] = []
+    lines = text.splitlines()
     for i, line in enumerate(lines):
         m = _HEADLINE.match(line)
         if m and m.group(1) not in {o.split(" -> ")[0] for o in out}:
             reason = next((x.strip() for x in lines[i + 1 : i + 3] if x.startswith("  ")), "")
             out.append(f"{m.group(1)} -> {(reason or m.group(2))[:110]}")
+            body = []
+            for x in lines[i + 1 :]:
+                if not x.startswith("  "):
+                    break
+                body.append(x.strip())
+            for prefix in ("from ", "cause: "):
+                said = next((x for x in body if x.startswith(prefix)), None)
+                if said is not None:
+                    out.append(f"{' ' * 8}{said[:150]}")
     return out
+
+
+def _tests(lines: list[str]) -> int:
+    """The failed tests among `failures`' lines (their causes are indented)."""
+    return sum(not line.startswith(" ") for line in lines)
 
 
 def main() -> int:
@@ -124,9 +140,9 @@ def main() -> int:
             )  # fmt: skip
             print(f"\n{condition:<5} {trap:<20} {file:<26} pytest failed "
                   f"{failed.group(1) if failed else 0}; regressed across machines "
-                  f"{len(across)}, same machine {len(same)}{expected}")  # fmt: skip
+                  f"{_tests(across)}, same machine {_tests(same)}{expected}")  # fmt: skip
             for label, lines in (("across", across), ("same", same)):
-                for line in lines[:3]:
+                for line in lines[:12]:
                     print(f"    {label:<6} {line}")
     return 0
 

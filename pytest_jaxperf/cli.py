@@ -390,6 +390,10 @@ def _print_verdicts(
             print(wording.gone_line(fn, nodeid), file=out)
     for nodeid in summary.improved:
         print(f"improved: {nodeid}: {'; '.join(verdicts[nodeid].improvements)}", file=out)
+    for nodeid, verdict in sorted(verdicts.items()):
+        if not verdict.failed:  # as the plugin's run says them: a failure said it already
+            for line in wording.diagnosis_lines(verdict, nodeid):
+                print(line, file=out)
     for line in not_gated_lines(summary.notes):
         print(line, file=out)
     upgraded = upgrade_line(verdicts)

@@ -430,6 +430,8 @@ def evaluate(
         verdict = Verdict()
         if record.benchmarks:
             _benchmarks_vs_baseline(verdict, record, base, gating)
+            if verdict.breaches:  # rare: said where and why as on the full path
+                _diagnose(verdict, record, base, match_functions(record.functions, base.functions))
             verdict.status = verdict_status(verdict)
         return verdict
     verdict = Verdict()
@@ -468,27 +470,56 @@ def _diagnose(
     matched: Mapping[str, FunctionRecord],
 ) -> None:
     """Says where each breach of jaxpr equations comes from and which known pattern it is,
-    with its fix (`diagnose`); and a compile storm outside any jit, which no gate sees."""
-    said: set[tuple[str, ...]] = set()
-    for i, b in enumerate(verdict.breaches):
-        if b.metric not in diagnose.EQUATION_METRICS or b.where:
+    with its fix (`diagnose`); the patterns that grow a program besides its equations, on
+    any breach of its size or compile seconds; what the program metrics say of a slower
+    benchmark; and a compile storm outside any jit, which no gate sees. Each said once."""
+    said_where: set[tuple[str, ...]] = set()
+    said: set[str] = set()
+    # Sizes before compile seconds, as a failure lists them: a pattern is said at the first.
+    order = sorted(
+        range(len(verdict.breaches)), key=lambda i: verdict.breaches[i].metric == COMPILE_TIME
+    )
+    for i in order:
+        b = verdict.breaches[i]
+        if b.metric in (RUNTIME, INSTRUCTIONS) and base is not None and b.benchmark:
+            cause = _runtime_cause(b.benchmark, record, base)
+            if cause is not None:
+                verdict.breaches[i] = dataclasses.replace(b, reasons=b.reasons + (cause,))
             continue
-        where, found = diagnose.explain_size(
+        if b.metric not in diagnose.PROGRAM_METRICS or b.where:
+            continue
+        where: list[str] = []
+        found: list[str] = []
+        if b.metric in diagnose.EQUATION_METRICS:
+            where, found = diagnose.explain_size(
+                b.function, record, base, matched, b.against == "baseline"
+            )
+        found += diagnose.explain_program(
             b.function, record, base, matched, b.against == "baseline"
         )
         # A benchmark's program, its function and the test's total are often the same
-        # program: its lines are said once, at the first breach of it.
-        seen = tuple(found) + tuple(line.split(" (")[0] for line in where)
-        if seen in said:
-            continue
-        said.add(seen)
+        # program: its lines and each pattern are said once, at the first breach of it.
+        sites = tuple(line.split(" (")[0] for line in where)
+        if sites in said_where:
+            where = []
+        said_where.add(sites)
+        found = [f for f in dict.fromkeys(found) if f not in said]
+        said.update(found)
         if where or found:
             verdict.breaches[i] = dataclasses.replace(
                 b, where=tuple(where), reasons=b.reasons + tuple(found)
             )
+    grew = [line for line in diagnose.constants_grew(record, base, matched) if line not in said]
     storm = diagnose.compile_storm(record, base)
-    if storm is not None:
-        verdict.info.append(diagnose.DIAGNOSIS + storm)
+    for line in grew + ([storm] if storm is not None else []):
+        verdict.info.append(diagnose.DIAGNOSIS + line)
+
+
+def _runtime_cause(label: str, record: RecordedTest, base: RecordedTest) -> str | None:
+    now, old = record.benchmarks.get(label), base.benchmarks.get(label)
+    if type(now) is not BenchmarkEntry or type(old) is not BenchmarkEntry:
+        return None
+    return diagnose.runtime_cause(now, old)
 
 
 def upgrade_differences(baseline: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
@@ -577,9 +608,11 @@ def _unchanged(record: RecordedTest, base: RecordedTest, gating: Gating) -> bool
     ):
         return False
     for key, fn in functions.items():
-        shape = _SHAPE(fn)
-        if None in shape or shape != _SHAPE(old_functions[key]):
+        shape, old = _SHAPE(fn), old_functions[key]
+        if None in shape or shape != _SHAPE(old):
             return False
+        if old.eqn_sources and diagnose.constant_kib(fn) > diagnose.constant_kib(old):
+            return False  # a closed-over constant grew (both sides run files): named
     tol = gating.tol
     if tol.compile_clock == "cpu":
         now_s, before_s = record.total_cpu_s, base.total_cpu_s

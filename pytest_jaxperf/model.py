@@ -11,17 +11,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar, Literal
 
-SCHEMA = "pytest-jaxperf/5"
+SCHEMA = "pytest-jaxperf/6"
 # Every schema the reader loads: /1 has no CPU seconds (they read as None: not measured);
 # /1 and /2 have no per-entry environments (every entry has the file's); /1 to /3 have no
 # program sizes of the recorded functions (None: not measured); /1 to /4 have no traced
-# jaxpr equations (`trace_eqns`, None).
+# jaxpr equations (`trace_eqns`, None). From /6 on a benchmark's first-call seconds
+# (`first_call_s`, `trace_s`, `lower_s`, `compile_s`) may be left out (None): a baseline
+# holds none (see storage/resave.py, `baseline_form`), a run file all of them.
 READABLE_SCHEMAS = (
-    "pytest-jaxperf/1", "pytest-jaxperf/2", "pytest-jaxperf/3", "pytest-jaxperf/4", SCHEMA
+    "pytest-jaxperf/1", "pytest-jaxperf/2", "pytest-jaxperf/3", "pytest-jaxperf/4",
+    "pytest-jaxperf/5", SCHEMA,
 )  # fmt: skip
 _WITHOUT_CPU_SECONDS = "pytest-jaxperf/1"
 _WITHOUT_SIZES = frozenset(READABLE_SCHEMAS[:3])
 _WITHOUT_TRACE_EQNS = frozenset(READABLE_SCHEMAS[:4])
+_FIRST_CALL_REQUIRED = frozenset(READABLE_SCHEMAS[:5])
 
 # What the self-check and the verdicts call the lowered programs' sizes (SIZE_FIELDS) when
 # they cannot be read.
@@ -29,8 +33,13 @@ PROGRAM_SIZE = "program size"
 
 # Bounds what a pathological test (a jit inside a loop of 10,000) can put in a report.
 MAX_REASONS = 10
-# The source lines kept per function in `FunctionRecord.eqn_sources`.
+# The source lines kept per function in `FunctionRecord.eqn_sources` (the top lines by
+# equations; besides them, as many lines again that show a known pattern).
 MAX_SOURCE_LINES = 6
+# The third value of a line in `FunctionRecord.eqn_sources`: its patterns, summed: 1 where
+# the line calls Python's builtin sum, 2 where it made a scan or fori_loop with `unroll`
+# above 1, plus 4 x the KiB of the closed-over array constants its equations use.
+SOURCE_BUILTIN_SUM, SOURCE_UNROLLED, SOURCE_CONST_KIB = 1, 2, 4
 
 # Seconds are written rounded to this many decimals (microseconds).
 TIME_DIGITS = 6
@@ -122,10 +131,11 @@ class FunctionRecord(Counts):
     """One jitted user function, identified by name and definition site.
 
     `eqn_sources`: where the equations of its programs come from, the top source lines
-    (at most MAX_SOURCE_LINES) of the programs its gated jaxpr equations count (its
-    lowerings' where it lowered, else its top-level traces'), as "path:line" (rootdir-
+    (MAX_SOURCE_LINES, and lines of a known pattern) of the programs its gated jaxpr
+    equations count (its lowerings' where it lowered, else its top-level traces'), as
+    "path:line" (rootdir-
     relative, like `site`; "" for equations made with no frame outside JAX) -> [equations,
-    distinct primitives among them, 1 where the line calls Python's builtin sum else 0].
+    distinct primitives among them, its patterns (SOURCE_BUILTIN_SUM ...: 0 for none)].
     Empty: not recorded (a file written before it was, or a program not read)."""
 
     name: str = ""
@@ -203,10 +213,13 @@ class BenchmarkEntry:
     """What one `jaxperf.benchmark` recorded: first call, steady state, program metrics."""
 
     kind: ClassVar[Literal["benchmark"]] = "benchmark"
+    # The first call's seconds, and its trace, lower and backend-compile wall seconds (never
+    # gated: the test's compile seconds are). None in a baseline, which keeps only what the
+    # gate reads; a run file has them.
     first_call_s: float | None
-    trace_s: float
-    lower_s: float
-    compile_s: float
+    trace_s: float | None
+    lower_s: float | None
+    compile_s: float | None
     compiled_on_first_call: bool
     runtime: RuntimeStats | None = None
     metrics: ProgramMetrics | None = None
@@ -239,6 +252,8 @@ class ScalingEntry:
 
 
 Entry = BenchmarkEntry | ScalingEntry
+# A benchmark's first-call seconds: written where kept, left out of a baseline.
+FIRST_CALL_FIELDS = ("first_call_s", "trace_s", "lower_s", "compile_s")
 
 
 def short_name(name: str) -> str:
@@ -320,7 +335,10 @@ class RunRecord:
     run record; rendered outputs (terminal, markdown, HTML) are reports."""
 
     environment: dict[str, Any] = field(default_factory=dict)
-    tests: dict[str, RecordedTest] = field(default_factory=dict)
+    # A dict, or a big baseline's entries kept as text until asked for (a read-only
+    # storage.entries.Entries; see there).
+    tests: Mapping[str, RecordedTest] = field(default_factory=dict)
+    # The schema of the file it was read from (a save says when it converts an older one).
     schema: str = SCHEMA
 
     def environment_of(self, nodeid: str) -> dict[str, Any]:
@@ -381,14 +399,10 @@ def entry_to_json(entry: Entry) -> dict[str, Any]:
             "exponent": entry.exponent,
             "max_exponent": entry.max_exponent,
         }
-    out: dict[str, Any] = {
-        "kind": entry.kind,
-        "first_call_s": entry.first_call_s,
-        "trace_s": entry.trace_s,
-        "lower_s": entry.lower_s,
-        "compile_s": entry.compile_s,
-        "compiled_on_first_call": entry.compiled_on_first_call,
-    }
+    out: dict[str, Any] = {"kind": entry.kind}
+    # Written where kept (a run file's; a baseline holds none of them).
+    out.update((k, v) for k in FIRST_CALL_FIELDS if (v := getattr(entry, k)) is not None)
+    out["compiled_on_first_call"] = entry.compiled_on_first_call
     if entry.runtime is not None:
         out["runtime"] = runtime_to_json(entry.runtime)
     if entry.metrics is not None:
@@ -600,7 +614,7 @@ def _sources_of(value: Any, where: str) -> dict[str, list[int]]:
     _expect(
         _sources_ok(value),
         f"{where}.eqn_sources",
-        "expected an object of source lines -> [equations, primitives, builtin sum]",
+        "expected an object of source lines -> [equations, primitives, patterns]",
     )
     return {k: list(v) for k, v in value.items()}
 
@@ -778,11 +792,15 @@ def entry_from_json(data: Any, where: str, schema: str = SCHEMA) -> Entry:
             hlo_ops=None if schema in _WITHOUT_SIZES else hlo_ops,
             **{k: _optional(data, k, where, _is_seconds, "a number") for k in STATIC_METRICS[2:]},
         )
+    if schema in _FIRST_CALL_REQUIRED:  # from /6 on left out of a baseline
+        for key in FIRST_CALL_FIELDS[1:]:
+            _field(data, key, where, _is_seconds, "seconds")
+    phases = [_optional(data, k, where, _is_seconds, "seconds") for k in FIRST_CALL_FIELDS[1:]]
     return BenchmarkEntry(
         first_call_s=_optional(data, "first_call_s", where, _is_seconds, "seconds or null"),
-        trace_s=float(_field(data, "trace_s", where, _is_seconds, "seconds")),
-        lower_s=float(_field(data, "lower_s", where, _is_seconds, "seconds")),
-        compile_s=float(_field(data, "compile_s", where, _is_seconds, "seconds")),
+        trace_s=None if phases[0] is None else float(phases[0]),
+        lower_s=None if phases[1] is None else float(phases[1]),
+        compile_s=None if phases[2] is None else float(phases[2]),
         compiled_on_first_call=_field(
             data, "compiled_on_first_call", where, lambda v: type(v) is bool, "true or false"
         ),
@@ -807,7 +825,7 @@ _BENCHMARK_TYPES = {
     "transcendentals": float, "bytes_accessed": float, "argument_bytes": int,
     "output_bytes": int, "temp_bytes": int, "peak_bytes": int,
 }  # fmt: skip
-_REQUIRED_BENCHMARK_KEYS = frozenset({"trace_s", "lower_s", "compile_s", "compiled_on_first_call"})
+_REQUIRED_BENCHMARK_KEYS = frozenset({"compiled_on_first_call"})
 _NUMBER_TYPES = frozenset({int, float})
 
 
@@ -827,7 +845,8 @@ def _plain_benchmark(data: Any) -> BenchmarkEntry | None:
         return None
     numbers = [v for v, t in zip(data.values(), types) if t in _NUMBER_TYPES]
     try:
-        if not (min(numbers) >= 0 and sum(numbers) < _INF):  # a NaN makes the sum NaN
+        # (None at all in a baseline's entry of a benchmark that measured no metric.)
+        if numbers and not (min(numbers) >= 0 and sum(numbers) < _INF):  # NaN: the sum NaN
             return None
     except OverflowError:  # a count too big for a float
         return None
@@ -839,9 +858,9 @@ def _plain_benchmark(data: Any) -> BenchmarkEntry | None:
     get = data.get
     return BenchmarkEntry(
         first_call_s=get("first_call_s"),
-        trace_s=data["trace_s"],
-        lower_s=data["lower_s"],
-        compile_s=data["compile_s"],
+        trace_s=get("trace_s"),
+        lower_s=get("lower_s"),
+        compile_s=get("compile_s"),
         compiled_on_first_call=data["compiled_on_first_call"],
         runtime=runtime,
         metrics=ProgramMetrics(*map(get, STATIC_METRICS)) if "jaxpr_eqns" in data else None,
@@ -947,6 +966,7 @@ def run_from_json(data: Any, *, consume: bool = False) -> RunRecord:
     return RunRecord(
         environment=dict(env),
         tests={k: recorded_test_from_json(v, f"tests[{k!r}]", schema) for k, v in tests.items()},
+        schema=schema,
     )
 
 

@@ -24,6 +24,7 @@ from .model import (
 from .reference_plan import ReferencePlan
 from .report import junit, terminal
 from .storage import outputs, store
+from .storage.entries import Entries
 
 LIMITS_KEY = pytest.StashKey[MarkerLimits]()
 # Set by a plugin whose runs are compared only with each other on one machine (`jaxperf ab`):
@@ -206,7 +207,7 @@ class JaxPerfSession:
         tests = self.baseline.tests
         envs = [self.baseline.environment]
         # A big baseline read lazily says which entries may have one, unread.
-        nodeids = getattr(tests, "may_have_environment", lambda: tests)()
+        nodeids = tests.may_have_environment() if isinstance(tests, Entries) else tests
         try:
             envs += [env for nodeid in nodeids if (env := tests[nodeid].environment)]
         except store.BaselineError as exc:

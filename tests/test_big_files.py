@@ -133,6 +133,7 @@ def _careful(data: dict[str, Any]) -> RunRecord:
             k: model.recorded_test_from_json(v, f"tests[{k!r}]", schema)
             for k, v in data["tests"].items()
         },
+        schema=schema,
     )
 
 

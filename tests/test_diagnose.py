@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 
+import _jaxperf_data as data
 import pytest
 from _records import fn, rec
 from conftest import read_json
@@ -317,3 +319,294 @@ def test_a_wrong_source_line_is_named(bad: object) -> None:
     data["tests"]["t"]["functions"] = {"g": {**f, "eqn_sources": bad}}
     with pytest.raises(model.FormatError, match=r"functions\['g'\]\.eqn_sources: expected"):
         model.run_from_json(data, consume=True)
+
+
+# -- what grows a program besides its equations -------------------------------------------
+
+# The example's `unrolled` trap, minimal: Newton steps in a fori_loop, fully unrolled with
+# UNROLL set (the same jaxpr: one scan equation; the lowered program a copy per step).
+UNROLLED = """
+import os
+import jax
+import jax.numpy as jnp
+from jax import lax
+import pytest
+
+@jax.jit
+def quantile(p):
+    def newton(_, z):
+        return z - (jnp.tanh(z) - p) / (1.0 - jnp.tanh(z) ** 2)
+
+    unroll = True if os.environ.get("UNROLL") else 1
+    z = lax.fori_loop(0, 40, newton, jnp.zeros_like(p), unroll=unroll)
+    return 2.0 * z
+
+@pytest.mark.jaxperf(compile_rtol=1000)
+def test_quantile():
+    quantile(jnp.full(3, 0.3))
+"""
+
+
+@pytest.mark.jax_internals
+def test_an_unrolled_fori_loop_is_named_with_its_line(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_unroll=UNROLLED)
+    assert (
+        jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", "--jaxperf-json=base.json").ret == 0
+    )
+    monkeypatch.setenv("UNROLL", "1")
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json")
+    assert result.ret == 1
+    line = (
+        "      cause: unrolled fori_loop/scan at test_unroll.py:13: unroll= copies its body into "
+        "the program per step; fix: drop unroll= (or a small factor)"
+    )
+    # The jaxpr keeps one loop body: its equations did not grow, its lowered program did.
+    result.stdout.fnmatch_lines([
+        "  StableHLO ops of quantile (defined at test_unroll.py:7): baseline * -> now *",
+        line,
+    ])  # fmt: skip
+    out = _before_short_summary(result)
+    assert out.count("unrolled fori_loop/scan at") == 1, out  # said once, however many sizes grew
+    assert "jaxpr equations of quantile" not in out, out
+    fns = read_json(jp.path / "out.json")["tests"]["test_unroll.py::test_quantile"]["functions"]
+    sources = fns["quantile at test_unroll.py:7"]["eqn_sources"]
+    assert sources["test_unroll.py:13"][2] == model.SOURCE_UNROLLED
+    # Against the earlier run file, whose line was not unrolled: the same words.
+    compared = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "base.json", "out.json")
+    assert line.strip() in compared.stdout.str(), compared.stdout.str()
+    # Unrolled on both sides: not what changed, not named.
+    again = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "out.json", "out.json")
+    assert "unrolled fori_loop/scan at" not in again.stdout.str(), again.stdout.str()
+
+
+# A weight matrix closed over by a jitted function: embedded in its program as a constant,
+# of 16 x 16 float32 (1 KiB), or 600 x 600 with BIG set (1,406 KiB).
+CONSTANT = """
+import os
+import numpy as np
+import jax
+import jax.numpy as jnp
+import pytest
+
+N = 600 if os.environ.get("BIG") else 16
+W = np.ones((N, N), np.float32)
+
+@jax.jit
+def project(x):
+    return jnp.tanh(x @ W)
+
+@pytest.mark.jaxperf
+def test_project():
+    project(jnp.ones((2, N)))
+
+@pytest.mark.jaxperf(max_compile_time=1e-9)
+def test_project_limited():
+    project(jnp.ones((2, N)))
+"""
+CONSTANT_LINE = (
+    "closed-over constant: project embeds 1.4 MiB of arrays in its program (used at "
+    "test_const.py:12); fix: pass the array as an argument of the jitted function"
+)
+
+
+@pytest.mark.jax_internals
+def test_a_closed_over_constant_is_named(
+    jp: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jp.makepyfile(test_const=CONSTANT)
+    # 1 KiB: no diagnosis (the limit of 1 ns is breached by any compile).
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", "--jaxperf-json=base.json")
+    assert "closed-over constant" not in result.stdout.str()
+    fns = read_json(jp.path / "base.json")["tests"]["test_const.py::test_project"]["functions"]
+    assert fns["project at test_const.py:10"]["eqn_sources"]["test_const.py:12"][2] == (
+        model.SOURCE_CONST_KIB * 1
+    )
+    monkeypatch.setenv("BIG", "1")
+    result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-json=out.json")
+    # A breach of compile seconds names it as its cause, besides the functions that grew.
+    result.stdout.fnmatch_lines([
+        "  compile time of all functions: * > limit 0.000 s*", f"      cause: {CONSTANT_LINE}",
+    ])  # fmt: skip
+    limited = _section(result.stdout.str(), "test_const.py::test_project_limited")
+    assert limited.count("closed-over constant") == 1, limited
+    fns = read_json(jp.path / "out.json")["tests"]["test_const.py::test_project"]["functions"]
+    assert fns["project at test_const.py:10"]["eqn_sources"]["test_const.py:12"][2] == (
+        model.SOURCE_CONST_KIB * 1406
+    )
+    # Against the run file, whose lines say how big it was: where no gate failed the test
+    # (jax 0.10, 0.12: its equations and ops unchanged), a diagnosis of the test; where XLA
+    # made more ops of it (jax 0.6: optimized HLO ops 5 -> 7), the cause of that breach.
+    compared = jp.run(sys.executable, "-m", "pytest_jaxperf", "compare", "base.json", "out.json")
+    text = compared.stdout.str()
+    failure = _section(text, "test_const.py::test_project")
+    diagnosis = f"diagnosis: test_const.py::test_project: {CONSTANT_LINE}"
+    assert (diagnosis in text) != (f"      cause: {CONSTANT_LINE}" in failure), text
+
+
+def _section(text: str, nodeid: str) -> str:
+    """A test's failure as the terminal and `jaxperf compare` print it ('' where none)."""
+    lines = text.splitlines()
+    start = next((i for i, x in enumerate(lines) if x.startswith(f"jaxperf: {nodeid}: ")), None)
+    if start is None:
+        return ""
+    end = next((i for i in range(start + 1, len(lines)) if not lines[i].startswith("  ")), None)
+    return "\n".join(lines[start:end])
+
+
+def test_an_unrolled_loop_is_named_unless_the_baseline_had_it() -> None:
+    unrolled = model.SOURCE_UNROLLED
+    now = _sized({"q.py:13": [1, 1, unrolled], "q.py:11": [8, 4, 0]}, 9)
+    plain = _sized({"q.py:13": [1, 1, 0], "q.py:11": [8, 4, 0]}, 9)
+    line = (
+        "unrolled fori_loop/scan at q.py:13: unroll= copies its body into the program per "
+        "step; fix: drop unroll= (or a small factor)"
+    )
+    assert diagnose.explain_program(now, rec(now), None, {}) == [line]
+    assert diagnose.explain_program(now, rec(now), rec(plain), {now.key: plain}) == [line]
+    assert diagnose.explain_program(now, rec(now), rec(now), {now.key: now}) == []
+    # Over a limit, what makes the program big is named, changed or not.
+    assert diagnose.explain_program(now, rec(now), rec(now), {now.key: now}, False) == [line]
+    # A baseline that keeps no lines (a committed one): unknown, named.
+    bare = _sized({}, 9)
+    assert diagnose.explain_program(now, rec(now), rec(bare), {now.key: bare}) == [line]
+    # Of the test's total (`function` None): each function's.
+    other = dataclasses.replace(plain, site="q.py:30")
+    assert diagnose.explain_program(None, rec(now, other), None, {}) == [line]
+
+
+def test_a_closed_over_constant_needs_a_mib_and_more_than_the_baseline() -> None:
+    kib = model.SOURCE_CONST_KIB
+
+    def project(const_kib: int) -> FunctionRecord:
+        f = _sized({"m.py:12": [1, 1, kib * const_kib], "m.py:13": [1, 1, 0]}, 2)
+        f.name = "test_x.<locals>.project"
+        return f
+
+    big, small = project(1406), project(diagnose.LARGE_CONSTANT_KIB - 1)
+    line = (
+        "closed-over constant: project embeds 1.4 MiB of arrays in its program (used at "
+        "m.py:12); fix: pass the array as an argument of the jitted function"
+    )
+    assert diagnose.explain_program(big, rec(big), None, {}) == [line]
+    assert diagnose.explain_program(small, rec(small), None, {}) == []
+    assert diagnose.explain_program(big, rec(big), rec(big), {big.key: big}) == []
+    assert diagnose.constants_grew(rec(big), rec(small), {big.key: small}) == [line]
+    assert diagnose.constants_grew(rec(big), rec(big), {big.key: big}) == []
+    # Against a baseline that keeps no lines, growth is unknown: not named without a breach.
+    bare = _sized({}, 2)
+    assert diagnose.constants_grew(rec(big), rec(bare), {big.key: bare}) == []
+
+
+def test_two_functions_lines_keep_each_pattern() -> None:
+    kib, unrolled, builtin = (
+        model.SOURCE_CONST_KIB, model.SOURCE_UNROLLED, model.SOURCE_BUILTIN_SUM,
+    )  # fmt: skip
+    a = _sized({"m.py:3": [5, 1, builtin + kib * 10]}, 5)
+    b = _sized({"m.py:3": [7, 2, unrolled + kib * 30]}, 7)
+    b.site = "m.py:20"
+    both = diagnose.sources([a, b])
+    assert both is not None
+    # Each flag of either; the larger constant (the same one, seen in two programs).
+    assert both.lines["m.py:3"] == [12, 2, builtin + unrolled + kib * 30]
+
+
+def _timed(median: float, **sizes: float) -> model.BenchmarkEntry:
+    entry = data.bench(median)
+    assert entry.metrics is not None
+    return dataclasses.replace(entry, metrics=dataclasses.replace(entry.metrics, **sizes))
+
+
+@pytest.mark.parametrize(
+    ("sizes", "cause"),
+    [
+        ({}, "same program (its 2 size metrics unchanged): the time went into running it "
+         "slower or into work around the call, not into a bigger program"),
+        ({"jaxpr_eqns": 24, "hlo_ops": 61}, "the program changed with it: jaxpr equations "
+         "12 -> 24, StableHLO ops 30 -> 61"),
+    ],
+)  # fmt: skip
+def test_a_runtime_breach_says_what_the_program_did(sizes: dict[str, int], cause: str) -> None:
+    base = rec(benchmarks={"dense": data.bench(1e-3)})
+    now = rec(benchmarks={"dense": _timed(2e-3, **sizes)})
+    verdict = evaluate(now, base, MarkerLimits(), Gating(Tolerances(runtime_clock="wall")))
+    (breach,) = [b for b in verdict.breaches if b.metric == "runtime"]
+    assert breach.reasons == (cause,)
+    assert breach_lines(breach)[1] == f"    cause: {cause}"
+
+
+def test_no_runtime_cause_without_program_metrics() -> None:
+    base = rec(benchmarks={"dense": data.unmeasured(runtime=data.bench(1e-3).runtime)})
+    now = rec(benchmarks={"dense": data.unmeasured(runtime=data.bench(2e-3).runtime)})
+    verdict = evaluate(now, base, MarkerLimits(), Gating(Tolerances(runtime_clock="wall")))
+    (breach,) = [b for b in verdict.breaches if b.metric == "runtime"]
+    assert breach.reasons == ()
+
+
+def test_jaxperf_compare_says_the_runtime_cause(tmp_path: Path) -> None:
+    base = model.RunRecord(tests={"t.py::test_dense": rec(benchmarks={"dense": data.bench(1e-3)})})
+    run = model.RunRecord(tests={"t.py::test_dense": rec(benchmarks={"dense": _timed(2e-3)})})
+    save(tmp_path / "base.json", base)
+    save(tmp_path / "run.json", run)
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest_jaxperf", "compare", "base.json", "run.json",
+         "--runtime-clock=wall"],
+        cwd=tmp_path, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert (
+        "  runtime of benchmark 'dense': baseline 1.000 ms -> now 2.000 ms (+1.000 ms, +100%)"
+    ) in proc.stdout, proc.stdout
+    assert "    cause: same program (its 2 size metrics unchanged)" in proc.stdout, proc.stdout
+
+
+# Seven lines of more equations than the loop's own line (one scan equation; its body's at
+# the lambda's line): past the top lines kept, the loop's is kept for its pattern.
+CROWDED = """
+import jax
+import jax.numpy as jnp
+from jax import lax
+import pytest
+
+@jax.jit
+def crowded(x):
+    a = jnp.sin(x) * 2.0
+    b = jnp.cos(a) * 2.0
+    c = jnp.tanh(b) * 2.0
+    d = jnp.exp(c) * 2.0
+    e = jnp.log1p(d) * 2.0
+    f = jnp.sqrt(e) * 2.0
+    g = jnp.abs(f) * 2.0
+    step = lambda i, z: z * 2.0 + 1.0
+    return lax.fori_loop(0, 8, step, g, unroll=2)
+
+@pytest.mark.jaxperf(max_hlo_ops=1)
+def test_crowded():
+    crowded(jnp.ones(3))
+"""
+
+
+@pytest.mark.jax_internals
+def test_a_pattern_line_past_the_top_lines_is_kept(jp: pytest.Pytester) -> None:
+    jp.makepyfile(test_crowded=CROWDED)
+    result = jp.runpytest("--jaxperf", "--jaxperf-json=out.json")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["      cause: unrolled fori_loop/scan at test_crowded.py:16: *"])
+    fns = read_json(jp.path / "out.json")["tests"]["test_crowded.py::test_crowded"]["functions"]
+    sources = fns["crowded at test_crowded.py:6"]["eqn_sources"]
+    # The top 6 by equations (2 each), then the loop's line (its one scan equation).
+    assert len(sources) == model.MAX_SOURCE_LINES + 1, sources
+    assert sources["test_crowded.py:16"] == [1, 1, model.SOURCE_UNROLLED]
+    assert sum(v[2] & model.SOURCE_UNROLLED for v in sources.values()) == model.SOURCE_UNROLLED
+
+
+def test_an_instructions_breach_says_what_the_program_did_too() -> None:
+    base = rec(benchmarks={"dense": dataclasses.replace(data.bench(1e-3), instructions=1000)})
+    grown = dataclasses.replace(_timed(1e-3, jaxpr_eqns=24), instructions=2000)
+    verdict = evaluate(
+        rec(benchmarks={"dense": grown}), base, MarkerLimits(),
+        Gating(Tolerances(runtime_clock="instructions")),
+    )  # fmt: skip
+    (breach,) = [b for b in verdict.breaches if b.metric == "instructions per call"]
+    assert breach.reasons == ("the program changed with it: jaxpr equations 12 -> 24",)

@@ -162,6 +162,9 @@ CASES = {
             "*2 metric(s) over the baseline or a limit",
             "*StableHLO ops of gaussian_quantile (defined at jaxperf_example/integration.py:*): "
             "baseline * -> now * (+*, +*%) [static_rtol 0.1]",
+            # Named with its line (the scan equation's `unroll`), said once for both sizes.
+            "      cause: unrolled fori_loop/scan at jaxperf_example/integration.py:71: unroll= "
+            "copies its body into the program per step; fix: drop unroll= (or a small factor)",
             # XLA inlines the step's calls: what it compiles grows about 30x.
             "*optimized HLO ops of gaussian_quantile (defined at *): baseline * -> now *",
         ),

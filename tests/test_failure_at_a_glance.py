@@ -131,11 +131,14 @@ def test_a_moved_runtime_comes_first_and_a_big_growth_reads_as_a_ratio(
     expected = (
         "  runtime of benchmark 'normalise': baseline 1.000 ms -> now 2.200 ms (+1.200 ms, "
         "+120%) [median, runtime_rtol 0.75, Mann-Whitney p=*]",
+        # What the program metrics say of it (`diagnose.runtime_cause`).
+        "      cause: the program changed with it: jaxpr equations 12 -> 14, transcendentals "
+        "1,000 -> 3,400,000",
         "  jaxpr equations of benchmark 'normalise': baseline 12 -> now 14 (+2, +17%) "
         "[static_rtol 0.1]",
         "  transcendentals of benchmark 'normalise': baseline 1,000 -> now 3,400,000 "
         "(+3,399,000, x3,400) [static_rtol 0.1]",
     )
-    shown = out[start + 1 : start + 4]
+    shown = out[start + 1 : start + 5]
     assert all(fnmatch.fnmatchcase(a, b) for a, b in zip(shown, lit(*expected))), shown
-    assert len(shown) == 3
+    assert len(shown) == 4

@@ -7,12 +7,19 @@ from typing import Any
 import jax
 import jax.extend.core
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from _jax_releases import builtin_sum_eqns
 from jax import lax
 
 from pytest_jaxperf.measure._jaxhooks import module_ops
-from pytest_jaxperf.measure.program_metrics import count_eqns, device_peak_bytes, measure
+from pytest_jaxperf.measure.program_metrics import (
+    LineTally,
+    count_eqns,
+    device_peak_bytes,
+    eqn_lines,
+    measure,
+)
 
 pytestmark = pytest.mark.jax_internals
 
@@ -283,3 +290,59 @@ def test_a_negative_figure_from_xla_is_not_recorded() -> None:
         "argument_size_in_bytes": 64,
         "temp_size_in_bytes": 0,
     }
+
+
+# -- source lines and the patterns read with them (`eqn_lines`) ----------------------------
+
+WEIGHTS = np.ones((64, 64), np.float32)  # 16 KiB
+
+
+def _lines(fn: Any, *args: Any) -> dict[int, tuple[list[int], set[str]]]:
+    tally: LineTally = {}
+    eqn_lines(jax.jit(fn).trace(*args).jaxpr, tally)
+    return {line[1]: value for line, value in tally.items() if line is not None}
+
+
+def test_eqn_lines_reads_the_unroll_of_a_fori_loop_and_a_scan() -> None:
+    def loops(x: Any) -> Any:
+        x = lax.fori_loop(0, 8, lambda i, z: z * 2.0, x, unroll=True)
+        x = lax.fori_loop(0, 8, lambda i, z: z + 1.0, x, unroll=4)
+        x = lax.fori_loop(0, 8, lambda i, z: z - 1.0, x)
+        return lax.scan(lambda c, _: (c * 3.0, None), x, None, length=5, unroll=5)[0]
+
+    first = loops.__code__.co_firstlineno
+    lines = _lines(loops, jnp.ones(3))
+    # [equations, largest unroll, constant bytes]: unroll=True reads as the loop's length.
+    assert lines[first + 1][0][1] == 8
+    assert lines[first + 2][0][1] == 4
+    assert lines[first + 3][0][1] == 1  # a loop not unrolled
+    assert lines[first + 4][0][1] == 5
+    assert all(counts[2] == 0 for counts, _ in lines.values())
+
+
+def test_eqn_lines_charges_a_closed_over_constant_to_the_line_that_uses_it() -> None:
+    def project(x: Any) -> Any:
+        y = jnp.tanh(x)
+        return y @ WEIGHTS + y @ WEIGHTS  # the same constant twice: charged once
+
+    first = project.__code__.co_firstlineno
+    lines = _lines(project, jnp.ones((2, 64)))
+    assert lines[first + 1][0][2] == 0
+    assert lines[first + 2][0][2] == WEIGHTS.nbytes
+    # Passed as an argument, the array is no constant of the program.
+    passed = _lines(lambda x, w: x @ w, jnp.ones((2, 64)), WEIGHTS)
+    assert all(counts[2] == 0 for counts, _ in passed.values())
+
+
+def test_a_sub_jaxpr_made_inside_jax_is_charged_to_the_line_that_holds_it() -> None:
+    def layer(x: Any) -> Any:
+        return jax.nn.relu(x * 2.0)  # relu: a custom_jvp whose body JAX traces itself
+
+    tally: LineTally = {}
+    jaxpr = jax.jit(layer).trace(jnp.ones(3)).jaxpr
+    eqn_lines(jaxpr, tally)
+    line = layer.__code__.co_firstlineno + 1
+    assert [(at[1], counts[0]) for at, (counts, _) in tally.items() if at] == [
+        (line, count_eqns(jaxpr))
+    ]
+    assert None not in tally

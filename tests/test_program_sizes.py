@@ -156,7 +156,7 @@ def test_a_baseline_without_sizes_gates_the_rest_and_says_so(jp: pytest.Pytester
     assert jp.runpytest("--jaxperf", "--jaxperf-save").ret == 0
     fn = _function(path)
     assert (fn["jaxpr_eqns"], fn["hlo_ops"]) == _expected(True)
-    assert read_json(path)["schema"] == "pytest-jaxperf/5"
+    assert read_json(path)["schema"] == "pytest-jaxperf/6"
 
 
 @pytest.mark.parametrize(

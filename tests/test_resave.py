@@ -416,10 +416,12 @@ _BENCH = {
 
 def _write_baseline(path: Path, change: Any) -> None:
     """A baseline of one test with function `normalise` and benchmark 'normalise', as
-    `change(test entry)` leaves it, written as the plugin writes it."""
+    `change(test entry)` leaves it, written as the plugin writes a baseline (in its form:
+    resave.baseline_form)."""
     from _records import fn, rec
 
     from pytest_jaxperf.model import run_from_json
+    from pytest_jaxperf.storage.resave import baseline_form
 
     run = RunRecord(tests={"t.py::test_n": rec(fn("normalise", "m.py:3", lower_s=0.01))})
     data = json.loads(store.dumps(run))
@@ -428,16 +430,19 @@ def _write_baseline(path: Path, change: Any) -> None:
     for where in (entry, entry["functions"]["normalise at m.py:3"]):
         where["jaxpr_eqns"] = 21
     change(entry)
-    store.save(path, run_from_json(data))
+    read = run_from_json(data)
+    tests = {k: baseline_form(v) for k, v in read.tests.items()}
+    store.save(path, RunRecord(read.environment, tests))
 
 
 def test_resolve_takes_the_side_whose_gated_values_changed_never_a_mix(
     jp: pytest.Pytester,
 ) -> None:
     # HEAD (the newer commit) re-saved the test with noise only (a wall second beside its
-    # CPU second, a first-call time); the other branch with a real change (equations 21 ->
-    # 24, a slower runtime). git merges the clean hunks of both into the marked text; the
-    # entry written must be the other side's, whole.
+    # CPU second; a first-call time too, before a baseline left those out); the other
+    # branch with a real change (equations 21 -> 24, a slower runtime). git merges the
+    # clean hunks of both into the marked text; the entry written must be the other
+    # side's, whole.
     if shutil.which("git") is None:
         pytest.skip("needs git")
     path = jp.path / ".jaxperf" / "baseline.json"

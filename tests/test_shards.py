@@ -247,7 +247,8 @@ BAD_MERGE_INPUT = [
      "with pytest --jaxperf --jaxperf-json=PATH"),
     ("not a report", "{tmp}/junk.json is not a pytest-jaxperf baseline: schema: expected "
      "one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', 'pytest-jaxperf/4', "
-     "'pytest-jaxperf/5', got None (not a pytest-jaxperf file, or a newer version); pass the "
+     "'pytest-jaxperf/5', 'pytest-jaxperf/6', got None (not a pytest-jaxperf file, or a newer "
+     "version); pass the "
      "report each shard wrote with pytest --jaxperf --jaxperf-json=PATH"),
     ("not JSON", "{tmp}/junk.json is not valid JSON (line 1, column 2: Expecting property "
      "name enclosed in double quotes); pass the report each shard wrote with pytest "

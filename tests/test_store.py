@@ -229,7 +229,7 @@ def test_every_object_has_sorted_keys(make: Any) -> None:
 def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     lines = dumps(full_report()).splitlines()
     assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
-    assert '  "schema": "pytest-jaxperf/5",' in lines
+    assert '  "schema": "pytest-jaxperf/6",' in lines
     assert '    "tests/test_a.py::test_x": {' in lines
     assert '      "traces": 3,' in lines
     assert '      "compile_s": 1.125,' in lines
@@ -533,7 +533,7 @@ BROKEN_FILES = [
     pytest.param(
         json.dumps({"schema": "pytest-benchmark/4", "tests": {}}),
         "schema: expected one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', "
-        "'pytest-jaxperf/4', 'pytest-jaxperf/5', got 'pytest-benchmark/4'",
+        "'pytest-jaxperf/4', 'pytest-jaxperf/5', 'pytest-jaxperf/6', got 'pytest-benchmark/4'",
         id="wrong-schema",
     ),
     pytest.param(json.dumps({"tests": {}}), "got None", id="no-schema"),
@@ -641,9 +641,15 @@ BROKEN_FILES = [
         id="benchmark-unknown-field",
     ),
     pytest.param(
-        broken(lambda d: bench_entry(d).pop("compile_s")),
-        ".benchmarks['step']: missing field 'compile_s'",
+        broken(lambda d: bench_entry(d).pop("compiled_on_first_call")),
+        ".benchmarks['step']: missing field 'compiled_on_first_call'",
         id="benchmark-missing-field",
+    ),
+    pytest.param(
+        # Before /6 every benchmark held its first-call seconds (a baseline of /6 none).
+        broken(lambda d: (d.update(schema="pytest-jaxperf/5"), bench_entry(d).pop("compile_s"))),
+        ".benchmarks['step']: missing field 'compile_s'",
+        id="benchmark-missing-field-of-schema-5",
     ),
     pytest.param(
         broken(lambda d: bench_entry(d)["runtime"].pop("median_s")),

@@ -184,7 +184,7 @@ def test_traced_sizes_round_trip_measured_or_not(tmp_path: Path) -> None:
     path = tmp_path / "b.json"
     save(path, report)
     data = read_json(path)
-    assert data["schema"] == "pytest-jaxperf/5"
+    assert data["schema"] == model.SCHEMA
     assert data["tests"]["t.py::a"]["functions"]["step at pkg/m.py:3"]["trace_eqns"] == 10
     assert data["tests"]["t.py::b"]["trace_eqns"] is None
     assert load(path) == report

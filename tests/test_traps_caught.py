@@ -29,8 +29,11 @@ def test_each_regressed_test_is_read_once_with_its_first_reason(traps: ModuleTyp
         failure_text("tests/test_a.py::test_step", verdict, "b.json"),
         "jaxperf: 1 regression",
     ])  # fmt: skip
-    [line] = traps.failures(text)
+    # Its first line, then the cause its failure names (indented: not a test of its own).
+    line, cause = traps.failures(text)
     assert line.startswith("tests/test_a.py::test_step -> traces of step (defined at pkg/sim")
+    assert cause.startswith(f"{' ' * 8}cause: x: f32[3] -> f32[4]; fix: ")
+    assert traps._tests([line, cause]) == 1
     assert traps.failures("jaxperf: 0 regressions") == []
 
 

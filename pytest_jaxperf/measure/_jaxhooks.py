@@ -520,6 +520,32 @@ def eqn_user_line(eqn: Any) -> tuple[str, int] | None:
     return frame.file_name, frame.start_line
 
 
+def scan_unroll(eqn: Any) -> int:
+    """How many copies of its body a `scan` equation (a `lax.scan`, or a `lax.fori_loop` with
+    static bounds) puts in the lowered program: its `unroll` parameter (an int on jax 0.6 -
+    0.12, `unroll=True` already turned into the loop's length; True read as its `length`);
+    1 for a loop not unrolled or any other equation."""
+    unroll = eqn.params.get("unroll", 1)
+    if unroll is True:
+        unroll = eqn.params.get("length", 1)
+    return unroll if isinstance(unroll, int) and unroll > 1 else 1
+
+
+def closed_over_consts(jaxpr: Any) -> list[tuple[Any, int]]:
+    """(constvar, bytes) of each array constant a ClosedJaxpr closes over (its `consts`, the
+    values of `jaxpr.constvars` on jax 0.6 - 0.12: a closed-over NumPy or JAX array is
+    embedded in the lowered program); empty for a plain Jaxpr or one without constants."""
+    consts = getattr(jaxpr, "consts", None)
+    if not consts:
+        return []
+    constvars = getattr(getattr(jaxpr, "jaxpr", None), "constvars", ())
+    return [
+        (var, int(getattr(value, "nbytes", 0) or 0))
+        for var, value in zip(constvars, consts)
+        if getattr(value, "nbytes", 0)
+    ]
+
+
 @functools.cache
 def _user_frame() -> Callable[[Any], Any]:
     import inspect

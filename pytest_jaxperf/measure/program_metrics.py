@@ -16,36 +16,57 @@ def count_eqns(jaxpr: Any) -> int:
     return sum(1 + sum(count_eqns(j) for j in _subjaxprs(eqn.params)) for eqn in inner.eqns)
 
 
-# Per source line (file, line; None: no frame outside JAX), the equations made there and the
-# names of their primitives: where a program's equations come from (`eqn_lines`).
+# Per source line (file, line; None: no frame outside JAX), [equations made there, the
+# largest `unroll` of a scan made there (1: none unrolled), bytes of the closed-over constants
+# its equations use] and the names of their primitives: where a program's equations come
+# from and the known patterns among them (`eqn_lines`).
 LineTally = dict[tuple[str, int] | None, tuple[list[int], set[str]]]
 
 
 def eqn_lines(jaxpr: Any, into: LineTally) -> None:
     """Adds to `into` the equations of a (Closed)Jaxpr by the source line that made each,
-    counted as `count_eqns` counts them (sub-jaxprs' equations at their own lines). A
-    program whose lines cannot be read is left out whole."""
+    counted as `count_eqns` counts them (sub-jaxprs' equations at their own lines, or their
+    holder's where they have none), with the unrolled loops and closed-over constants made
+    or used there. A program whose lines
+    cannot be read is left out whole."""
     found: LineTally = {}
     try:
-        stack = [getattr(jaxpr, "jaxpr", jaxpr)]
+        # Each (sub-)jaxpr with the line of the equation that holds it: an equation of a
+        # sub-jaxpr made with no frame outside JAX (the body of a custom_jvp such as
+        # jax.nn.relu, traced inside JAX) is charged there.
+        stack: list[tuple[Any, tuple[str, int] | None]] = [(jaxpr, None)]
         while stack:
-            inner = stack.pop()
+            closed, holder = stack.pop()
+            inner = getattr(closed, "jaxpr", closed)
+            # Array constants the program closes over, by variable, each charged once to the
+            # first equation that uses it; looked up only in a program that has any (most
+            # have none: no extra work per equation there).
+            consts = {id(var): size for var, size in hooks.closed_over_consts(closed)}
             for eqn in inner.eqns:
-                line = hooks.eqn_user_line(eqn)
+                line = hooks.eqn_user_line(eqn) or holder
                 tally = found.get(line)
                 if tally is None:
-                    tally = found[line] = ([0], set())
+                    tally = found[line] = ([0, 1, 0], set())
                 tally[0][0] += 1
-                tally[1].add(str(eqn.primitive))
-                stack.extend(getattr(j, "jaxpr", j) for j in _subjaxprs(eqn.params))
+                name = str(eqn.primitive)
+                tally[1].add(name)
+                if name == "scan":
+                    tally[0][1] = max(tally[0][1], hooks.scan_unroll(eqn))
+                if consts:
+                    for var in eqn.invars:
+                        tally[0][2] += consts.pop(id(var), 0)
+                stack.extend((sub, line) for sub in _subjaxprs(eqn.params))
     except Exception:  # an unexpected object in the program: its lines are not measured
         return
-    for line, (count, names) in found.items():
+    for line, (counts, names) in found.items():
         tally = into.get(line)
         if tally is None:
-            into[line] = (count, names)
+            into[line] = (counts, names)
         else:
-            tally[0][0] += count[0]
+            mine = tally[0]
+            mine[0] += counts[0]
+            mine[1] = max(mine[1], counts[1])
+            mine[2] = max(mine[2], counts[2])  # the same constant in each program
             tally[1].update(names)
 
 

@@ -32,6 +32,9 @@ from ..model import (
     MAX_REASONS,
     MAX_SOURCE_LINES,
     PROGRAM_SIZE,
+    SOURCE_BUILTIN_SUM,
+    SOURCE_CONST_KIB,
+    SOURCE_UNROLLED,
     Counts,
     Entry,
     FunctionRecord,
@@ -458,13 +461,19 @@ class Scope:
         if not tally or sum(c[0] for c, _ in tally.values()) != total:
             return {}  # a program's lines not read: partial lines would mislead
         top = sorted(tally.items(), key=lambda item: (-item[1][0][0], str(item[0])))
+        # Past the top lines, those of a known pattern (an unrolled loop's own line makes a
+        # single scan equation): a few more, never the whole program.
+        kept = (
+            top[:MAX_SOURCE_LINES]
+            + [
+                (line, (c, n))
+                for line, (c, n) in top[MAX_SOURCE_LINES:]
+                if c[1] > 1 or c[2] >= 1024
+            ][:MAX_SOURCE_LINES]
+        )
         return {
-            self._site(*line) if line else "": [
-                count[0],
-                len(names),
-                int(line is not None and _calls_builtin_sum(*line)),
-            ]
-            for line, (count, names) in top[:MAX_SOURCE_LINES]
+            self._site(*line) if line else "": [c[0], len(n), _patterns(line, c)]
+            for line, (c, n) in kept
         }
 
     def totals(self) -> Counts:
@@ -1168,6 +1177,18 @@ def _positional_names(fun: Any) -> list[str]:
 
 # A call of Python's builtin sum: not a method (`x.sum(`) nor a qualified name (`jnp.sum(`).
 _BUILTIN_SUM = re.compile(r"(?<![\w.])sum\(")
+
+
+def _patterns(line: tuple[str, int] | None, counts: list[int]) -> int:
+    """A source line's known patterns as `FunctionRecord.eqn_sources` keeps them, from its
+    `program_metrics.LineTally` counts."""
+    _, unroll, const_bytes = counts
+    builtin_sum = line is not None and _calls_builtin_sum(*line)
+    return (
+        SOURCE_BUILTIN_SUM * builtin_sum
+        + SOURCE_UNROLLED * (unroll > 1)
+        + SOURCE_CONST_KIB * (const_bytes // 1024)
+    )
 
 
 def _calls_builtin_sum(filename: str, lineno: int) -> bool:

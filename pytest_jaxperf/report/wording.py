@@ -9,7 +9,7 @@ from typing import Any
 
 from ..causes import label_name
 from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
-from ..diagnose import DIAGNOSIS
+from ..diagnose import DIAGNOSIS, is_diagnosis
 from ..environment import timing_differences, under_xdist
 from ..model import (
     STATIC_METRICS,
@@ -189,9 +189,13 @@ def breach_lines(b: Breach) -> list[str]:
         head += f" [{b.detail}]"
     if not b.gated:
         head += " [reported only]"
-    label = "grew" if b.metric == COMPILE_TIME else "cause"
+    # A compile-time breach's reasons are the functions whose seconds grew, besides any
+    # pattern `diagnose` named: that one is its cause.
+    growth = b.metric == COMPILE_TIME
     sources = [f"    from {line}" for line in b.where]
-    return [head, *sources] + [f"    {label}: {r}" for r in b.reasons]
+    return [head, *sources] + [
+        f"    {'grew' if growth and not is_diagnosis(r) else 'cause'}: {r}" for r in b.reasons
+    ]
 
 
 def failing_lines(verdict: Verdict) -> list[str]:

@@ -201,7 +201,7 @@ def read(
     if raw.count(OUTCOME) != len(items):
         return None  # an entry that starts no line of its own (a key twice?): read whole
     source = _Source(path, raw, hint, loads, read_whole, read_entry)
-    return RunRecord(environment=environment, tests=Entries(source, items))  # type: ignore[arg-type]
+    return RunRecord(environment=environment, tests=Entries(source, items))
 
 
 def _closed(raw: bytes, start: int, end: int) -> bool:

@@ -3,13 +3,15 @@
 what this run measured replaces the stored value, what it did not measure keeps the stored
 value and the environment it was measured in, and a timing inside its keep band of the stored
 value keeps the stored value whole, on the gate's clock (so an unchanged re-save rewrites
-nothing, on a busy machine too)."""
+nothing, on a busy machine too); and what a baseline holds of an entry at all
+(`baseline_form`: what the gate reads; the run file holds everything)."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
 import json
+import operator
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -38,7 +40,9 @@ from ..environment import (
 )
 from ..model import (
     COUNT_FIELDS,
+    FIRST_CALL_FIELDS,
     PROGRAM_SIZE,
+    SCHEMA,
     SECONDS_FIELDS,
     SIZE_FIELDS,
     BenchmarkEntry,
@@ -48,6 +52,7 @@ from ..model import (
     RunRecord,
     ScalingEntry,
 )
+from .entries import Entries
 from .store import BaselineError, entry_text, placed
 
 # The kinds of value an entry holds (named in environment.py), each compared between
@@ -135,6 +140,8 @@ class Tally:
     why: str = ""
     # Entries removed (--jaxperf-prune: their tests did not run), by test id.
     pruned: list[str] = field(default_factory=list)
+    # The schema of the file before, where the save converts it (an older one): "" if none.
+    converted: str = ""
 
     @property
     def wrote_nothing(self) -> bool:
@@ -156,7 +163,16 @@ class Tally:
             out += f", {len(self.pruned)} pruned ({', '.join(self.pruned)})"
         if self.unmeasured:
             out += f"; nothing written for {self.unmeasured} test(s): {self.why}"
-        return out
+        return out + self.conversion()
+
+    def conversion(self) -> str:
+        """What the save's line ends with where it converted a file of an older schema."""
+        if not self.converted:
+            return ""
+        return (
+            f"; converted from {self.converted} to {SCHEMA} (first-call seconds, op-by-op "
+            "medians and all but the rank test's rounds are now in the run file only)"
+        )
 
 
 @dataclass
@@ -180,16 +196,9 @@ class Resave:
         if any(k in run.environment for k in RUN_KEYS):  # how the run was made, not where
             env = {k: v for k, v in run.environment.items() if k not in RUN_KEYS}
             run = dataclasses.replace(run, environment=env)
-        # None: an entry of a big baseline still unread (entries.py), measured in the file's
-        # environment; read only if this run touches it or the file's environment changes.
-        entries: dict[str, tuple[RecordedTest | None, dict[str, Any]]] = {}
-        unread = getattr(old.tests, "unread", None) if old is not None else None
-        if old is not None:
-            for nodeid in old.tests:
-                if unread is not None and unread(nodeid):
-                    entries[nodeid] = (None, old.environment)
-                else:
-                    entries[nodeid] = (old.tests[nodeid], old.environment_of(nodeid))
+        # A file of an older schema is written in the baseline's form: the tally's line says.
+        self.tally.converted = old.schema if old is not None and old.schema != SCHEMA else ""
+        entries = _stored(old, convert=bool(self.tally.converted))
         for nodeid in sorted(self.prune & set(entries)):
             del entries[nodeid]
             self.tally.pruned.append(nodeid)
@@ -198,7 +207,7 @@ class Resave:
         for nodeid, rec in sorted(run.tests.items()):
             if rec.outcome != "passed":
                 continue
-            rec = _for_baseline(rec)
+            rec = baseline_form(rec)
             if nodeid not in entries:
                 if counted:
                     entries[nodeid] = (rec, run.environment)
@@ -207,8 +216,9 @@ class Resave:
                     self.tally.unmeasured += 1
                 continue
             stored, where = entries[nodeid]
-            if stored is None:
+            if stored is None:  # an unread entry of `old`
                 stored = old.tests[nodeid] if old is not None else rec
+            stored = baseline_form(stored)
             merged = self.entry(nodeid, stored, where, rec, run.environment)
             if merged is not None:
                 entries[nodeid] = merged
@@ -225,7 +235,7 @@ class Resave:
             old.environment if old else None,
             run.environment,
         )
-        if old is None or unread is None:
+        if old is None or not isinstance(old.tests, Entries):
             tests = {k: placed(r, env, environment) for k, (r, env) in entries.items() if r}
             return RunRecord(environment=environment, tests=tests)
         same = old.environment == environment
@@ -234,7 +244,7 @@ class Resave:
             if r is None and not same:
                 r = old.tests[k]
             kept[k] = None if r is None else placed(r, env, environment)
-        return RunRecord(environment=environment, tests=old.tests.updated(kept))  # type: ignore[attr-defined]
+        return RunRecord(environment=environment, tests=old.tests.updated(kept))
 
     def entry(
         self,
@@ -317,6 +327,29 @@ class Resave:
         return out
 
 
+Stored = dict[str, tuple[RecordedTest | None, dict[str, Any]]]
+
+
+def _stored(old: RunRecord | None, convert: bool) -> Stored:
+    """The entries of `old`, each with the environment it was measured in; with `convert`
+    (a file of an older schema) in a baseline's form (`baseline_form`); a file of this
+    schema, which a save wrote, holds them so (an entry this run touches is put so anyway).
+    None: an entry of a big baseline still unread (entries.py), measured in the file's
+    environment; read only if this run touches it or the file's environment changes."""
+    entries: Stored = {}
+    if old is None:
+        return entries
+    tests = old.tests
+    unread = tests.unread if isinstance(tests, Entries) else None
+    for nodeid in tests:
+        if unread is not None and unread(nodeid):
+            entries[nodeid] = (None, old.environment)
+        else:
+            rec = tests[nodeid]
+            entries[nodeid] = (baseline_form(rec) if convert else rec, old.environment_of(nodeid))
+    return entries
+
+
 def _counts(new: C, old: Counts | None, kinds: set[str], close: set[str], tol: Tolerances) -> C:
     """`new`, or a copy of it with the sizes and seconds it should keep from `old`. Its
     seconds (wall and CPU, each phase) are kept or replaced together, by what the gate reads
@@ -341,18 +374,70 @@ def _counts(new: C, old: Counts | None, kinds: set[str], close: set[str], tol: T
     return out
 
 
-def _for_baseline(rec: RecordedTest) -> RecordedTest:
-    """`rec` as a baseline holds it: without what only judges or explains this run. The
-    re-measurement that confirmed a breach judged this run alone; the source lines of each
-    function's equations move whenever code above them is edited (no gate reads them: they
-    explain a breach in the run's own report)."""
-    if rec.confirmation is None and not any(f.eqn_sources for f in rec.functions.values()):
+def baseline_form(rec: RecordedTest) -> RecordedTest:
+    """`rec` as a baseline holds it: what the gate reads, without what only judges or
+    explains this run (the run file keeps all of it). The re-measurement that confirmed a
+    breach judged this run alone; the source lines of each function's equations move
+    whenever code above them is edited (no gate reads them: they explain a breach in the
+    run's own report); a benchmark's first-call seconds and op-by-op median are never gated
+    (the test's compile seconds and the jitted runtime are), and of its rounds the rank test
+    needs BASELINE_SAMPLES order statistics, not every round (`baseline_samples`). The
+    record itself where it holds none of these (an entry of a baseline read back)."""
+    benchmarks = {k: _benchmark_form(e) for k, e in rec.benchmarks.items()}
+    slim = all(map(operator.is_, benchmarks.values(), rec.benchmarks.values()))
+    if slim and rec.confirmation is None and not any(f.eqn_sources for f in rec.functions.values()):
         return rec
     functions = {
         k: dataclasses.replace(f, eqn_sources={}) if f.eqn_sources else f
         for k, f in rec.functions.items()
     }
-    return dataclasses.replace(rec, confirmation=None, functions=functions)
+    return dataclasses.replace(rec, confirmation=None, functions=functions, benchmarks=benchmarks)
+
+
+# The rounds of a benchmark a baseline keeps: the rank test (compare.significance) against a
+# later run's (up to timing.MAX_SAMPLES) rounds needs their spread, not each of them. Forty
+# order statistics of 100 rounds gave the runtime rule's verdict of all 100 in 20,000 of
+# 20,000 synthetic pairs (20 kept: 20,000 less 6, each at the tolerance's edge) and on the
+# example's real rounds (benchmarks/results/baseline_form-2026-11-28-amd-epyc.txt), and
+# halve a moved benchmark's runtime line.
+BASELINE_SAMPLES = 40
+
+
+def baseline_samples(samples: tuple[float, ...]) -> tuple[float, ...]:
+    """The rounds a baseline keeps of `samples`: sorted, and of more than BASELINE_SAMPLES
+    the middle one of each of that many equal runs of them (the same again when applied to
+    its own result)."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    if n <= BASELINE_SAMPLES:
+        return tuple(ordered)
+    runs = 2 * BASELINE_SAMPLES
+    return tuple(ordered[(2 * i + 1) * n // runs] for i in range(BASELINE_SAMPLES))
+
+
+def _benchmark_form(entry: Entry) -> Entry:
+    """A benchmark entry as a baseline holds it (see `baseline_form`); the entry itself
+    where it already is."""
+    if not isinstance(entry, BenchmarkEntry):
+        return entry
+    runtime = entry.runtime
+    if runtime is not None:
+        samples = baseline_samples(runtime.samples_s)
+        if samples != runtime.samples_s:
+            runtime = dataclasses.replace(runtime, samples_s=samples)
+    unread = (*FIRST_CALL_FIELDS, "eager_median_s", "break_even_calls")
+    if runtime is entry.runtime and all(getattr(entry, k) is None for k in unread):
+        return entry
+    return dataclasses.replace(
+        entry,
+        runtime=runtime,
+        first_call_s=None,
+        trace_s=None,
+        lower_s=None,
+        compile_s=None,
+        eager_median_s=None,
+        break_even_calls=None,
+    )
 
 
 def compile_kept(old: Counts, new: Counts, tol: Tolerances) -> bool:
@@ -389,22 +474,16 @@ def _benchmark(
         return new
     if COUNTS not in kinds:  # nothing compiled (jit off): not even its flags were measured
         return old
+    # (Its first-call seconds are in no baseline: baseline_form.)
     changes: dict[str, Any] = {}
     if SIZES not in kinds or new.metrics is None:
         changes["metrics"] = old.metrics
-    # The first call's seconds are never gated (the test's compile seconds are): they stand
-    # as stored while the program is the same, and are replaced with it.
-    compile_fields = ("first_call_s", "trace_s", "lower_s", "compile_s")
-    same_program = changes.get("metrics", new.metrics) == old.metrics
-    if COMPILE not in kinds or (COMPILE in close and same_program):
-        changes.update((name, getattr(old, name)) for name in compile_fields)
-    runtime_fields = ("runtime", "eager_median_s", "break_even_calls")
     if (
         RUNTIME not in kinds
         or new.runtime is None
         or (RUNTIME in close and _runtime_close(new, old, tol))
     ):
-        changes.update({name: getattr(old, name) for name in runtime_fields})
+        changes["runtime"] = old.runtime
     if (
         INSTRUCTIONS not in kinds
         or new.instructions is None
@@ -422,17 +501,14 @@ def _benchmark(
 
 def _runtime_close(new: BenchmarkEntry, old: BenchmarkEntry, tol: Tolerances) -> bool:
     """Whether the runtime gate finds neither a regression nor an improvement (machine load
-    that its fastest round or CPU time shows for what it is counts as the same). The op-by-op
-    median (`eager=True`, never gated) rides with the runtime: it moved 30x under load where
-    the gated runtime did not, and once rewrote the entry by itself; only its appearing or
-    going (the benchmark's `eager` argument changed) rewrites it."""
+    that its fastest round or CPU time shows for what it is counts as the same). (The
+    op-by-op median, `eager=True`, which moved 30x under load where the gated runtime did
+    not, is in no baseline: baseline_form.)"""
     if old.runtime is None:
         return False
     verdict = Verdict()
     runtime_verdict(verdict, "", new, old, Gating(tol=tol))
-    if verdict.breaches or verdict.improvements:
-        return False
-    return (new.eager_median_s is None) == (old.eager_median_s is None)
+    return not (verdict.breaches or verdict.improvements)
 
 
 _SCALING_KIND = {"compile_s": COMPILE, "runtime_s": RUNTIME}

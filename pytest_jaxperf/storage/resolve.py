@@ -8,7 +8,8 @@ between the sides takes one side's entry whole, never a mix: the side whose gate
 only values the gate does not read changed (wall seconds beside CPU seconds, first-call and
 eager times, causes' text), the side that changed anything; where both changed gated values,
 the side whose commit is the newer one (or the side asked for). Every other entry, and each
-entry's environment, is kept. What each test took, and why, is said."""
+entry's environment, is kept; every entry is compared and written in a baseline's form
+(`resave.baseline_form`). What each test took, and why, is said."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from typing import Any
 
 from ..model import FormatError, RecordedTest, RunRecord, recorded_test_to_json, run_from_json
 from . import gitenv
-from .resave import file_environment
+from .resave import baseline_form, file_environment
 from .store import BaselineError, placed, save
 
 OURS, THEIRS = "ours", "theirs"
@@ -155,7 +156,7 @@ def resolve_sides(
                 kept.append((nodeid, taken, reason))
                 if reason.startswith(_BOTH):
                     conflicting.append(nodeid)
-        entries[nodeid] = (take.tests[nodeid], take.environment_of(nodeid))
+        entries[nodeid] = (baseline_form(take.tests[nodeid]), take.environment_of(nodeid))
     environment = file_environment(
         [env for _, env in entries.values()], other.environment, chosen.environment
     )
@@ -212,7 +213,9 @@ def gated(entry: Any) -> Any:
 
 
 def _written(run: RunRecord, nodeid: str) -> dict[str, Any]:
-    return recorded_test_to_json(run.tests[nodeid]) | {"environment": run.environment_of(nodeid)}
+    """The entry as a save writes it (a side of an older schema holds more: not a change)."""
+    written = recorded_test_to_json(baseline_form(run.tests[nodeid]))
+    return written | {"environment": run.environment_of(nodeid)}
 
 
 def resolve_file(path: Path, keep: str) -> Resolved:

@@ -157,6 +157,7 @@ def merge_into(
             tally.added += how.tally.added
             tally.unmeasured += how.tally.unmeasured
             tally.why = tally.why or how.tally.why
+            tally.converted = tally.converted or how.tally.converted
         if result is None:  # no shard, and no file: load_shards refuses that earlier
             raise BaselineError(f"{path}: nothing to merge; {FIX_SHARD}")
         if not tally.wrote_nothing:  # shards that measured no counts (jit off) change nothing
@@ -186,7 +187,7 @@ def merge_lines(merged: Merged) -> list[str]:
         f"({m.tally.updated} entr{'ies' if m.tally.updated != 1 else 'y'} updated, "
         f"{m.tally.added} added, {m.unchanged} as stored), "
         f"{m.kept} other entr{'ies' if m.kept != 1 else 'y'} kept, "
-        f"{len(m.result.tests)} in all"
+        f"{len(m.result.tests)} in all{m.tally.conversion()}"
     ]
     if m.tally.unmeasured:
         lines.append(f"not merged: {m.tally.unmeasured} test(s): {m.tally.why}")

@@ -443,7 +443,8 @@ def _pieces(run: RunRecord) -> Iterator[str]:
     yield head + "{\n"
     separator = ""
     # Entries of a baseline read lazily that nothing changed are written as they were read.
-    text_of: Callable[[str], str | None] = getattr(run.tests, "text", lambda nodeid: None)
+    tests = run.tests
+    text_of = tests.text if isinstance(tests, entries.Entries) else lambda nodeid: None
     for key, nodeid in zip(keys, nodeids):
         text = text_of(nodeid)
         if text is None:

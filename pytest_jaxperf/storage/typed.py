@@ -18,7 +18,8 @@ file. Bytes that are not UTF-8 are refused anywhere, as by the other parsers. In
   metrics, a runtime's CPU median) stays the int or the float it is; an int past 2**62
   there is left to the careful reader;
 - a benchmark's entry must name its kind (the plugin always writes it) and hold no unknown
-  field; a confirmation (what the plugin re-measured) is read by the careful reader, from
+  field; its first-call seconds may be left out (a baseline holds none); a confirmation
+  (what the plugin re-measured) is read by the careful reader, from
   its own text;
 - a key twice in one object keeps the last value, as json and orjson do: the test ids are
   counted by the caller (store.py), as for the other parsers.
@@ -103,10 +104,11 @@ class _Runtime(Struct, forbid_unknown_fields=True):
 class _Benchmark(Struct, tag_field="kind", tag="benchmark", forbid_unknown_fields=True):
     """A `jaxperf.benchmark` entry as written: its program metrics inline."""
 
-    trace_s: Seconds
-    lower_s: Seconds
-    compile_s: Seconds
     compiled_on_first_call: bool
+    # The first call's seconds: a baseline holds none of them (model.FIRST_CALL_FIELDS).
+    trace_s: Seconds | None = None
+    lower_s: Seconds | None = None
+    compile_s: Seconds | None = None
     first_call_s: Number | None = None
     runtime: _Runtime | None = None
     jaxpr_eqns: Count | UnsetType = UNSET
