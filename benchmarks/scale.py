@@ -274,11 +274,11 @@ def main(argv: list[str] | None = None) -> int:
         t_cmp, verdicts = best_of(repeat, lambda: evaluate_all(b, r, Tolerances()))
         merged = _resave(r)(b, r)
 
-        def save_merged() -> bool:
+        def save_locked() -> bool:
             store.save(saved_path, merged)
             return True
 
-        t_save, _ = best_of(repeat, save_merged)
+        t_save, _ = best_of(repeat, save_locked)
         t_end = _save_merged(repeat, base_path, root / "plugin.json", r)
         plugin = t_read + t_gated + t_end
         total = t_load + t_cmp + t_save
@@ -394,7 +394,7 @@ def _save_merged(repeat: int, baseline: Path, path: Path, run: RunRecord) -> flo
         known = store.read(path, lazy=True)
         gc.collect()
         start = time.perf_counter()
-        store.save_merged(path, run, _resave(run), known)
+        store.save_locked(path, run, _resave(run), known)
         times.append(time.perf_counter() - start)
     return min(times)
 
@@ -486,7 +486,7 @@ if step == "gate":
 else:
     tol = Tolerances()
     how = resave.Resave(resave.Measured.of(run.environment, "gate", tol.runtime_clock), tol)
-    store.save_merged(baseline, run, how, known)
+    store.save_locked(baseline, run, how, known)
 seconds = time.perf_counter() - start
 print(json.dumps({"seconds": seconds, "extra": peak() - before, **read}))
 """

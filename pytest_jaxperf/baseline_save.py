@@ -57,7 +57,7 @@ def with_reference(
 
 
 def save(path: Path, prepared: Prepared, how: Resave, known: store.Loaded) -> RunRecord:
-    """The locked read-resave-write of `path` (`store.save_merged`); the file as written."""
+    """The locked read-resave-write of `path` (`store.save_locked`); the file as written."""
 
     def resave_unless_done(old: RunRecord | None, new: RunRecord) -> RunRecord:
         # The file as this run read it, resaved already: one resave (0.6 s on a
@@ -66,7 +66,7 @@ def save(path: Path, prepared: Prepared, how: Resave, known: store.Loaded) -> Ru
             return prepared.resaved
         return how(old, new)
 
-    return store.save_merged(path, prepared.run, resave_unless_done, known)
+    return store.save_locked(path, prepared.run, resave_unless_done, known)
 
 
 def summary_line(how: Resave, shown: str, before: RunRecord | None, saved: RunRecord) -> str:

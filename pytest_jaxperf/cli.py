@@ -35,7 +35,7 @@ from .storage.outputs import (
     resolved,
     write_text,
 )
-from .storage.shards import Shard, check_disjoint, combine, load_shards, merge_into, merge_lines
+from .storage.shards import Shard, check_disjoint, combine, load_shards, resave_lines, resave_shards
 from .storage.store import BaselineError, collector_paused, load
 
 EXIT_OK, EXIT_REGRESSED, EXIT_USAGE = 0, 1, 2
@@ -510,12 +510,12 @@ def _merge(args: argparse.Namespace, out: TextIO) -> int:
         raise _UsageError(found)
     try:
         settings, _ = _settings(args)
-        merged = merge_into(args.output, runs, settings.tolerances, settings.timing_mode)
+        merged = resave_shards(args.output, runs, settings.tolerances, settings.timing_mode)
     except OutputError as exc:  # another run held the lock too long
         raise _UsageError(str(exc)) from None
     except OSError as exc:  # the disk filled up, say; the file is as it was (atomic write)
         raise _UsageError(f"{args.output} not written: {exc.strerror or exc}") from None
-    for line in merge_lines(merged):
+    for line in resave_lines(merged):
         print(line, file=out)
     return EXIT_OK
 

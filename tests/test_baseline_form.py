@@ -221,7 +221,7 @@ def test_a_file_of_schema_5_reads_and_the_first_save_converts_it(tmp_path: Path)
     assert loaded.tests == old.tests
     # A save of one test converts every entry, and its line says so.
     how = Resave(Measured.of(ENV, "gate", "wall"), Tolerances())
-    store.save_merged(path, RunRecord(ENV, {"t.py::b": rec(fn("g", "m.py:9"))}), how)
+    store.save_locked(path, RunRecord(ENV, {"t.py::b": rec(fn("g", "m.py:9"))}), how)
     assert how.tally.line("b.json") == (
         "jaxperf: baseline b.json: 0 entries updated, 2 kept, 0 added; converted from "
         "pytest-jaxperf/5 to pytest-jaxperf/6 (first-call seconds, op-by-op medians and all "
@@ -234,7 +234,7 @@ def test_a_file_of_schema_5_reads_and_the_first_save_converts_it(tmp_path: Path)
     assert saved is not None and saved.tests["t.py::a"] == baseline_form(old.tests["t.py::a"])
     # The next save has nothing to convert.
     again = Resave(Measured.of(ENV, "gate", "wall"), Tolerances())
-    store.save_merged(path, RunRecord(ENV, {"t.py::b": rec(fn("g", "m.py:9"))}), again)
+    store.save_locked(path, RunRecord(ENV, {"t.py::b": rec(fn("g", "m.py:9"))}), again)
     assert "converted" not in again.tally.line("b.json")
     assert read_json(path) == data
 
@@ -337,7 +337,7 @@ def test_a_baseline_of_schema_5_converts_once_and_compare_judges_as_the_plugin(
 
 
 def test_jaxperf_merge_writes_the_baseline_form_and_says_it_converted(tmp_path: Path) -> None:
-    from pytest_jaxperf.storage.shards import load_shards, merge_into, merge_lines
+    from pytest_jaxperf.storage.shards import load_shards, resave_lines, resave_shards
 
     shard = tmp_path / "shard.json"
     store.save(shard, RunRecord(ENV, {"t.py::a": measured_test()}))
@@ -345,8 +345,8 @@ def test_jaxperf_merge_writes_the_baseline_form_and_says_it_converted(tmp_path: 
     old = RunRecord(ENV, {"t.py::b": rec(fn("g", "m.py:9"))})
     old.tests["t.py::b"].benchmarks = {"b": bench()}
     path.write_text(json.dumps(schema_5(old), indent=2))
-    merged = merge_into(path, load_shards([shard]), Tolerances())
-    assert merge_lines(merged)[0] == (
+    merged = resave_shards(path, load_shards([shard]), Tolerances())
+    assert resave_lines(merged)[0] == (
         f"jaxperf: merged 1 shard report into {path}: 1 passed test (0 entries updated, 1 added, "
         "0 as stored), 1 other entry kept, 2 in all; converted from pytest-jaxperf/5 to "
         "pytest-jaxperf/6 (first-call seconds, op-by-op medians and all but the rank test's "

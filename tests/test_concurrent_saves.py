@@ -27,8 +27,8 @@ def test_save_merged_keeps_entries_saved_since_the_run_started(tmp_path: Path) -
     path = tmp_path / ".jaxperf" / "baseline.json"
     store.save(path, _run("t::old"))
     at_start = store.read(path)  # what this run read at start-up
-    store.save_merged(path, _run("t::other"), resaved)  # another run saved meanwhile
-    merged = store.save_merged(path, _run("t::mine"), resaved, at_start)
+    store.save_locked(path, _run("t::other"), resaved)  # another run saved meanwhile
+    merged = store.save_locked(path, _run("t::mine"), resaved, at_start)
     assert set(merged.tests) == {"t::old", "t::other", "t::mine"}
     assert store.load(path) == merged
     assert outputs.lock_path(path) == tmp_path / ".jaxperf" / "baseline.json.lock"
@@ -47,7 +47,7 @@ def test_save_merged_reads_an_unchanged_file_once(
         raise AssertionError("read again")
 
     monkeypatch.setattr(store, "load", no_second_read)
-    merged = store.save_merged(path, _run("t::mine"), resaved, at_start)
+    merged = store.save_locked(path, _run("t::mine"), resaved, at_start)
     assert set(merged.tests) == {"t::old", "t::mine"}
     monkeypatch.undo()
     assert store.load(path) == merged
@@ -58,7 +58,7 @@ def test_save_merged_reads_an_unchanged_file_once(
     assert store.read(new) == store.Loaded(None, None)
     monkeypatch.setattr(store, "load", no_second_read)
     nothing = store.Loaded(None, None)
-    assert set(store.save_merged(new, _run("t::mine"), resaved, nothing).tests) == {"t::mine"}
+    assert set(store.save_locked(new, _run("t::mine"), resaved, nothing).tests) == {"t::mine"}
 
 
 def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
@@ -71,7 +71,7 @@ def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
     # Other runs holding the locks.
     with FileLock(outputs.lock_path(path)), FileLock(outputs.lock_path(log)):
         with pytest.raises(outputs.OutputError) as info:
-            store.save_merged(path, _run("t::mine"), resaved)
+            store.save_locked(path, _run("t::mine"), resaved)
         with pytest.raises(outputs.OutputError, match="h.jsonl.lock after 0.05 s"):
             history.append(log, {"tests": {}})
     assert str(info.value) == (
@@ -80,7 +80,7 @@ def test_save_merged_waits_for_the_lock_and_says_so_when_it_gives_up(
     )
     assert path.read_text() == before
     assert not log.exists()
-    store.save_merged(path, _run("t::mine"), resaved)  # free again
+    store.save_locked(path, _run("t::mine"), resaved)  # free again
     assert set(read_json(path)["tests"]) == {"t::old", "t::mine"}
     history.append(log, {"tests": {}})
     assert history.load(log) == [{"tests": {}}]
@@ -90,7 +90,7 @@ def test_a_broken_baseline_met_while_saving_is_left_as_it_is(tmp_path: Path) -> 
     path = tmp_path / "baseline.json"
     path.write_text('{"schema": "pytest-jaxperf/2", "tests": {"a": ')  # cut short meanwhile
     with pytest.raises(store.BaselineError, match="is not valid JSON"):
-        store.save_merged(path, _run("t::mine"), resaved)
+        store.save_locked(path, _run("t::mine"), resaved)
     assert path.read_text() == '{"schema": "pytest-jaxperf/2", "tests": {"a": '
 
 

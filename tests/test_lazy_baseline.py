@@ -121,7 +121,7 @@ def _saved_both_ways(
         with monkeypatch.context() as m:
             if lazy:
                 parsed = _count_parses(m)
-            store.save_merged(copy, run, how(), store.read(copy, lazy=lazy))
+            store.save_locked(copy, run, how(), store.read(copy, lazy=lazy))
         out.append(copy.read_bytes())
     return out[0], out[1], parsed
 
@@ -181,7 +181,7 @@ def test_a_wrong_value_fails_only_the_test_that_reads_it(saved: Path) -> None:
     )
     how = resave.Resave(resave.Measured.of(run.environment, "gate", "wall"), Tolerances())
     with pytest.raises(BaselineError):
-        store.save_merged(saved, run2, how, store.read(saved, lazy=True))
+        store.save_locked(saved, run2, how, store.read(saved, lazy=True))
     assert saved.read_bytes() == before
 
 

@@ -87,7 +87,7 @@ def test_ctrl_c_while_the_files_are_written_is_one_line(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(store, "save_merged", interrupted)  # the inner session's, in-process
+    monkeypatch.setattr(store, "save_locked", interrupted)  # the inner session's, in-process
     result = jp.runpytest("--jaxperf", "--jaxperf-save")
     assert result.ret == pytest.ExitCode.INTERRUPTED
     result.stdout.fnmatch_lines(

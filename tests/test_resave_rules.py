@@ -17,7 +17,7 @@ from pytest_jaxperf.environment import REFERENCE_KEY, timing_differences
 from pytest_jaxperf.model import BenchmarkEntry, Counts, RecordedTest, RunRecord, RuntimeStats
 from pytest_jaxperf.storage import resolve as resolving
 from pytest_jaxperf.storage.resave import Measured, Resave, SaveRefused, Tally
-from pytest_jaxperf.storage.store import dumps, save, save_merged
+from pytest_jaxperf.storage.store import dumps, save, save_locked
 
 HERE: dict[str, Any] = {
     "jax": "0.10.2", "jaxlib": "0.10.2", "backend": "cpu", "device_kind": "cpu",
@@ -189,12 +189,12 @@ def test_the_store_writes_nothing_for_a_merge_that_changes_nothing(tmp_path: Pat
     run = RunRecord(environment=off, tests={"t::new": RecordedTest()})
     how = Resave(Measured.of(off, "gate", "cpu"), Tolerances())
     path = tmp_path / "baseline.json"
-    save_merged(path, run, how=how)
+    save_locked(path, run, how=how)
     assert not path.exists()
     base, _ = _save(None, _test(), HERE)
     save(path, base)
     before = path.stat().st_mtime_ns, path.read_bytes()
-    assert save_merged(path, run, how=how).tests.keys() == {"t::a"}
+    assert save_locked(path, run, how=how).tests.keys() == {"t::a"}
     assert (path.stat().st_mtime_ns, path.read_bytes()) == before
 
 

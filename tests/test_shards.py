@@ -120,7 +120,7 @@ def test_merge_into_a_baseline_updates_it_as_jaxperf_save_does(
     # The same file as one --jaxperf-save of the whole, unsplit run.
     serial = _save(tmp_path / "serial.json", OLD_JAX, **old)
     saving = Resave(Measured.of(ENV, "gate", "cpu"), Tolerances())
-    store.save_merged(serial, RunRecord(environment=dict(ENV), tests=shard_tests), how=saving)
+    store.save_locked(serial, RunRecord(environment=dict(ENV), tests=shard_tests), how=saving)
     assert out.read_text() == serial.read_text()
 
 

@@ -177,7 +177,7 @@ class Tally:
 
 @dataclass
 class Resave:
-    """The merge of one run into a baseline for `--jaxperf-save` (called by the store under
+    """The resave of one run into a baseline for `--jaxperf-save` (called by the store under
     the baseline's lock with the file as it is then); `tally` says what it did."""
 
     measured: Measured
@@ -215,13 +215,13 @@ class Resave:
                 else:
                     self.tally.unmeasured += 1
                 continue
-            stored, where = entries[nodeid]
+            stored, stored_env = entries[nodeid]
             if stored is None:  # an unread entry of `old`
                 stored = old.tests[nodeid] if old is not None else rec
             stored = baseline_form(stored)
-            merged = self.entry(nodeid, stored, where, rec, run.environment)
-            if merged is not None:
-                entries[nodeid] = merged
+            resaved = self.entry(nodeid, stored, stored_env, rec, run.environment)
+            if resaved is not None:
+                entries[nodeid] = resaved
                 self.tally.updated += 1
             elif not counted:
                 self.tally.unmeasured += 1
@@ -250,13 +250,14 @@ class Resave:
         self,
         nodeid: str,
         stored: RecordedTest,
-        where: dict[str, Any],
+        stored_env: dict[str, Any],
         rec: RecordedTest,
         env: Mapping[str, Any],
     ) -> tuple[RecordedTest, dict[str, Any]] | None:
         """The entry of `nodeid` after this run and the environment it was measured in; None
-        when that is the stored entry as it was."""
-        here, differ = self._between(where, env)
+        when that is the stored entry as it was. `stored`, `stored_env`: the entry and its
+        environment in the file; `rec`, `env`: this run's."""
+        run_env, differ = self._between(stored_env, env)
         new = {k for k in (*_STATIC, *_TIMED, INSTRUCTIONS) if self.measured.has(k)}
         kinds_new = new & _kinds(rec)
         kinds_old = _kinds(stored) - new | _unrun_kinds(stored, rec)
@@ -265,33 +266,33 @@ class Resave:
             out = self._build(stored, rec, new, differ)
             if as_stored:
                 # Whatever else of the run differs, the values are the stored environment's.
-                as_was = (out, _with_unmeasured(where, where, here, new))
-                if _same(as_was, (stored, where)):
+                as_was = (out, _with_unmeasured(stored_env, stored_env, run_env, new))
+                if _same(as_was, (stored, stored_env)):
                     return None
                 if not as_run:
                     return as_was
-            label = _unknown_dropped(here, where, kinds_old)
-            return out, _with_unmeasured(label, where, here, new)
+            label = _unknown_dropped(run_env, stored_env, kinds_old)
+            return out, _with_unmeasured(label, stored_env, run_env, new)
         # Neither environment holds all the values: keeping both would mislabel some.
         kind = next(k for k in _ORDER if k in kinds_old and k in differ)
         why = self.measured.missing.get(kind, "its benchmark was not run")
+        elsewhere = ", ".join(_differences(kind, stored_env, run_env))
         raise SaveRefused(
-            f"{nodeid}: its {kind} in the baseline was measured elsewhere "
-            f"({', '.join(_differences(kind, where, here))}) and this run did not measure it "
-            f"({why}); {self.instead}"
+            f"{nodeid}: its {kind} in the baseline was measured elsewhere ({elsewhere}) and "
+            f"this run did not measure it ({why}); {self.instead}"
         )
 
     def _between(
-        self, where: dict[str, Any], env: Mapping[str, Any]
+        self, stored_env: dict[str, Any], env: Mapping[str, Any]
     ) -> tuple[dict[str, Any], frozenset[str]]:
-        """The run's environment as an entry measured in `where` takes it (`_as_stored`),
+        """The run's environment as an entry measured in `stored_env` takes it (`_as_stored`),
         and the kinds of value the two differ in: computed once per stored environment (most
         entries share their file's)."""
-        found = self._memo.get(id(where))
-        if found is None or found[0] is not where:
-            here = _as_stored(env, where, self.tolerances)
-            differ = frozenset(k for k in _ORDER if _differences(k, where, here))
-            found = self._memo[id(where)] = (where, here, differ)
+        found = self._memo.get(id(stored_env))
+        if found is None or found[0] is not stored_env:
+            run_env = _as_stored(env, stored_env, self.tolerances)
+            differ = frozenset(k for k in _ORDER if _differences(k, stored_env, run_env))
+            found = self._memo[id(stored_env)] = (stored_env, run_env, differ)
         return found[1], found[2]
 
     def _build(
@@ -575,24 +576,27 @@ def _as_stored(
 
 
 def _unknown_dropped(
-    here: dict[str, Any], where: Mapping[str, Any], kept: set[str]
+    run_env: dict[str, Any], stored_env: Mapping[str, Any], kept: set[str]
 ) -> dict[str, Any]:
-    """`here` without the keys a file older than them lacks where a value it keeps depends
+    """`run_env` without the keys a file older than them lacks where a value it keeps depends
     on them: that value's setting is unknown, and labelling it with this run's (an xdist
     run's `xdist_workers`) would make later runs skip or misjudge it."""
-    unknown = {k for k in OPTIONAL_KEYS - where.keys() if k in here}
+    unknown = {k for k in OPTIONAL_KEYS - stored_env.keys() if k in run_env}
     drop = {k for k in unknown if any(k in _KEYS[kind] for kind in kept)}
-    return {k: v for k, v in here.items() if k not in drop} if drop else here
+    return {k: v for k, v in run_env.items() if k not in drop} if drop else run_env
 
 
 def _with_unmeasured(
-    base: Mapping[str, Any], where: Mapping[str, Any], here: Mapping[str, Any], new: set[str]
+    base: Mapping[str, Any],
+    stored_env: Mapping[str, Any],
+    run_env: Mapping[str, Any],
+    new: set[str],
 ) -> dict[str, Any]:
     """`base` with the not-measured metrics of the values the entry holds: the stored ones
     for what it kept, this run's for what it measured."""
     out = {k: v for k, v in base.items() if k != "not_measured"}
     skipped = {}
-    for env, from_run in ((where, False), (here, True)):
+    for env, from_run in ((stored_env, False), (run_env, True)):
         for metric, why in unmeasured(env).items():
             if (_KIND_OF_UNMEASURED.get(metric, COUNTS) in new) == from_run:
                 skipped[metric] = why

@@ -29,8 +29,8 @@ class Shard:
 
 
 @dataclass
-class Merged:
-    """What `merge_into` did: the file as written, and what became of each shard test."""
+class ShardsResaved:
+    """What `resave_shards` did: the file as written, and what became of each shard test."""
 
     path: Path
     shards: list[Shard]
@@ -127,9 +127,9 @@ def combine(shards: Sequence[Shard]) -> RunRecord:
     return RunRecord(environment=dict(environment), tests=tests)
 
 
-def merge_into(
+def resave_shards(
     path: Path, shards: Sequence[Shard], tolerances: Tolerances, timing_mode: str = "gate"
-) -> Merged:
+) -> ShardsResaved:
     """Merge the passed tests of `shards` into the baseline at `path` as `--jaxperf-save`
     merges a run's, one shard after the other (`resave.Resave`, with `tolerances` and
     `timing_mode` as the shards' pytest resolved them): a value a shard did not measure
@@ -163,7 +163,7 @@ def merge_into(
         if not tally.wrote_nothing:  # shards that measured no counts (jit off) change nothing
             save(path, result)
     outcomes = {n: rec.outcome for shard in shards for n, rec in shard.run.tests.items()}
-    return Merged(
+    return ShardsResaved(
         path=path,
         shards=list(shards),
         result=result,
@@ -176,7 +176,7 @@ def merge_into(
     )
 
 
-def merge_lines(merged: Merged) -> list[str]:
+def resave_lines(merged: ShardsResaved) -> list[str]:
     """What `jaxperf merge` prints: the tally, each shard test left out and why, and each
     shard whose entries keep an environment of their own."""
     m = merged

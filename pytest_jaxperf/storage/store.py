@@ -1,5 +1,5 @@
 """Reading, validating and atomically writing baselines and run files (a run's `RunRecord` as
-JSON), and the locked read-merge-write every save goes through (`save_merged`; the merge
+JSON), and the locked read-resave-write every save goes through (`save_locked`; the resave
 itself is `resave.Resave`)."""
 
 from __future__ import annotations
@@ -326,29 +326,29 @@ def placed(
     return rec if rec.environment == own else dataclasses.replace(rec, environment=own)
 
 
-def save_merged(
+def save_locked(
     path: Path,
     run: RunRecord,
     how: Callable[[RunRecord | None, RunRecord], RunRecord],
     known: Loaded | None = None,
 ) -> RunRecord:
-    """Merge the passed tests of `run` into the baseline at `path` as it is now, not as it was
-    when the run started, and save the result; returns it. The read, merge and write happen
+    """Resave the passed tests of `run` into the baseline at `path` as it is now, not as it
+    was when the run started, and save the result; returns it. The read, resave and write happen
     under the lock beside the file, so two runs saving at once (different -k subsets, say)
     keep each other's entries; `known`, the file as the run read it at its start, stands in
-    for reading it again when its stamp says it is still that version. `how` merges (the
+    for reading it again when its stamp says it is still that version. `how` resaves (the
     save's is `resave.Resave`). A file that became unreadable meanwhile raises BaselineError
-    and is left as it is; so does a merge that raises it. A merge that returns the file as
+    and is left as it is; so does a resave that raises it. A resave that returns the file as
     read (the same object), or no entries where there was no file, writes nothing."""
     from .outputs import locked
 
     with locked(path):
         old = known.run if known is not None and known.stamp == stamp_of(path) else load(path)
-        merged = how(old, run)
-        if merged is not old and (old is not None or merged.tests):
+        resaved = how(old, run)
+        if resaved is not old and (old is not None or resaved.tests):
             _remove_stale_temporaries(path)
-            save(path, merged)
-    return merged
+            save(path, resaved)
+    return resaved
 
 
 def _remove_stale_temporaries(path: Path) -> None:
