@@ -451,6 +451,8 @@ def evaluate(
     _counts_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
     _sizes_vs_baseline(verdict, record, base, matched, gating)
     _compile_time_vs_baseline(verdict, record, base, matched, verdict.gone, gating)
+    if gating.tol.compile_clock == "instructions":
+        _phase_instructions(verdict, record, matched, gating)
     verdict.upgrade = _upgrade_changes(record, base, matched, gating)
     if verdict.upgrade:
         verdict.info.append(
@@ -582,6 +584,8 @@ def _unchanged(record: RecordedTest, base: RecordedTest, gating: Gating) -> bool
         if None in shape or shape != _SHAPE(old_functions[key]):
             return False
     tol = gating.tol
+    if tol.compile_clock == "instructions":
+        return False  # gated per phase (`_phase_instructions`)
     if tol.compile_clock == "cpu":
         now_s, before_s = record.total_cpu_s, base.total_cpu_s
         if now_s is None or before_s is None:
@@ -964,6 +968,13 @@ def _compile_time_growth(
 RUNTIME_ALPHA = 0.01
 RUNTIME = "runtime"
 INSTRUCTIONS = "instructions per call"
+# The compile clock's metrics: each phase's instructions per function (instructions.py's
+# PhaseClock), as breaches name them.
+PHASE_INSTRUCTIONS = {
+    "trace": "trace instructions",
+    "lower": "lowering instructions",
+    "compile": "backend compile instructions",
+}
 JIT = "jit"
 
 
@@ -1210,6 +1221,54 @@ def _instructions(
         verdict.improvements.append(
             f"{INSTRUCTIONS} of {label}: {before:,} -> {now:,} ({now / before - 1:+.1%})"
         )
+
+
+def _phase_instructions(
+    verdict: Verdict,
+    record: RecordedTest,
+    matched: Mapping[str, FunctionRecord],
+    gating: Gating,
+) -> None:
+    """The compile clock: each function's trace, lowering and backend compile instructions
+    against its baseline entry's; any growth above instructions_rtol fails, on any machine
+    where what the counts depend on matches (the same Python build, C library, jax, flags)."""
+    counted = {k: fn for k, fn in record.functions.items() if fn.instructions}
+    if not counted:
+        if any(fn.compiles or fn.lowerings or fn.traces for fn in record.functions.values()):
+            _note(verdict, Note("compile instructions not gated: this run did not count them "
+                                "(they are counted with --jaxperf-compile-clock=instructions)",
+                                "not_measured"))  # fmt: skip
+        return
+    if gating.instruction_differences:
+        _note(verdict, Note("compile instructions not gated: environment differs ("
+                            + ", ".join(gating.instruction_differences) + ")",
+                            "environment_differs"))  # fmt: skip
+        return
+    rtol = gating.tol.instructions_rtol
+    for key, fn in sorted(counted.items()):
+        old = matched.get(key)
+        if old is None:
+            continue  # a new function: its counts say so
+        if not old.instructions:
+            _note(verdict, Note("compile instructions not gated: the baseline has none (save "
+                                "it with --jaxperf-compile-clock=instructions --jaxperf-save)",
+                                "baseline_incomplete"))  # fmt: skip
+            continue
+        for phase, metric in PHASE_INSTRUCTIONS.items():
+            now, before = fn.instructions.get(phase), old.instructions.get(phase)
+            if now is None or not before:
+                continue
+            if now > before * (1 + rtol):
+                verdict.breaches.append(Breach(
+                    metric=metric, function=fn, reference=before, current=now,
+                    against="baseline", detail=f"instructions_rtol {rtol:g}",
+                    gated=gating.gate_baseline,
+                ))  # fmt: skip
+            elif now * (1 + rtol) < before:
+                verdict.improvements.append(
+                    f"{metric} of {short_name(fn.name)}: {before:,} -> {now:,} "
+                    f"({now / before - 1:+.1%})"
+                )
 
 
 def apply_strict(verdict: Verdict, strict: frozenset[str], new: bool = False) -> None:
