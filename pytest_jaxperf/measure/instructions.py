@@ -588,6 +588,9 @@ def reexec(
     that compiles into the private cache it hands valgrind's run (see compile_natively)."""
     valgrind = shutil.which("valgrind") or "valgrind"
     child = child_environment(env, valgrind_version(valgrind), dump_dir)
+    if cache_problem == COMPILES_COUNTED:
+        # Nor the user's persistent cache: a program loaded from it is no compile.
+        child["JAX_ENABLE_COMPILATION_CACHE"] = "false"
     sweep(dump_dir)
     child, line = compile_natively(argv, child, cache_dir(dump_dir, os.getpid()), cache_problem)
     print(line, flush=True)
