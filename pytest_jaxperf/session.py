@@ -21,6 +21,7 @@ from .model import (
     RunRecord,
     recorded_test_from_json,
     recorded_test_to_json,
+    short_name,
 )
 from .reference_plan import ReferencePlan
 from .report import junit, terminal, wording
@@ -391,6 +392,7 @@ class JaxPerfSession:
             finally:
                 del self.scopes[item.nodeid]
                 self.records[item.nodeid] = scope.snapshot()
+                self._counted_lines(item.nodeid, self.records[item.nodeid])
                 # Saved in the report: `jaxperf compare` gates the test with them too.
                 self.records[item.nodeid].marker = item.stash[LIMITS_KEY].to_json()
                 if scope.listener_errors:
@@ -399,6 +401,26 @@ class JaxPerfSession:
                     self.foreign_events[item.nodeid] = scope.foreign_events
                 if scope.rewarmed:
                     self.rewarmed[item.nodeid] = scope.rewarm_lines()
+
+    def _counted_lines(self, nodeid: str, record: RecordedTest) -> None:
+        """The compile clock's progress: one line per counted function, past pytest's
+        capture (a compile under valgrind takes tens of seconds)."""
+        import contextlib
+
+        lines = [
+            f"jaxperf: {nodeid} {short_name(fn.name)}: "
+            + ", ".join(f"{phase} {wording.instructions(n)}" for phase, n in fn.instructions.items())
+            + " instructions counted under valgrind"
+            for fn in record.functions.values()
+            if fn.instructions
+        ]
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not lines or reporter is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            for line in lines:
+                reporter.write_line(line)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -1081,14 +1081,8 @@ class Recorder:
         problems: dict[str, str] = {}
         if missing := hooks.missing():
             problems["traces"] = "missing " + ", ".join(missing)
-        # The probe's compiles are the plugin's: not counted by the compile clock (under
-        # valgrind's instrumentation they would cost a minute).
-        clock, self.phase_clock = self.phase_clock, None
-        try:
-            with hooks.own_settings():
-                counted, expected = self._probe(rootdir)
-        finally:
-            self.phase_clock = clock
+        with hooks.own_settings():
+            counted, expected = self._probe(rootdir)
         first, second, third = (fns[0] if len(fns) == 1 else None for fns in counted)
         here = os.path.basename(__file__)
         reasons = second.retrace_reasons if second else []
@@ -1136,6 +1130,15 @@ class Recorder:
         return problems
 
     def _probe(self, rootdir: Path) -> tuple[list[list[FunctionRecord]], str]:
+        # The probe's compiles are the plugin's: not counted by the compile clock (under
+        # valgrind's instrumentation they would cost a minute).
+        clock, self.phase_clock = self.phase_clock, None
+        try:
+            return self._run_probe(rootdir)
+        finally:
+            self.phase_clock = clock
+
+    def _run_probe(self, rootdir: Path) -> tuple[list[list[FunctionRecord]], str]:
         """The probe's records in three scopes (a first call, a new shape, the first shape
         again after isolation), and the retrace cause the second should read."""
         import jax
