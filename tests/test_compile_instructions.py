@@ -290,6 +290,10 @@ def test_compile_instructions_counted_and_gated_end_to_end(jp: pytest.Pytester) 
     assert set(counts) == {"trace", "lower", "compile"}
     # Each phase runs Python and XLA code: far more than the probe loop's 10,000 steps.
     assert min(counts.values()) > 100_000, counts
+    saved.stdout.fnmatch_lines(lit(
+        "jaxperf: test_tiny.py::test_double double: trace * M, lower * M, compile * M "
+        "instructions counted under valgrind"
+    ))  # fmt: skip
     env = read_json(base)["environment"]
     assert env["libc"] and env["python_build"] and env["valgrind"].startswith("valgrind-")
     # The gate, without another run under valgrind: the report against a baseline whose
@@ -299,8 +303,8 @@ def test_compile_instructions_counted_and_gated_end_to_end(jp: pytest.Pytester) 
         entry["instructions"]["trace"] = int(counts["trace"] / 1.1)
     smaller = jp.path / "smaller.json"
     smaller.write_text(json.dumps(data))
-    cmd = [sys.executable, "-m", "pytest_jaxperf", "compare", str(jp.path / "run.json")]
-    clock = ["--compile-clock", "instructions"]
+    cmd = [sys.executable, "-m", "pytest_jaxperf", "compare"]  # BASELINE REPORT
+    clock = [str(jp.path / "run.json"), "--compile-clock", "instructions"]
     same = subprocess.run([*cmd, str(base), *clock], capture_output=True, text=True)
     assert same.returncode == 0, same.stdout + same.stderr
     grew = subprocess.run([*cmd, str(smaller), *clock], capture_output=True, text=True)
