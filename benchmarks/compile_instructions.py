@@ -109,16 +109,36 @@ def run(work: Path, tag: str, *, save: bool = False, changed: bool = False,
             proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
     else:
         proc = subprocess.run(cmd, cwd=work, env=env, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
     (work / f"run-{tag}.log").write_text(proc.stdout + proc.stderr)
-    data = json.loads(report.read_text())
+    return read_run(work, tag, time.perf_counter() - start, proc.returncode)
+
+
+def read_run(work: Path, tag: str, seconds: float | None = None,
+             code: int | None = None) -> dict[str, Any]:  # fmt: skip
+    """A run's counts and verdicts from the files it left in `work` (its report and its
+    output), so that runs already made can be read again (`--report-only`)."""
+    data = json.loads((work / f"run-{tag}.json").read_text())
+    log = (work / f"run-{tag}.log").read_text()
     counts = {}
     for nodeid, test in data["tests"].items():
         for fn in test["functions"].values():
             counts[nodeid.split("::")[-1]] = fn.get("instructions", {})
-    failed = [line for line in proc.stdout.splitlines() if "instructions of" in line]
-    return {"tag": tag, "seconds": seconds, "code": proc.returncode, "counts": counts,
-            "breaches": failed, "loaded": loaded, "changed": changed}  # fmt: skip
+    last = log.strip().splitlines()[-1]
+    if seconds is None:  # pytest's own figure for the valgrind child
+        seconds = float(last.rsplit(" in ", 1)[1].split("s")[0]) if " in " in last else 0.0
+    if code is None:
+        code = 1 if "failed" in last else 0
+    breaches = [line for line in log.splitlines() if "instructions of" in line]
+    return {"tag": tag, "seconds": seconds, "code": code, "counts": counts,
+            "breaches": breaches, "loaded": tag.startswith("loaded") or tag == "changed0",
+            "changed": tag.startswith("changed")}  # fmt: skip
+
+
+def cpu_model() -> str:
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return platform.machine()
 
 
 def spread(values: list[int]) -> float:
@@ -130,25 +150,50 @@ def main() -> None:
     parser.add_argument("--quiet", type=int, default=4)
     parser.add_argument("--loaded", type=int, default=2)
     parser.add_argument("--changed", type=int, default=3)
-    parser.add_argument("--trace-work", type=int, default=60_000)
+    parser.add_argument("--trace-work", type=int, default=2_800)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--report-only", action="store_true",
+                        help="print the figures of the runs already in --workdir")
     args = parser.parse_args()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="compile-instructions-"))
     work.mkdir(parents=True, exist_ok=True)
-    (work / "test_project.py").write_text(
-        PROJECT.replace("TRACE_WORK", str(args.trace_work))
-    )
+    if not args.report_only:
+        (work / "test_project.py").write_text(
+            PROJECT.replace("TRACE_WORK", str(args.trace_work))
+        )
     valgrind = subprocess.run(["valgrind", "--version"], capture_output=True, text=True)
     print(f"command: {' '.join(sys.argv)}")
-    print(f"machine: {platform.processor() or platform.machine()}; {os.cpu_count()} CPUs; "
+    print(f"machine: {cpu_model()}; {os.cpu_count()} CPUs; "
           f"{valgrind.stdout.strip()}; python {platform.python_version()}")  # fmt: skip
     import jax
 
     print(f"jax {jax.__version__}; trace work {args.trace_work:,} loop steps; workdir {work}")
+    if args.report_only:  # the runs a killed or earlier invocation left in --workdir
+        order = ["save", *(f"{k}{i}" for k in ("quiet", "loaded", "changed") for i in range(20))]
+        runs = [read_run(work, t) for t in order if (work / f"run-{t}.json").exists()]
+        report(runs, None)
+        return
     runs = [run(work, "save", save=True)]
     runs += [run(work, f"quiet{i}") for i in range(args.quiet)]
     runs += [run(work, f"loaded{i}", loaded=True) for i in range(args.loaded)]
     runs += [run(work, f"changed{i}", changed=True, loaded=i == 0) for i in range(args.changed)]
+    report(runs, plain_seconds(work))
+    if args.workdir is None:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def plain_seconds(work: Path) -> float:
+    """Wall seconds of a plain `pytest --jaxperf` of the project (after one warm-up run)."""
+    cmd = [sys.executable, "-m", "pytest", "--jaxperf", "-q", "-p", "no:cacheprovider",
+           "--jaxperf-no-reference-compile", f"--jaxperf-baseline={work / 'plain.json'}",
+           "test_project.py"]  # fmt: skip
+    subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    start = time.perf_counter()
+    subprocess.run(cmd, cwd=work, capture_output=True, text=True)
+    return time.perf_counter() - start
+
+
+def report(runs: list[dict[str, Any]], plain_s: float | None) -> None:
     print(f"\n{'run':>10} {'s':>6} {'exit':>4}  " + "  ".join(
         f"{t[5:]:>10}.{p:<7}" for t in TESTS for p in PHASES))  # fmt: skip
     for r in runs:
@@ -175,22 +220,11 @@ def main() -> None:
         print(f"  {r['tag']:<9} exit {r['code']}  {len(r['breaches'])} breach line(s)")
         for line in r["breaches"]:
             print(f"      {line.strip()}")
-    plain = subprocess.run([sys.executable, "-m", "pytest", "--jaxperf", "-q", "-p",
-                            "no:cacheprovider", "--jaxperf-no-reference-compile",
-                            f"--jaxperf-baseline={work / 'plain.json'}", "test_project.py"],
-                           cwd=work, capture_output=True, text=True)  # fmt: skip
-    del plain
-    start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pytest", "--jaxperf", "-q", "-p", "no:cacheprovider",
-                    "--jaxperf-no-reference-compile", f"--jaxperf-baseline={work / 'plain.json'}",
-                    "test_project.py"], cwd=work, capture_output=True, text=True)  # fmt: skip
-    plain_s = time.perf_counter() - start
     quiet = [r["seconds"] for r in runs if not r["loaded"]]
-    print(f"\ncost: a plain --jaxperf run {plain_s:.1f} s; under the compile clock "
-          f"{min(quiet):.0f}-{max(quiet):.0f} s quiet ({min(quiet) / plain_s:.0f}-"
-          f"{max(quiet) / plain_s:.0f}x)")
-    if args.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
+    print(f"\nseconds per run (wall, or pytest's own figure with --report-only), quiet: {min(quiet):.0f}-{max(quiet):.0f}")
+    if plain_s is not None:
+        print(f"cost: a plain --jaxperf run {plain_s:.1f} s; under the compile clock "
+              f"{min(quiet) / plain_s:.0f}-{max(quiet) / plain_s:.0f}x")
 
 
 if __name__ == "__main__":
