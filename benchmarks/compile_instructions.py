@@ -221,7 +221,8 @@ def report(runs: list[dict[str, Any]], plain_s: float | None) -> None:
         for line in r["breaches"]:
             print(f"      {line.strip()}")
     quiet = [r["seconds"] for r in runs if not r["loaded"]]
-    print(f"\nseconds per run (wall, or pytest's own figure with --report-only), quiet: {min(quiet):.0f}-{max(quiet):.0f}")
+    print(f"\nseconds per run (wall, or pytest's own figure with --report-only), quiet: "
+          f"{min(quiet):.0f}-{max(quiet):.0f}")  # fmt: skip
     if plain_s is not None:
         print(f"cost: a plain --jaxperf run {plain_s:.1f} s; under the compile clock "
               f"{min(quiet) / plain_s:.0f}-{max(quiet) / plain_s:.0f}x")

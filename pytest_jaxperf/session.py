@@ -409,7 +409,7 @@ class JaxPerfSession:
 
         lines = [
             f"jaxperf: {nodeid} {short_name(fn.name)}: "
-            + ", ".join(f"{phase} {wording.instructions(n)}" for phase, n in fn.instructions.items())
+            + ", ".join(f"{ph} {wording.instructions(n)}" for ph, n in fn.instructions.items())
             + " instructions counted under valgrind"
             for fn in record.functions.values()
             if fn.instructions

@@ -33,7 +33,6 @@ from ..model import (
 from ..notgated import code_of
 from ..storage.store import BaselineError
 
-
 # The compile clock's breaches: instructions, to one decimal of a percent, like INSTRUCTIONS.
 _PHASE_METRICS = frozenset(PHASE_INSTRUCTIONS.values())
 
@@ -170,7 +169,8 @@ def change_text(b: Breach) -> str:
     if b.against == "limit":
         return f"limit {value_text(b.metric, b.reference)}"
     diff = b.current - b.reference
-    if (b.metric == INSTRUCTIONS or b.metric in _PHASE_METRICS) and b.reference:  # gated within a few percent: one decimal
+    # Gated within a few percent: one decimal.
+    if (b.metric == INSTRUCTIONS or b.metric in _PHASE_METRICS) and b.reference:
         return percent_or_ratio(b.current, b.reference, digits=1)
     sign = "+" if diff >= 0 else "-"
     amount = sign + value_text(b.metric, abs(diff))
