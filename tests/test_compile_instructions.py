@@ -275,6 +275,7 @@ def test_double():
 
 
 @needs_valgrind
+@pytest.mark.jax_internals
 def test_compile_instructions_counted_and_gated_end_to_end(jp: pytest.Pytester) -> None:
     jp.makepyfile(test_tiny=TINY)
     saved = jp.runpytest_subprocess(
