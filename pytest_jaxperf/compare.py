@@ -977,6 +977,14 @@ PHASE_INSTRUCTIONS = {
     "lower": "lowering instructions",
     "compile": "backend compile instructions",
 }
+# Shown, not gated: in 9 runs of 3 unchanged functions (benchmarks/compile_instructions.py)
+# one backend compile counted 4.8% fewer instructions than the baseline's, the other 26
+# within 0.7%; trace and lowering within 1.3%.
+UNGATED_PHASES = {
+    "compile": "backend compile instructions not gated: they vary by up to 5% between runs "
+    "of unchanged code (which fusions XLA's CPU compiler compiles in a fresh MLIR context is "
+    "a race between its threads)",
+}
 JIT = "jit"
 
 
@@ -1260,13 +1268,16 @@ def _phase_instructions(
             now, before = fn.instructions.get(phase), old.instructions.get(phase)
             if now is None or not before:
                 continue
+            unstable = UNGATED_PHASES.get(phase)
             if now > before * (1 + rtol):
                 verdict.breaches.append(Breach(
                     metric=metric, function=fn, reference=before, current=now,
                     against="baseline", detail=f"instructions_rtol {rtol:g}",
-                    gated=gating.gate_baseline,
+                    gated=gating.gate_baseline and unstable is None,
                 ))  # fmt: skip
-            elif now * (1 + rtol) < before:
+                if unstable is not None:
+                    _note(verdict, Note(unstable, "unstable_count"))
+            elif unstable is None and now * (1 + rtol) < before:
                 verdict.improvements.append(
                     f"{metric} of {short_name(fn.name)}: {before:,} -> {now:,} "
                     f"({now / before - 1:+.1%})"
