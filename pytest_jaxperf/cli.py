@@ -453,9 +453,14 @@ def _write_markdown(
 
 def _settings_line(settings: Settings, inifile: Path | None) -> str:
     tol = settings.tolerances
+    compile_gate = (
+        f"compile instructions per phase, rtol {tol.instructions_rtol:g}"
+        if tol.compile_clock == "instructions"
+        else f"compile rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s "
+        f"({tol.compile_clock} seconds)"
+    )
     return (
-        f"compile rtol {tol.compile_rtol:g}, floor {tol.compile_floor:g} s "
-        f"({tol.compile_clock} seconds); runtime rtol {tol.runtime_rtol:g} "
+        f"{compile_gate}; runtime rtol {tol.runtime_rtol:g} "
         f"({tol.runtime_clock} clock, timing {settings.timing_mode}); static rtol "
         f"{tol.static_rtol:g}; "
         + (f"ini file {inifile}" if inifile is not None else "no ini file sets a jaxperf option")

@@ -36,8 +36,9 @@ TIMING_MODES: tuple[TimingMode, ...] = get_args(TimingMode)
 # pytest, export only with --jaxperf on).
 EXPORT_FORMATS = ("github-action-benchmark", "bencher", "pytest-benchmark")
 # Which seconds a timing gate reads: process CPU time (not inflated by other processes
-# sharing the machine) or wall time.
-Clock = Literal["cpu", "wall"]
+# sharing the machine) or wall time; or, for compile time, instructions of each phase on
+# valgrind's simulated CPU (instructions.py's PhaseClock): its seconds are then not gated.
+Clock = Literal["cpu", "wall", "instructions"]
 CLOCKS: tuple[Clock, ...] = get_args(Clock)
 # The runtime gate may also count instructions per call on valgrind's simulated CPU
 # (instructions.py): deterministic, so gated on any machine with a small tolerance.
@@ -105,7 +106,9 @@ OPTIONS: tuple[Option, ...] = (
            f"(default {DEFAULT_MAX_TIME})"),
     Option("jaxperf_compile_clock", "--jaxperf-compile-clock", "clock", "cpu",
            "compile time is gated on process CPU seconds (cpu, default: load on a shared "
-           "machine barely moves them) or on wall seconds (wall)"),
+           "machine barely moves them), on wall seconds (wall), or (instructions) on the "
+           "instructions of each trace, lowering and backend compile, counted under valgrind "
+           "on any machine against the baseline's '-instructions' twin"),
     Option("jaxperf_runtime_clock", "--jaxperf-runtime-clock", "runtime_clock", "cpu",
            "on the CPU backend a runtime slowdown fails only when the CPU seconds per call "
            "grew too (cpu, default); wall gates on wall time alone; instructions re-runs "
@@ -156,6 +159,11 @@ class Tolerances:
     instructions_rtol: float = DEFAULT_INSTRUCTIONS_RTOL
     cross_machine_compile_rtol: float = DEFAULT_CROSS_MACHINE_COMPILE_RTOL
 
+    @property
+    def under_valgrind(self) -> bool:
+        """Whether either clock counts instructions (the run re-executes under valgrind)."""
+        return "instructions" in (self.compile_clock, self.runtime_clock)
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -202,7 +210,7 @@ class Settings:
         (ini) or to rootdir (defaults)."""
         values, origins = _option_values(given, ini, invocation_dir, ini_base, rootdir)
         baseline: Path = values["jaxperf_baseline"]
-        if values["jaxperf_runtime_clock"] == "instructions":
+        if "instructions" in (values["jaxperf_runtime_clock"], values["jaxperf_compile_clock"]):
             baseline = instructions_baseline(baseline)
         return cls(
             enabled=values["jaxperf"],

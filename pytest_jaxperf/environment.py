@@ -26,15 +26,21 @@ TIMING_KEYS = (
     "cpu_count", "cpu_dispatch", "xdist_workers", "valgrind",
 )  # fmt: skip
 # Compared only when both sides have them (older reports lack them).
-OPTIONAL_KEYS = frozenset({"cpu_dispatch", "xdist_workers", "program_flags"})
+OPTIONAL_KEYS = frozenset(
+    {"cpu_dispatch", "xdist_workers", "program_flags", "python_build", "libc"}
+)
 # Program metrics (jaxpr equations, HLO ops, cost and memory) depend on these only: what the
 # same code lowers to (the versions, the backend and its device kind, x64, the XLA flags and
 # JAX options in `program_flags`) and how many devices a sharded program is split over (a
 # batch sharded over jax.devices() gave 10 optimized HLO ops on 1 CPU device, 22 on 4).
 STATIC_KEYS = ("jax", "jaxlib", "backend", "device_kind", "device_count", "x64", "program_flags")
 # Instructions per call (the instructions clock) depend on these only: the same code on the
-# same simulated CPU, whatever the host's CPU model and load.
-INSTRUCTION_KEYS = (*STATIC_KEYS, "python", "valgrind", "instructions_isa")
+# same simulated CPU, whatever the host's CPU model and load; and, for the compile clock's
+# counts (most of a trace's instructions are Python's, a compile's malloc's), the same
+# Python build and C library (compared where both sides have them: older files lack them).
+INSTRUCTION_KEYS = (
+    *STATIC_KEYS, "python", "valgrind", "instructions_isa", "python_build", "libc"
+)  # fmt: skip
 # The machine: where only these differ, compile seconds are compared through each machine's
 # reference compile (`reference.py`), stored under REFERENCE_KEY.
 MACHINE_KEYS = ("cpu", "cpu_count")

@@ -142,6 +142,11 @@ class FunctionRecord(Counts):
     site: str = ""
     retrace_reasons: list[str] = field(default_factory=list)
     eqn_sources: dict[str, list[int]] = field(default_factory=dict)
+    # Instructions of its traces, lowerings and backend compiles on valgrind's simulated
+    # CPU, by phase ("trace", "lower", "compile"), less spin-waits and fusion-compiler
+    # construction: the compile clock's (--jaxperf-compile-clock=instructions); empty where
+    # not counted. Written only where counted: other files read the same.
+    instructions: dict[str, int] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -378,6 +383,8 @@ def function_to_json(fn: FunctionRecord) -> dict[str, Any]:
     out.update(name=fn.name, site=fn.site, retrace_reasons=list(fn.retrace_reasons))
     if fn.eqn_sources:  # written only where recorded: a file without them reads the same
         out["eqn_sources"] = {k: list(v) for k, v in sorted(fn.eqn_sources.items())}
+    if fn.instructions:
+        out["instructions"] = dict(sorted(fn.instructions.items()))
     return out
 
 
@@ -586,6 +593,8 @@ def function_from_json(data: Any, where: str, schema: str = SCHEMA) -> FunctionR
             fn = FunctionRecord(*values[:-1], list(reasons))  # type: ignore[call-arg]
             if "eqn_sources" in data:
                 fn.eqn_sources = _sources_of(data["eqn_sources"], where)
+            if "instructions" in data:
+                fn.instructions = _phase_instructions(data["instructions"], where)
             return fn
     except (TypeError, KeyError, OverflowError):  # not a dict, a field missing, a huge count
         pass
@@ -599,7 +608,18 @@ def function_from_json(data: Any, where: str, schema: str = SCHEMA) -> FunctionR
     fn.site = _string_of(data, "site", where)
     fn.retrace_reasons = list(reasons)
     fn.eqn_sources = _sources_of(data.get("eqn_sources", {}), where)
+    fn.instructions = _phase_instructions(data.get("instructions", {}), where)
     return fn
+
+
+def _phase_instructions(value: Any, where: str) -> dict[str, int]:
+    """A function's `instructions` as written: phase name -> a count."""
+    _expect(
+        type(value) is dict and all(type(k) is str and _is_count(v) for k, v in value.items()),
+        f"{where}.instructions",
+        "expected an object of phase names to counts",
+    )
+    return dict(value)
 
 
 def _sources_ok(value: Any) -> bool:
@@ -1055,6 +1075,7 @@ def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, Record
     for f in function_entries:
         if len(f) < _SOURCED_FUNCTION:  # no source lines recorded (an attribute of each)
             f["eqn_sources"] = {}
+        f["instructions"] = {}  # files with them are read the careful way
     functions = iter(_adopted(FunctionRecord, function_entries))
     eager = iter(_adopted(Counts, [e["eager"] for e in entries]))
     records = iter(_adopted(RecordedTest, entries))

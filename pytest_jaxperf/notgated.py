@@ -55,6 +55,12 @@ CODES: tuple[Code, ...] = (
          "plugin's re-measurement) and within the wider band such single samples are "
          "judged by (baseline x 3 (1 + compile_rtol) and 5 floors above it)",
          "none needed for gross growth (it fails); strict makes any such breach fail"),
+    Code("unstable_count",
+         "the compile clock's backend compile instructions moved past instructions_rtol, "
+         "but they vary by up to 5% between runs of unchanged code (which fusions XLA's CPU "
+         "compiler compiles in a fresh MLIR context is a race between its threads): shown, "
+         "not failed",
+         "none needed: trace and lowering instructions are gated; strict makes it fail"),
     # The run's own codes: they concern no test's verdict, and fail the run (exit 1).
     Code("no_baseline",
          "the run gated nothing against a baseline: the file is missing (not committed, "

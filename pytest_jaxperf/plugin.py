@@ -36,7 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 "path": "PATH",
                 "int": "N",
                 "mode": "gate|report|off",
-                "clock": "cpu|wall",
+                "clock": "cpu|wall|instructions",
                 "runtime_clock": "cpu|wall|instructions",
                 "export": "FORMAT:PATH",
                 "codes": "CODE,...",
@@ -113,8 +113,8 @@ def pytest_configure(config: pytest.Config) -> None:
         base = store.read(settings.baseline, lazy=True)
     except store.BaselineError as exc:
         raise pytest.UsageError(f"pytest-jaxperf: {exc}") from None
-    if settings.tolerances.runtime_clock == "instructions":
-        _under_valgrind(config)
+    if settings.tolerances.under_valgrind:
+        _under_valgrind(config, settings.tolerances.compile_clock == "instructions")
         from .measure import instructions
 
         if instructions.native_pass():  # writes nothing: the valgrind run does
@@ -174,9 +174,10 @@ def _rootdir_moved_by(config: pytest.Config) -> str | None:
     return None
 
 
-def _under_valgrind(config: pytest.Config) -> None:
-    """For the instructions clock: in the parent, check what it needs (exit 4 with the reason)
-    and re-execute this pytest under valgrind; in that child, nothing to do."""
+def _under_valgrind(config: pytest.Config, compiles: bool = False) -> None:
+    """For the instructions clocks: in the parent, check what they need (exit 4 with the
+    reason) and re-execute this pytest under valgrind; in that child, the recorder counts
+    compile phases where `compiles` (the compile clock's)."""
     import os
     import sys
 
@@ -203,6 +204,10 @@ def _under_valgrind(config: pytest.Config) -> None:
         problem = instructions.self_check()
         if problem is not None:
             raise pytest.UsageError(f"pytest-jaxperf: {problem}")
+        if compiles:
+            from .measure.recorder import RECORDER
+
+            RECORDER.phase_clock = instructions.PhaseClock(instructions.callgrind())
         folder = instructions.private_cache()
         if folder is not None:
             import atexit
@@ -216,7 +221,8 @@ def _under_valgrind(config: pytest.Config) -> None:
         return
     # However xdist was asked to start workers: they would run outside valgrind.
     workers = _xdist.distribution(config)
-    problem = instructions.startup_problem(os.environ.get("JAX_PLATFORMS"), workers)
+    flag = f"--jaxperf-{'compile' if compiles else 'runtime'}-clock=instructions"
+    problem = instructions.startup_problem(os.environ.get("JAX_PLATFORMS"), workers, flag)
     if problem is not None:
         raise pytest.UsageError(f"pytest-jaxperf: {problem}")
     # The child writes to the terminal itself: give it the real stdout and stderr back.
@@ -225,9 +231,9 @@ def _under_valgrind(config: pytest.Config) -> None:
         capman.stop_global_capturing()
     from .measure import _jaxhooks
 
-    instructions.reexec(
-        sys.orig_argv, os.environ, instructions.dump_dir(), _jaxhooks.cache_key_problem()
-    )
+    # The compile clock counts each compile: the native pass would make them cache loads.
+    no_cache = instructions.COMPILES_COUNTED if compiles else _jaxhooks.cache_key_problem()
+    instructions.reexec(sys.orig_argv, os.environ, instructions.dump_dir(), no_cache)
 
 
 @pytest.fixture

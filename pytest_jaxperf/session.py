@@ -369,6 +369,7 @@ class JaxPerfSession:
             finally:
                 del self.scopes[item.nodeid]
                 self.records[item.nodeid] = scope.snapshot()
+                self._counted_lines(item.nodeid, self.records[item.nodeid])
                 # Saved in the report: `jaxperf compare` gates the test with them too.
                 self.records[item.nodeid].marker = item.stash[LIMITS_KEY].to_json()
                 if scope.listener_errors:
@@ -377,6 +378,20 @@ class JaxPerfSession:
                     self.foreign_events[item.nodeid] = scope.foreign_events
                 if scope.rewarmed:
                     self.rewarmed[item.nodeid] = scope.rewarm_lines()
+
+    def _counted_lines(self, nodeid: str, record: RecordedTest) -> None:
+        """The compile clock's progress: one line per counted function, past pytest's
+        capture (a compile under valgrind takes tens of seconds)."""
+        import contextlib
+
+        lines = terminal.counted_lines(nodeid, record)
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if not lines or reporter is None:
+            return
+        capman = self.config.pluginmanager.get_plugin("capturemanager")
+        with capman.global_and_fixture_disabled() if capman else contextlib.nullcontext():
+            for line in lines:
+                reporter.write_line(line)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -211,7 +211,7 @@ def test_old_baseline_without_cpu_seconds_is_read_and_gated_on_wall(jp: pytest.P
     [
         (
             ["--jaxperf-compile-clock=process"],
-            "--jaxperf-compile-clock: expected one of cpu, wall, got 'process'",
+            "--jaxperf-compile-clock: expected one of cpu, wall, instructions, got 'process'",
         ),
         (
             ["--jaxperf-runtime-clock=WALLTIME"],
@@ -233,7 +233,7 @@ def test_wrong_marker_clock_is_a_usage_error(jp: pytest.Pytester) -> None:
     result = jp.runpytest("--jaxperf")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(
-        ["*jaxperf(compile_clock=...) expects one of 'cpu', 'wall', got 'gpu'*"]
+        ["*jaxperf(compile_clock=...) expects one of 'cpu', 'wall', 'instructions', got 'gpu'*"]
     )
 
 

@@ -227,14 +227,18 @@ def test_the_clock_keeps_its_own_baseline_beside_the_configured_one() -> None:
 def test_clock_values_are_checked() -> None:
     with pytest.raises(ConfigError, match=r"expected one of cpu, wall, instructions, got 'cycles'"):
         _settings(jaxperf_runtime_clock="cycles")
-    with pytest.raises(ConfigError, match="expected one of cpu, wall, got 'instructions'"):
-        _settings(jaxperf_compile_clock="instructions")
+    with pytest.raises(ConfigError, match="expected one of cpu, wall, instructions, got 'ir'"):
+        _settings(jaxperf_compile_clock="ir")
+    # The compile clock counts instructions too: its baseline is the '-instructions' twin.
+    s = _settings(jaxperf_compile_clock="instructions")
+    assert s.tolerances.under_valgrind and s.baseline.name.endswith("-instructions.json")
     mark = type("Mark", (), {"args": (), "kwargs": {"runtime_clock": "instructions",
                                                     "instructions_rtol": 0.1}})()  # fmt: skip
     limits = MarkerLimits.from_marks("t", [mark])
     assert limits.tolerances(Tolerances()).instructions_rtol == 0.1
-    bad = type("Mark", (), {"args": (), "kwargs": {"compile_clock": "instructions"}})()
-    with pytest.raises(ConfigError, match="compile_clock=...\\) expects one of 'cpu', 'wall'"):
+    bad = type("Mark", (), {"args": (), "kwargs": {"compile_clock": "cycles"}})()
+    with pytest.raises(ConfigError, match="compile_clock=...\\) expects one of 'cpu', 'wall', "
+                       "'instructions'"):  # fmt: skip
         MarkerLimits.from_marks("t", [bad])
 
 

@@ -181,6 +181,12 @@ class Scope:
         # record keeps the top lines of those its gated equations count (`snapshot`).
         self._lowered_lines: dict[int, program_metrics.LineTally] = {}
         self._traced_programs: dict[int, list[Any]] = {}
+        # The compile clock's instructions (`instructions.PhaseClock`, under valgrind with
+        # --jaxperf-compile-clock=instructions; else None), and each phase's span of its
+        # dumps by function record, read into `FunctionRecord.instructions` once no phase is
+        # open (`snapshot`).
+        self.phase_clock: Any = None
+        self._spans: list[tuple[FunctionRecord, str, Any]] = []
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -304,11 +310,19 @@ class Scope:
             for key, (t, lo, c) in sorted(self.rewarmed.items())
         ]
 
-    def on_trace_time(self, ident: Identity | None, seconds: float, cpu: float | None) -> None:
+    def on_trace_time(
+        self, ident: Identity | None, seconds: float, cpu: float | None, span: Any = None
+    ) -> None:
         with self._lock:
             target = self._target(ident)
             target.trace_s += seconds
             target.trace_cpu_s = _plus(target.trace_cpu_s, cpu)
+            self._span(target, "trace", span)
+
+    def _span(self, target: Counts, phase: str, span: Any) -> None:
+        # A phase's instructions, read later (see `phase_clock`); a user function's only.
+        if span is not None and isinstance(target, FunctionRecord):
+            self._spans.append((target, phase, span))
 
     def on_traced_program(
         self, ident: Identity | None, eqns: int | None, jaxpr: Any = None
@@ -329,6 +343,7 @@ class Scope:
         cpu: float | None,
         size: tuple[int | None, int | None] = (None, None),
         jaxpr: Any = None,
+        span: Any = None,
     ) -> None:
         """One lowering: its seconds and the (jaxpr equations, StableHLO ops) of what it
         lowered (None: not read); `jaxpr`, what it lowered, whose equations' source lines
@@ -340,6 +355,7 @@ class Scope:
             target.lowerings += 1
             target.lower_s += seconds
             target.lower_cpu_s = _plus(target.lower_cpu_s, cpu)
+            self._span(target, "lower", span)
             target.jaxpr_eqns = _plus(target.jaxpr_eqns, size[0])
             target.hlo_ops = _plus(target.hlo_ops, size[1])
             self._pending[threading.get_ident()] = ident
@@ -398,7 +414,9 @@ class Scope:
             }
         return kept, left
 
-    def on_compile(self, seconds: float, cpu: float | None, ops: int | None = None) -> None:
+    def on_compile(
+        self, seconds: float, cpu: float | None, ops: int | None = None, span: Any = None
+    ) -> None:
         """One backend compile (or persistent-cache load): its seconds and the HLO
         instructions of what XLA made of the program (None: not read)."""
         tid = threading.get_ident()
@@ -421,6 +439,7 @@ class Scope:
             else:
                 target.compile_s += seconds
                 target.compile_cpu_s = _plus(target.compile_cpu_s, cpu)
+                self._span(target, "compile", span)  # a cache hit's load is no compile
                 if kept is not None:
                     kept.compile_s += seconds
                     kept.compile_cpu_s = _plus(kept.compile_cpu_s, cpu)
@@ -483,8 +502,21 @@ class Scope:
             total.add(fn)
         return total
 
+    def read_instructions(self) -> None:
+        """Add the instructions of the phases so far to their functions' records, where no
+        phase is open (reading a dump inside one would count the reading)."""
+        clock = self.phase_clock
+        if clock is None or clock.open:
+            return
+        with self._lock:
+            spans, self._spans = self._spans, []
+        for fn, phase, span in spans:
+            fn.instructions[phase] = fn.instructions.get(phase, 0) + clock.count(span)
+        clock.clear()
+
     def snapshot(self) -> RecordedTest:
         """A RecordedTest holding copies of what this scope recorded so far."""
+        self.read_instructions()
         rec = RecordedTest(
             functions={
                 k: FunctionRecord(
@@ -492,6 +524,7 @@ class Scope:
                         **vars(f),
                         "retrace_reasons": list(f.retrace_reasons),
                         "eqn_sources": self._sources(f),
+                        "instructions": dict(f.instructions),
                     }
                 )  # fmt: skip
                 for k, f in self.functions.items()
@@ -578,6 +611,10 @@ class Recorder:
         # attribute so that tests can drive both with fake clocks.
         self.gc = gctime.GcClock()
         self._cpu_clock: Callable[[], float] = time.process_time
+        # The compile clock's instructions (see `Scope.phase_clock`), and per thread and
+        # phase its marks at each open phase's start, innermost last.
+        self.phase_clock: Any = None
+        self._instr_start: dict[tuple[int, str], list[Any]] = {}
         # What the last self-check found missing, by metric.
         self.problems: dict[str, str] = {}
 
@@ -659,9 +696,12 @@ class Recorder:
         """`work(*args)`, a listener's, whose seconds are not those of the phases it runs
         inside (see `gctime`): a trace's cause, a nested phase's sizing."""
         started = self.gc.own_start()
+        apart = self.phase_clock is not None and self.phase_clock.own_start()
         try:
             work(*args)
         finally:
+            if apart:
+                self.phase_clock.own_stop(apart)
             self.gc.own_stop(started)
 
     def _trace(self, call: hooks.TraceCall) -> None:
@@ -797,6 +837,10 @@ class Recorder:
         # (its wall-clock start time); the process CPU clock and the collector's seconds
         # are read here and at the end.
         if self.active is not None and event in _PHASES:
+            if self.phase_clock is not None and self.active.owns_current_thread():
+                self._instr_start.setdefault((threading.get_ident(), event), []).append(
+                    self.phase_clock.start()
+                )
             self.gc.watching += 1
             self._cpu_start.setdefault((threading.get_ident(), event), []).append(
                 (self._cpu_clock(), self.gc.totals())
@@ -809,6 +853,7 @@ class Recorder:
         try:
             if event not in _PHASES:
                 return
+            span = self._phase_span(event)
             starts = self._cpu_start.get((threading.get_ident(), event))
             start = starts.pop() if starts else None
             cpu = None if start is None else max(0.0, self._cpu_clock() - start[0])
@@ -822,12 +867,22 @@ class Recorder:
                 return
             # Identifying the function and sizing its program run inside the phases
             # enclosing this one.
-            self._as_own(self._phase_done, scope, event, duration_secs, cpu)
+            self._as_own(self._phase_done, scope, event, duration_secs, cpu, span)
         except Exception:
             scope.listener_errors += 1
+        if span is not None and event == hooks.COMPILE_EVENT and not self.phase_clock.open:
+            # A jit's last phase: the test's own work runs uninstrumented until the next.
+            self.phase_clock.pause()
+
+    def _phase_span(self, event: str) -> Any:
+        # First thing at a phase's end: its span of instructions (None: not counted).
+        if self.phase_clock is None:
+            return None
+        starts = self._instr_start.get((threading.get_ident(), event))
+        return self.phase_clock.end(starts.pop()) if starts else None
 
     def _phase_done(
-        self, scope: Scope, event: str, duration_secs: float, cpu: float | None
+        self, scope: Scope, event: str, duration_secs: float, cpu: float | None, span: Any = None
     ) -> None:
         if event == hooks.TRACE_EVENT:
             traced = hooks.traced_for_jit()
@@ -836,7 +891,7 @@ class Recorder:
                 self._identified.pop((id(traced[0]), id(traced[1])), None)
                 return  # not charged (see `_refills`)
             ident, started = (None, False) if traced is None else self._identified_at_end(*traced)
-            scope.on_trace_time(ident, duration_secs, cpu)
+            scope.on_trace_time(ident, duration_secs, cpu, span)
             if traced is not None:
                 program = hooks.traced_program()
                 # A trace cache hit emits the event too: only real traces add their size.
@@ -849,11 +904,11 @@ class Recorder:
             lowering = hooks.lowering()
             lowered = self._lowered(lowering.jaxpr)
             size = program_metrics.size(lowering)
-            scope.on_lowering(lowered, duration_secs, cpu, size, lowering.jaxpr)
+            scope.on_lowering(lowered, duration_secs, cpu, size, lowering.jaxpr, span)
             scope.keep_program(lowered, lowering.jaxpr, duration_secs, cpu, lowering.devices)
         else:
             ops = program_metrics.xla_ops(hooks.compiled_executable())
-            scope.on_compile(duration_secs, cpu, ops)
+            scope.on_compile(duration_secs, cpu, ops, span)
 
     def _on_event(self, event: str, **kwargs: Any) -> None:
         scope = self.active
@@ -992,6 +1047,7 @@ class Recorder:
         self.install()
         scope = Scope(rootdir)
         scope.clears_at_open = self.clears
+        scope.phase_clock = self.phase_clock
         # Aliases from an earlier test would charge this test's lowerings by whichever test
         # ran before: a generic wrapper's source (equinox's fun_wrapped) is shared by all.
         self._aliases.clear()
@@ -1002,6 +1058,10 @@ class Recorder:
         finally:
             self.active = outer
             self.last_programs = scope.programs()
+            if self.phase_clock is not None:
+                self._instr_start.clear()
+                self.phase_clock.open = 0
+                scope.read_instructions()
 
     # -- self-check -----------------------------------------------------------------------
     def sources(self) -> str:
@@ -1079,6 +1139,15 @@ class Recorder:
         return problems
 
     def _probe(self, rootdir: Path) -> tuple[list[list[FunctionRecord]], str]:
+        # The probe's compiles are the plugin's: not counted by the compile clock (under
+        # valgrind's instrumentation they would cost a minute).
+        clock, self.phase_clock = self.phase_clock, None
+        try:
+            return self._run_probe(rootdir)
+        finally:
+            self.phase_clock = clock
+
+    def _run_probe(self, rootdir: Path) -> tuple[list[list[FunctionRecord]], str]:
         """The probe's records in three scopes (a first call, a new shape, the first shape
         again after isolation), and the retrace cause the second should read."""
         import jax

@@ -10,7 +10,7 @@ from typing import Any
 from ..compare import COMPILE_TIME, JIT, SIZE_WORDS, Verdict, compile_seconds
 from ..config import Clock, Tolerances
 from ..confirmation import NOT_CONFIRMED
-from ..model import RecordedTest, RunRecord
+from ..model import RecordedTest, RunRecord, short_name
 from ..storage.store import BaselineError
 from . import wording
 from .summary import RunSummary, not_gated_lines, status_of, upgrade_line
@@ -402,3 +402,14 @@ def recording_notes(
     for line in rewarmed:
         text += f"\n{line}"
     return text + f"\nsources: {sources}"
+
+
+def counted_lines(nodeid: str, record: RecordedTest) -> list[str]:
+    """The compile clock's progress after a test: one line per function it counted."""
+    return [
+        f"jaxperf: {nodeid} {short_name(fn.name)}: "
+        + ", ".join(f"{ph} {wording.instructions(n)}" for ph, n in fn.instructions.items())
+        + " instructions counted under valgrind"
+        for fn in record.functions.values()
+        if fn.instructions
+    ]

@@ -8,7 +8,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..causes import label_name
-from ..compare import COMPILE_TIME, INSTRUCTIONS, JIT, RUNTIME, SIZE_WORDS, Breach, Verdict
+from ..compare import (
+    COMPILE_TIME,
+    INSTRUCTIONS,
+    JIT,
+    PHASE_INSTRUCTIONS,
+    RUNTIME,
+    SIZE_WORDS,
+    Breach,
+    Verdict,
+)
 from ..diagnose import DIAGNOSIS, is_diagnosis
 from ..environment import timing_differences, under_xdist
 from ..model import (
@@ -24,6 +33,9 @@ from ..model import (
 from ..notgated import code_of
 from ..storage.store import BaselineError
 
+# The compile clock's breaches: instructions, to one decimal of a percent, like INSTRUCTIONS.
+_PHASE_METRICS = frozenset(PHASE_INSTRUCTIONS.values())
+
 
 def plural(n: int, word: str) -> str:
     """'1 regression', '2 regressions'."""
@@ -35,7 +47,7 @@ def value_text(metric: str, value: float) -> str:
         return f"{value:.3f} s"
     if metric == RUNTIME:
         return f"{value * 1e6:.1f} us" if value < 1e-3 else f"{value * 1e3:.3f} ms"
-    if metric == INSTRUCTIONS:
+    if metric == INSTRUCTIONS or metric in _PHASE_METRICS:
         return instructions(value)
     if value == int(value) and abs(value) < 1e15:  # a count or a size: every digit, grouped
         return f"{value:,.0f}"
@@ -157,7 +169,8 @@ def change_text(b: Breach) -> str:
     if b.against == "limit":
         return f"limit {value_text(b.metric, b.reference)}"
     diff = b.current - b.reference
-    if b.metric == INSTRUCTIONS and b.reference:  # gated within a few percent: one decimal
+    # Gated within a few percent: one decimal.
+    if (b.metric == INSTRUCTIONS or b.metric in _PHASE_METRICS) and b.reference:
         return percent_or_ratio(b.current, b.reference, digits=1)
     sign = "+" if diff >= 0 else "-"
     amount = sign + value_text(b.metric, abs(diff))

@@ -541,7 +541,8 @@ def _quickentry_text(rec: RecordedTest) -> str | None:
 
 def _function_line(fn: FunctionRecord) -> str | None:
     numbers = _numbers(fn)
-    if numbers is None:
+    if numbers is None or fn.instructions:  # instructions: the general way
+        return None
         return None
     reasons = "[" + ", ".join(map(_string, fn.retrace_reasons)) + "]"
     texts = (_string(fn.name), _string(fn.site), reasons)

@@ -150,6 +150,7 @@ _FunctionMirror = dataclasses.make_dataclass(
             dict[str, Annotated[list[Count], Meta(min_length=3, max_length=3)]],
             dataclasses.field(default_factory=dict),
         ),
+        ("instructions", dict[str, Count], dataclasses.field(default_factory=dict)),
     ],
 )
 _TestMirror = dataclasses.make_dataclass(
