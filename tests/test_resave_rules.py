@@ -326,3 +326,23 @@ def test_the_op_by_op_median_rides_with_the_gated_runtime() -> None:
     busy = dataclasses.replace(_bench(1.2e-3), eager_median_s=0.12, break_even_calls=300.0)
     again, how = _save(base, _test(b=busy), HERE)
     assert dumps(again) == dumps(base) and how.tally.updated == 0
+
+
+def _counted(**phases: int) -> RecordedTest:
+    """A test whose one function's compile phases were counted by the compile clock."""
+    test = _test()
+    (f,) = test.functions.values()
+    f.instructions = dict(phases)
+    return test
+
+
+def test_a_save_keeps_compile_counts_within_the_tolerance() -> None:
+    # The compile clock's counts move by tenths of a percent run to run: within
+    # instructions_rtol (2%) of the stored ones they stand; a 5.6% trace growth is written.
+    base, _ = _save(None, _counted(trace=9_000_000, lower=13_000_000, compile=225_000_000), HERE)
+    close = _counted(trace=9_050_000, lower=12_990_000, compile=226_000_000)
+    again, how = _save(base, close, HERE)
+    assert dumps(again) == dumps(base) and how.tally.updated == 0
+    grown, how = _save(base, _counted(trace=9_500_000, lower=13_000_000, compile=225_000_000), HERE)
+    (f,) = grown.tests["t::a"].functions.values()
+    assert f.instructions["trace"] == 9_500_000 and how.tally.updated == 1
