@@ -756,7 +756,6 @@ def _sizes_vs_baseline(
     if gating.static_differences:
         _note(verdict, _static_note(gating))
         return
-    rtol = gating.tol.static_rtol
     # Per size: where it was not measured ("the baseline", "this run").
     unmeasured: dict[str, set[str]] = {}
     for key, fn in sorted(record.functions.items()):
@@ -766,46 +765,66 @@ def _sizes_vs_baseline(
         sizes = _SIZES_OF(fn)
         if None not in sizes and sizes == _SIZES_OF(old):
             continue  # the same sizes of as many programs: neither grown nor shrunk
-        for metric, words in SIZE_WORDS.items():
-            now, before = getattr(fn, metric), getattr(old, metric)
-            if metric == "trace_eqns" and (
-                _lowered(fn) and _lowered(old) or now == 0 or "traces" in gating.skipped
-            ):
-                # Gated through its lowerings' equations; or no top-level trace now (a
-                # nested jit, whose equations are its outer's); or traces not seen, and so
-                # neither their sizes: nothing to gate.
-                continue
-            if now is None or before is None:
-                # Where neither side has it, this run's is the one to mend.
-                where = "the baseline" if before is None and now is not None else "this run"
-                unmeasured.setdefault(metric, set()).add(where)
-                continue
-            # A retrace or recompile is the counts' finding: where their number changed, the
-            # sizes are compared per one, so that one more of the same program is not "growth".
-            unit = _SIZE_UNIT[metric]
-            n_now, n_before = getattr(fn, unit), getattr(old, unit)
-            per = bool(n_now and n_before and n_now != n_before)
-            if per:
-                now, before = now / n_now, before / n_before
-            if now > before * (1 + rtol) and now > before:
-                detail = f"static_rtol {rtol:g}" + (
-                    f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
-                )
-                verdict.breaches.append(Breach(
-                    metric=words, function=fn, reference=before, current=now,
-                    against="baseline", gated=gating.gate_baseline, detail=detail,
-                ))  # fmt: skip
-            elif now * (1 + rtol) < before:
-                verdict.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
+        _function_sizes_vs_baseline(verdict, fn, old, gating, unmeasured)
     lowered = {m: w for m, w in unmeasured.items() if m != "trace_eqns"}
     if not lowered:
         _size_totals_vs_baseline(verdict, record, base, matched, gating, set(unmeasured))
+    _unmeasured_size_notes(verdict, lowered, unmeasured.get("trace_eqns", set()))
+
+
+def _function_sizes_vs_baseline(
+    verdict: Verdict,
+    fn: FunctionRecord,
+    old: FunctionRecord,
+    gating: Gating,
+    unmeasured: dict[str, set[str]],
+) -> None:
+    """One function's sizes against its baseline entry's: growth over static_rtol is a
+    breach; a size one side lacks is added to `unmeasured`, with the side."""
+    rtol = gating.tol.static_rtol
+    for metric, words in SIZE_WORDS.items():
+        now, before = getattr(fn, metric), getattr(old, metric)
+        if metric == "trace_eqns" and (
+            _lowered(fn) and _lowered(old) or now == 0 or "traces" in gating.skipped
+        ):
+            # Gated through its lowerings' equations; or no top-level trace now (a
+            # nested jit, whose equations are its outer's); or traces not seen, and so
+            # neither their sizes: nothing to gate.
+            continue
+        if now is None or before is None:
+            # Where neither side has it, this run's is the one to mend.
+            where = "the baseline" if before is None and now is not None else "this run"
+            unmeasured.setdefault(metric, set()).add(where)
+            continue
+        # A retrace or recompile is the counts' finding: where their number changed, the
+        # sizes are compared per one, so that one more of the same program is not "growth".
+        unit = _SIZE_UNIT[metric]
+        n_now, n_before = getattr(fn, unit), getattr(old, unit)
+        per = bool(n_now and n_before and n_now != n_before)
+        if per:
+            now, before = now / n_now, before / n_before
+        if now > before * (1 + rtol) and now > before:
+            detail = f"static_rtol {rtol:g}" + (
+                f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
+            )
+            verdict.breaches.append(Breach(
+                metric=words, function=fn, reference=before, current=now,
+                against="baseline", gated=gating.gate_baseline, detail=detail,
+            ))  # fmt: skip
+        elif now * (1 + rtol) < before:
+            verdict.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
+
+
+def _unmeasured_size_notes(
+    verdict: Verdict, lowered: Mapping[str, set[str]], traced: set[str]
+) -> None:
+    """The notes for sizes some function was not measured in: lowered program sizes and
+    traced equations, each by the side that lacks them (the baseline, this run)."""
     if any("the baseline" in w for w in lowered.values()):
         _note(verdict, _NO_SIZES)
     if any("this run" in w for w in lowered.values()):
         _note(verdict, Note("program sizes not gated: this run has none (the lowered program "
                             "was not read)", "not_measured"))  # fmt: skip
-    traced = unmeasured.get("trace_eqns", set())
     if "the baseline" in traced:
         _note(verdict, _NO_TRACE_SIZES)
     if "this run" in traced:
