@@ -916,7 +916,6 @@ def _compile_time_vs_baseline(
 ) -> None:
     """The test's total compile seconds: above rtol and floor, on the chosen clock. An
     improvement only against the baseline's seconds of the functions still traced."""
-    tol = gating.tol
     if COMPILE_TIME in gating.skipped:
         return
     if record.cache_hits or base.cache_hits:
@@ -925,6 +924,17 @@ def _compile_time_vs_baseline(
             f"(baseline {base.cache_hits}, now {record.cache_hits})", "cache_hits",
         ))  # fmt: skip
         return
+    gated = _compile_time_clock(verdict, record, base, gating)
+    if gated is not None:
+        clock, machine = gated
+        _compile_seconds_vs_baseline(verdict, record, base, matched, gone, gating, clock, machine)
+
+
+def _compile_time_clock(
+    verdict: Verdict, record: RecordedTest, base: RecordedTest, gating: Gating
+) -> tuple[Clock, MachineScale | None] | None:
+    """The clock compile seconds are compared on and the machines' ratio they are scaled by
+    (None: the same machine); None, with a note, where environments keep them ungated."""
     differs = (
         f"compile time not gated: environment differs ({', '.join(gating.timing_differences)})"
         + gating.rescale_hint
@@ -936,21 +946,37 @@ def _compile_time_vs_baseline(
         differs += f"; {gating.machine_left_out}"
     if gating.timing_differences and machine is None:
         verdict.notes.append(Note(differs, "environment_differs"))
-        return
-    clock = tol.compile_clock
+        return None
+    clock = gating.tol.compile_clock
     has_cpu = record.total_cpu_s is not None and base.total_cpu_s is not None
     if machine is not None and not (clock == "cpu" and has_cpu):
         # The reference compile is measured in CPU seconds: wall seconds do not scale by it.
         verdict.notes.append(Note(
             differs + "; across machines only CPU seconds are compared", "environment_differs"
         ))  # fmt: skip
-        return
+        return None
     if clock == "cpu" and not has_cpu:
         clock = "wall"
         verdict.info.append(
             "compile time gated on wall seconds: the baseline has no CPU seconds (saved by "
             "an older pytest-jaxperf; re-save it with --jaxperf-save)"
         )
+    return clock, machine
+
+
+def _compile_seconds_vs_baseline(
+    verdict: Verdict,
+    record: RecordedTest,
+    base: RecordedTest,
+    matched: Mapping[str, FunctionRecord],
+    gone: Sequence[FunctionRecord],
+    gating: Gating,
+    clock: Clock,
+    machine: MachineScale | None,
+) -> None:
+    """The test's compile seconds on `clock` against the baseline's (times the machines'
+    ratio): growth above rtol and floor is a breach, a like fall an improvement."""
+    tol = gating.tol
     scale = 1.0 if machine is None else machine.factor
     now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock) * scale
     if machine is not None:  # another CPU model: its own, wider margin (config.py)
