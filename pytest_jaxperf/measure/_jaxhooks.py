@@ -1532,16 +1532,24 @@ def _static_line(path: str, new: Any, old: Any) -> str:
 def _diff_old_keys(new: Any, old: Any, dbg: Any) -> tuple[int, int, str]:
     """jax >= 0.9's `diff_tracing_cache_keys` for the `lu.cache` keys of jax 0.6 - 0.8:
     (severity, number of differences, explanation in jax >= 0.9's wording)."""
-    from jax._src import core, tree_util
-
     (new_key, new_config), (old_key, old_config) = new, old
     if new_key[4] != old_key[4]:
         msg = f"{_CONTEXT_MISS}, e.g. due to config or context manager."
         lines = _context_lines(new_config, old_config)
         count = sum(a != b for a, b in zip(new_key[4], old_key[4])) or 1
         return 0, count, "\n".join([msg, *lines])
-    lines = []
     new_static, old_static = _static_transform(new_key), _static_transform(old_key)
+    lines = _static_arg_lines(new_key, old_key, new_static, old_static)
+    lines += _pytree_lines(new_key, old_key, new_static[0] if new_static else None)
+    if lines:
+        return 1, len(lines), "different input pytree:\n" + "\n".join(lines)
+    return _aval_diff(new_key, old_key, dbg)
+
+
+def _static_arg_lines(new_key: Any, old_key: Any, new_static: Any, old_static: Any) -> list[str]:
+    """The static positional arguments (`new_static`, `old_static`: `_static_transform`'s)
+    and static keyword arguments that differ between two keys, in jax >= 0.9's lines."""
+    lines = []
     if new_static and old_static and new_static[0] == old_static[0]:
         positions = sorted(set(range(len(new_static[0]) + len(new_static[1]))) - set(new_static[0]))
         for pos, a, b in zip(positions, new_static[1], old_static[1]):
@@ -1551,9 +1559,17 @@ def _diff_old_keys(new: Any, old: Any, dbg: Any) -> tuple[int, int, str]:
     for name in sorted(set(new_kw) & set(old_kw)):
         if new_kw[name] != old_kw[name]:
             lines.append(_static_line(f"[1][{name!r}]", new_kw[name], old_kw[name]))
+    return lines
+
+
+def _pytree_lines(new_key: Any, old_key: Any, dyn: tuple[int, ...] | None) -> list[str]:
+    """Where the input pytrees of two keys differ, each path in the caller's argument
+    numbers (`dyn`: the dynamic argnums, where static ones were taken out)."""
+    from jax._src import tree_util
+
+    lines = []
     new_tree, old_tree = _in_tree(new_key), _in_tree(old_key)
     if new_tree is not None and old_tree is not None and new_tree != old_tree:
-        dyn = new_static[0] if new_static else None
         for path, thing1, thing2, why in tree_util.equality_errors_pytreedef(new_tree, old_tree):
             keys = tuple(path)
             text = tree_util.keystr(keys)
@@ -1562,8 +1578,14 @@ def _diff_old_keys(new: Any, old: Any, dbg: Any) -> tuple[int, int, str]:
                 if isinstance(index, int) and index < len(dyn):
                     text = f"[0][{dyn[index]}]" + tree_util.keystr(keys[2:])
             lines.append(f"  * at input path {text}, now {thing1} and before {thing2}, so {why}")
-    if lines:
-        return 1, len(lines), "different input pytree:\n" + "\n".join(lines)
+    return lines
+
+
+def _aval_diff(new_key: Any, old_key: Any, dbg: Any) -> tuple[int, int, str]:
+    """The input types that differ between two keys (severity 3), each named by `dbg`'s
+    argument names; severity 4 where none does."""
+    from jax._src import core
+
     new_avals, old_avals = _key_avals(new_key), _key_avals(old_key)
     if new_avals != old_avals:
         names = (
@@ -1571,6 +1593,7 @@ def _diff_old_keys(new: Any, old: Any, dbg: Any) -> tuple[int, int, str]:
             if hasattr(dbg, "safe_arg_names")
             else tuple(f"args[{i}]" for i in range(len(new_avals)))
         )
+        lines = []
         weak = False
         for name, new_ty, old_ty in zip(names, new_avals, old_avals):
             if new_ty == old_ty:
