@@ -280,7 +280,6 @@ def test_no_test_imports_a_benchmark_script() -> None:
 # helper per subcommand or group of options.
 LONG_FUNCTIONS = {
     "measure/recorder.py:__init__",
-    "measure/recorder.py:_trace",
 }  # fmt: skip
 MAX_FUNCTION_LINES = 60
 

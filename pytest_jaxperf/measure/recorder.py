@@ -705,33 +705,9 @@ class Recorder:
             self.gc.own_stop(started)
 
     def _trace(self, call: hooks.TraceCall) -> None:
+        """One trace JAX announces: kept for isolation, then counted in the open scope."""
         try:
-            if len(self._traced) < _MAX_SEEN:
-                self._traced.append((_ref(call.fun), call.debug_info))
-            else:
-                self._walk = True
-            known = self._may_be_cached.get(id(call.fun))
-            cached_before = known is not None and _same(known, call.fun)
-            if call.by_jit or call.eager:
-                if not cached_before:
-                    self._may_be_cached[id(call.fun)] = _ref(call.fun)
-                if not self._collecting:
-                    # Any trace may fill a cache that holds a user function (an eager
-                    # primitive's, around the user's body): the next isolation must run.
-                    self._dirty = True
-                inner = identity.user_callable(call.fun, self._jax_dirs)
-                # Only the user's functions matter to isolation: JAX's helpers stay cached,
-                # and evicting them from pmap's caches would make them recompile.
-                if self._user(identity.of_callable(inner)) or self._user(
-                    identity.from_debug_info(call.debug_info)
-                ):
-                    self._remember(call.fun, inner, call.debug_info)
-                    if call.by_jit and not self._collecting:
-                        self._remember_jitted(call.fun)
-                    if self._collecting:
-                        warm = Warm(_ref(call.fun), hooks.entry_key(call), self.clears)
-                        for group in self._collecting_warm:
-                            group.append(warm)
+            cached_before, inner = self._seen_for_isolation(call)
             refill = self._refills(call)
             scope = self.active
             if scope is None or not (call.by_jit or call.eager):
@@ -749,47 +725,92 @@ class Recorder:
                 tuple(map(id, call.static)),
                 ident,
             )
-            if ident is None:
-                return
-            if refill and scope.clears_at_open == self.clears:
-                # A clear before this test emptied what a live fixture compiled: in another
-                # order the test finds it compiled. Its key is kept, as for any trace.
-                self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-                self._changed_statics(call, explain=False)
-                self._rewarming.add((id(call.fun), id(call.debug_info)))
-                scope.on_rewarm(ident, top_level=call.eager)
-                return
-            if call.eager:
-                scope.end_rewarm()
-            if any(
-                identity.wraps(outer, call.fun) and not hooks.is_jit_wrapper(outer)
-                for outer in call.enclosing
-            ):
-                # `jax.jit(jax.vmap(jitted))`, a partial or decorator around a jitted
-                # function: its body runs once, inside the trace of the wrapper, which is
-                # the one counted (with its own cause). Its key is still kept: a later
-                # retrace of it alone is explained against this one. Not under the trace of
-                # the jitted object itself (`eval_shape(jitted)`, `make_jaxpr(jitted)`):
-                # that trace only calls the jit, and is never counted (`_identify`).
-                self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-                self._changed_statics(call, explain=False)
-                scope.on_trace(ident, call.fun, cached_before, None, inner, inside_wrapper=True)
-                return
-            last = self._last_key.get(id(call.fun))
-            previous = last[1] if last is not None and _same(last[0], call.fun) else None
-            # Every retrace explained, past the causes kept too: they are counted by kind
-            # (`causes.add_reason`), one diff with the last trace's key each.
-            if cached_before:
-                seen, explanation = hooks.miss_explanation(call, previous)
-            else:
-                seen, explanation = cached_before, None
-            self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-            leaves = self._changed_statics(call, explain=seen and bool(explanation))
-            scope.on_trace(ident, call.fun, seen, explanation, inner, leaves)
+            if ident is not None:
+                self._count_trace(scope, call, ident, cached_before, inner, refill)
         except Exception:
             # A listener error must never surface in the user's f(x).
             if self.active is not None:
                 self.active.listener_errors += 1
+
+    def _seen_for_isolation(self, call: hooks.TraceCall) -> tuple[bool, Any]:
+        """What the next isolation must know of this trace; (whether its callable may have
+        earlier entries in JAX's trace cache, the user's callable inside it: None for a
+        trace neither for a jit nor eager)."""
+        if len(self._traced) < _MAX_SEEN:
+            self._traced.append((_ref(call.fun), call.debug_info))
+        else:
+            self._walk = True
+        known = self._may_be_cached.get(id(call.fun))
+        cached_before = known is not None and _same(known, call.fun)
+        if not (call.by_jit or call.eager):
+            return cached_before, None
+        if not cached_before:
+            self._may_be_cached[id(call.fun)] = _ref(call.fun)
+        if not self._collecting:
+            # Any trace may fill a cache that holds a user function (an eager
+            # primitive's, around the user's body): the next isolation must run.
+            self._dirty = True
+        inner = identity.user_callable(call.fun, self._jax_dirs)
+        # Only the user's functions matter to isolation: JAX's helpers stay cached,
+        # and evicting them from pmap's caches would make them recompile.
+        if self._user(identity.of_callable(inner)) or self._user(
+            identity.from_debug_info(call.debug_info)
+        ):
+            self._remember(call.fun, inner, call.debug_info)
+            if call.by_jit and not self._collecting:
+                self._remember_jitted(call.fun)
+            if self._collecting:
+                warm = Warm(_ref(call.fun), hooks.entry_key(call), self.clears)
+                for group in self._collecting_warm:
+                    group.append(warm)
+        return cached_before, inner
+
+    def _count_trace(
+        self,
+        scope: Scope,
+        call: hooks.TraceCall,
+        ident: Identity,
+        cached_before: bool,
+        inner: Any,
+        refill: bool,
+    ) -> None:
+        """A trace of the user's function `ident` in `scope`: not charged (a refill), part of
+        a wrapper's trace, or counted with its cause against the function's last key."""
+        if refill and scope.clears_at_open == self.clears:
+            # A clear before this test emptied what a live fixture compiled: in another
+            # order the test finds it compiled. Its key is kept, as for any trace.
+            self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
+            self._changed_statics(call, explain=False)
+            self._rewarming.add((id(call.fun), id(call.debug_info)))
+            scope.on_rewarm(ident, top_level=call.eager)
+            return
+        if call.eager:
+            scope.end_rewarm()
+        if any(
+            identity.wraps(outer, call.fun) and not hooks.is_jit_wrapper(outer)
+            for outer in call.enclosing
+        ):
+            # `jax.jit(jax.vmap(jitted))`, a partial or decorator around a jitted
+            # function: its body runs once, inside the trace of the wrapper, which is
+            # the one counted (with its own cause). Its key is still kept: a later
+            # retrace of it alone is explained against this one. Not under the trace of
+            # the jitted object itself (`eval_shape(jitted)`, `make_jaxpr(jitted)`):
+            # that trace only calls the jit, and is never counted (`_identify`).
+            self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
+            self._changed_statics(call, explain=False)
+            scope.on_trace(ident, call.fun, cached_before, None, inner, inside_wrapper=True)
+            return
+        last = self._last_key.get(id(call.fun))
+        previous = last[1] if last is not None and _same(last[0], call.fun) else None
+        # Every retrace explained, past the causes kept too: they are counted by kind
+        # (`causes.add_reason`), one diff with the last trace's key each.
+        if cached_before:
+            seen, explanation = hooks.miss_explanation(call, previous)
+        else:
+            seen, explanation = cached_before, None
+        self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
+        leaves = self._changed_statics(call, explain=seen and bool(explanation))
+        scope.on_trace(ident, call.fun, seen, explanation, inner, leaves)
 
     def _refills(self, call: hooks.TraceCall) -> bool:
         """Whether this trace fills again a cache entry a live fixture filled while it was
