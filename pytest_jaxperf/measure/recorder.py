@@ -549,6 +549,14 @@ class Recorder:
         self._aliases: dict[str, Identity] = {}
         # JAX's own module-level functions met in its caches: never evicted.
         self._helpers: weakref.WeakKeyDictionary[Any, bool] = weakref.WeakKeyDictionary()
+        self._init_trace_state()
+        self._init_isolation_state()
+        self._init_phase_clocks()
+        # What the last self-check found missing, by metric.
+        self.problems: dict[str, str] = {}
+
+    def _init_trace_state(self) -> None:
+        """What each function's last trace left, and the traces under way."""
         # The cache key of each function's last trace, for "previous value" causes.
         self._last_key: dict[int, tuple[weakref.ref[Any] | int, Any]] = {}
         # The static arguments of each function's last trace (held: JAX's cache holds them
@@ -560,6 +568,9 @@ class Recorder:
         self._identified: dict[tuple[int, int], _Identified] = {}
         # The traces under way, as in `_identified`, that are not charged (`_refills`).
         self._rewarming: set[tuple[int, int]] = set()
+
+    def _init_isolation_state(self) -> None:
+        """What the next isolation must empty or keep of JAX's caches."""
         # Every callable traced for a jit or eagerly since the last isolation, and those
         # isolation kept, by id(): only these can have earlier entries in JAX's trace cache,
         # so only their traces pay for reading its keys (which costs what the cache holds).
@@ -603,6 +614,9 @@ class Recorder:
         # The kept programs of the last scope closed (`Scope.programs`), until the next
         # scope or isolation: what `recompile` confirms a breach of that test with.
         self.last_programs: tuple[dict[str, Kept], dict[str, str]] = ({}, {})
+
+    def _init_phase_clocks(self) -> None:
+        """The clocks each phase (trace, lowering, compile) is timed with, and their starts."""
         # Per thread and phase, the CPU clock and the collector's seconds at each open
         # phase's start, innermost last: a trace may start another inside it (a jitted
         # helper traced for the first time).
@@ -615,8 +629,6 @@ class Recorder:
         # phase its marks at each open phase's start, innermost last.
         self.phase_clock: Any = None
         self._instr_start: dict[tuple[int, str], list[Any]] = {}
-        # What the last self-check found missing, by metric.
-        self.problems: dict[str, str] = {}
 
     @property
     def jax_dirs(self) -> tuple[str, ...]:
