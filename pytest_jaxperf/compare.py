@@ -1307,21 +1307,13 @@ def _instructions(
     """Instructions per call on valgrind's simulated CPU: deterministic, so any growth above
     instructions_rtol fails, on any machine where what the count depends on matches."""
     now, before = bench.instructions, old.instructions
+    flag = "--jaxperf-runtime-clock=instructions"
     if now is None:
-        _note(verdict, Note("instructions per call not gated: this run did not count them "
-                            "(they are counted with --jaxperf-runtime-clock=instructions)",
-                            "not_measured"))  # fmt: skip
-        return
+        return _not_counted(verdict, INSTRUCTIONS, "not_measured", flag)
     if before is None or before <= 0:
-        _note(verdict, Note("instructions per call not gated: the baseline has none (save it "
-                            "with --jaxperf-runtime-clock=instructions --jaxperf-save)",
-                            "baseline_incomplete"))  # fmt: skip
-        return
+        return _not_counted(verdict, INSTRUCTIONS, "baseline_incomplete", flag)
     if gating.instruction_differences:
-        _note(verdict, Note("instructions per call not gated: environment differs ("
-                            + ", ".join(gating.instruction_differences) + ")",
-                            "environment_differs"))  # fmt: skip
-        return
+        return _not_counted(verdict, INSTRUCTIONS, "environment_differs", flag, gating)
     rtol = gating.tol.instructions_rtol
     if now > before * (1 + rtol):
         verdict.breaches.append(Breach(
@@ -1335,6 +1327,21 @@ def _instructions(
         )
 
 
+def _not_counted(
+    verdict: Verdict, what: str, code: str, flag: str, gating: Gating | None = None
+) -> None:
+    """The instructions clocks' one "not gated" note of each kind (`code`), naming the
+    `flag` that counts them."""
+    why = {
+        "not_measured": f"this run did not count them (they are counted with {flag})",
+        "baseline_incomplete": f"the baseline has none (save it with {flag} --jaxperf-save)",
+        "environment_differs": "environment differs ("
+        + ", ".join(gating.instruction_differences if gating else ())
+        + ")",
+    }[code]
+    _note(verdict, Note(f"{what} not gated: {why}", code))
+
+
 def _phase_instructions(
     verdict: Verdict,
     record: RecordedTest,
@@ -1345,26 +1352,20 @@ def _phase_instructions(
     against its baseline entry's; any growth above instructions_rtol fails, on any machine
     where what the counts depend on matches (the same Python build, C library, jax, flags)."""
     counted = {k: fn for k, fn in record.functions.items() if fn.instructions}
+    what, flag = "compile instructions", "--jaxperf-compile-clock=instructions"
     if not counted:
         if any(fn.compiles or fn.lowerings or fn.traces for fn in record.functions.values()):
-            _note(verdict, Note("compile instructions not gated: this run did not count them "
-                                "(they are counted with --jaxperf-compile-clock=instructions)",
-                                "not_measured"))  # fmt: skip
+            _not_counted(verdict, what, "not_measured", flag)
         return
     if gating.instruction_differences:
-        _note(verdict, Note("compile instructions not gated: environment differs ("
-                            + ", ".join(gating.instruction_differences) + ")",
-                            "environment_differs"))  # fmt: skip
-        return
+        return _not_counted(verdict, what, "environment_differs", flag, gating)
     rtol = gating.tol.instructions_rtol
     for key, fn in sorted(counted.items()):
         old = matched.get(key)
         if old is None:
             continue  # a new function: its counts say so
         if not old.instructions:
-            _note(verdict, Note("compile instructions not gated: the baseline has none (save "
-                                "it with --jaxperf-compile-clock=instructions --jaxperf-save)",
-                                "baseline_incomplete"))  # fmt: skip
+            _not_counted(verdict, what, "baseline_incomplete", flag)
             continue
         for phase, metric in PHASE_INSTRUCTIONS.items():
             now, before = fn.instructions.get(phase), old.instructions.get(phase)
