@@ -382,8 +382,6 @@ class JaxPerfSession:
     def _counted_lines(self, nodeid: str, record: RecordedTest) -> None:
         """The compile clock's progress: one line per counted function, past pytest's
         capture (a compile under valgrind takes tens of seconds)."""
-        import contextlib
-
         lines = terminal.counted_lines(nodeid, record)
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         if not lines or reporter is None:
