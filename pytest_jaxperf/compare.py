@@ -45,6 +45,7 @@ from .environment import RUNTIME as RUNTIME_KIND
 from .matching import match_functions
 from .model import (
     PROGRAM_SIZE,
+    SIZE_WORDS,
     STATIC_METRICS,
     BenchmarkEntry,
     Counts,
@@ -66,13 +67,6 @@ RESCALE_HINT = (
 # Said after the differences where a plugin's rule decided two environments do not gate a
 # kind of value that the built-in rules would gate.
 BY_HOOK = "as a pytest_jaxperf_compatible hook decides"
-# The program sizes of the recorded functions (model.SIZE_FIELDS), as breaches name them;
-# a benchmark's breach keeps the field's name (`jaxpr_eqns of benchmark 'b'`), as its marker
-# limit and its program metrics do.
-SIZE_WORDS = {
-    "jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops", "xla_ops": "optimized HLO ops",
-    "trace_eqns": "traced jaxpr equations",
-}  # fmt: skip
 # What each size is summed over: a retrace or recompile is compared per one of these.
 _SIZE_UNIT = {
     "jaxpr_eqns": "lowerings", "hlo_ops": "lowerings", "xla_ops": "compiles", "trace_eqns": "traces"

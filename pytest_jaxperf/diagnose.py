@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from .causes import label_name
 from .model import (
     MAX_SOURCE_LINES,
+    SIZE_WORDS,
     SOURCE_BUILTIN_SUM,
     SOURCE_CONST_KIB,
     SOURCE_UNROLLED,
@@ -37,11 +38,11 @@ STORM_COMPILES = 10
 # function's program (a 512 x 512 float32 array is 1 MiB).
 LARGE_CONSTANT_KIB = 1024
 
-# The breaches whose size is a program's jaxpr equations (compare.SIZE_WORDS' words, and a
+# The breaches whose size is a program's jaxpr equations (model.SIZE_WORDS' words, and a
 # benchmark's metric name).
 EQUATION_METRICS = frozenset({"jaxpr equations", "traced jaxpr equations", "jaxpr_eqns"})
 # The breaches of a program that grew (sizes, and the compile seconds they cost): what an
-# unrolled loop or an embedded constant makes grow (compare.SIZE_WORDS' words, COMPILE_TIME
+# unrolled loop or an embedded constant makes grow (model.SIZE_WORDS' words, COMPILE_TIME
 # and a benchmark's program metrics).
 PROGRAM_METRICS = EQUATION_METRICS | frozenset(
     {"StableHLO ops", "optimized HLO ops", "compile time", *STATIC_METRICS}
@@ -300,10 +301,6 @@ def constants_grew(
     return found
 
 
-# A benchmark's program metrics in the gating page's words (as report.wording says them).
-_METRIC_WORDS = {"jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops"}
-
-
 def runtime_cause(bench: BenchmarkEntry, old: BenchmarkEntry) -> str | None:
     """What the recorded program metrics say of a slower benchmark: the sizes that moved
     with it, or that none did (the same program ran slower, or the time went around it);
@@ -318,7 +315,7 @@ def runtime_cause(bench: BenchmarkEntry, old: BenchmarkEntry) -> str | None:
         if now == before:
             same.append(metric)
         else:
-            moved.append(f"{_METRIC_WORDS.get(metric, metric.replace('_', ' '))} "
+            moved.append(f"{SIZE_WORDS.get(metric, metric.replace('_', ' '))} "
                          f"{before:,.0f} -> {now:,.0f}")  # fmt: skip
     if moved:
         return (

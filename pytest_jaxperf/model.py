@@ -211,6 +211,13 @@ class ProgramMetrics:
 
 # Deterministic for a given jax version, in report order.
 STATIC_METRICS = tuple(f.name for f in fields(ProgramMetrics))
+# The program sizes of the recorded functions (SIZE_FIELDS), as breaches name them (and a
+# benchmark's program metrics in a cause line); a benchmark's breach keeps the field's name
+# (`jaxpr_eqns of benchmark 'b'`), as its marker limit and its program metrics do.
+SIZE_WORDS = {
+    "jaxpr_eqns": "jaxpr equations", "hlo_ops": "StableHLO ops", "xla_ops": "optimized HLO ops",
+    "trace_eqns": "traced jaxpr equations",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)

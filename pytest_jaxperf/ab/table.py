@@ -36,7 +36,14 @@ from ..config import (
     RuntimeClock,
     Tolerances,
 )
-from ..model import STATIC_METRICS, BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
+from ..model import (
+    SIZE_WORDS,
+    STATIC_METRICS,
+    BenchmarkEntry,
+    RecordedTest,
+    RunRecord,
+    RuntimeStats,
+)
 from ..report import wording
 from . import stats
 
@@ -250,7 +257,7 @@ def _exact(
     gone = tuple(wording.gone_line(fn, baseline="base") for fn in judged.gone)
     if gone:  # shown under the test's counts; neither better nor worse
         rows[-1] = dataclasses.replace(rows[-1], causes=rows[-1].causes + gone)
-    for field_name, metric in compare.SIZE_WORDS.items():
+    for field_name, metric in SIZE_WORDS.items():
         # The test's functions summed; shown where they differ, judged per function and in
         # total (new functions included), as the plugin judges them.
         before_n, now_n = getattr(base, field_name), getattr(head, field_name)

@@ -30,9 +30,8 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from ..compare import SIZE_WORDS
 from ..config import EXPORT_FORMATS
-from ..model import BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
+from ..model import SIZE_WORDS, BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
 
 FORMATS = EXPORT_FORMATS
 GITHUB_ACTION_BENCHMARK, BENCHER, PYTEST_BENCHMARK = FORMATS

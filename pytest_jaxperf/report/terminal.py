@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compare import COMPILE_TIME, JIT, SIZE_WORDS, Verdict, compile_seconds
+from ..compare import COMPILE_TIME, JIT, Verdict, compile_seconds
 from ..config import Clock, Tolerances
 from ..confirmation import NOT_CONFIRMED
-from ..model import RecordedTest, RunRecord, short_name
+from ..model import SIZE_WORDS, RecordedTest, RunRecord, short_name
 from ..storage.store import BaselineError
 from . import wording
 from .summary import RunSummary, not_gated_lines, status_of, upgrade_line

@@ -14,13 +14,13 @@ from ..compare import (
     JIT,
     PHASE_INSTRUCTIONS,
     RUNTIME,
-    SIZE_WORDS,
     Breach,
     Verdict,
 )
 from ..diagnose import DIAGNOSIS, is_diagnosis
 from ..environment import timing_differences, under_xdist
 from ..model import (
+    SIZE_WORDS,
     STATIC_METRICS,
     BenchmarkEntry,
     Counts,
