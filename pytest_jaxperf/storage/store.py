@@ -130,15 +130,15 @@ def _read_once(raw: bytes) -> RunRecord | None:
     twice (a merge that kept both sides of a conflict) adds a line at its depth: lines there
     that outnumber the keys read tell, at no cost. Such a file in the current schema is
     decoded straight into its records, every value checked, by msgspec where installed (the
-    `fast` extra; typed.py), else parsed by orjson (the same extra) or json and then checked.
+    `fast` extra; typed.py, which counts the environment entries as it decodes them), else
+    parsed by orjson (the same extra) or json and then checked. Either way every test entry
+    holds one "outcome": more of them than tests read tell a test id twice, wherever it is.
     Any other layout is read with json, refusing a key twice at any depth as it goes."""
     depth_two = _depth_two(raw)
     if depth_two is not None and _typed is not None:
         run = _typed.read_run(raw)
         if run is not None:
-            tests = len(run.tests)
-            once = raw.count(depth_two) == len(run.environment) + tests
-            return run if once and raw.count(entries.OUTCOME) == tests else None
+            return run if raw.count(entries.OUTCOME) == len(run.tests) else None
     try:
         if depth_two is not None and _fast_loads is not None:
             data = _fast_loads(raw)
