@@ -374,6 +374,37 @@ def test_compare_without_an_ini_option_does_not_import_pytest(
     assert f"static rtol 0.3; ini file {tmp_path / 'pytest.ini'}" in done.stdout
 
 
+# What `jaxperf compare` does not use: the save's rules, the ab command, the other reports;
+# orjson too, where msgspec reads every file (the `fast` extra).
+UNUSED_BY_COMPARE = (
+    "pytest_jaxperf.storage.resave",
+    "pytest_jaxperf.ab",
+    "pytest_jaxperf.report.markdown",
+    "pytest_jaxperf.report.html",
+    "orjson",
+)
+
+
+@pytest.mark.e2e
+def test_compare_imports_only_what_it_uses(files: tuple[Path, Path], tmp_path: Path) -> None:
+    pytest.importorskip("msgspec")
+    base_path, run_path = files
+    code = (
+        "import sys\n"
+        "from pytest_jaxperf.cli import main\n"
+        f"code = main(['compare', {str(base_path)!r}, {str(run_path)!r}])\n"
+        f"print(code, sorted(m for m in {UNUSED_BY_COMPARE!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.stdout.splitlines()[-1] == "1 []", done.stderr
+    # A merge imports the save's rules where it needs them.
+    merged = tmp_path / "merged.json"
+    assert main(["merge", str(run_path), "-o", str(merged)]) == 0
+    assert merged.exists()
+
+
 # -- the same verdict as the plugin ---------------------------------------------------------
 
 SAME_VERDICT = """
