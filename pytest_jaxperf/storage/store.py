@@ -290,7 +290,10 @@ def __getattr__(name: str) -> Any:
 def _fast() -> Callable[[str | bytes], Any] | None:
     """orjson's loads where installed (the `fast` extra), else None."""
     here = globals()
-    return here["_fast_loads"] if "_fast_loads" in here else __getattr__("_fast_loads")
+    loads: Callable[[str | bytes], Any] | None = (
+        here["_fast_loads"] if "_fast_loads" in here else __getattr__("_fast_loads")
+    )
+    return loads
 
 
 def _typed_reader() -> ModuleType | None:
