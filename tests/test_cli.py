@@ -25,8 +25,15 @@ from _jaxperf_data import (
     unmeasured,
 )
 
-from pytest_jaxperf.cli import main
-from pytest_jaxperf.model import BenchmarkEntry, ProgramMetrics, RunRecord
+from pytest_jaxperf.cli import evaluate_all, main
+from pytest_jaxperf.config import Tolerances
+from pytest_jaxperf.model import (
+    BenchmarkEntry,
+    FunctionRecord,
+    ProgramMetrics,
+    RecordedTest,
+    RunRecord,
+)
 from pytest_jaxperf.report.export import to_bencher, to_github_action_benchmark
 from pytest_jaxperf.report.summary import RunSummary
 from pytest_jaxperf.report.terminal import failure_text
@@ -372,6 +379,66 @@ def test_compare_without_an_ini_option_does_not_import_pytest(
     )
     assert "'pytest'" in done.stdout.splitlines()[-1]
     assert f"static rtol 0.3; ini file {tmp_path / 'pytest.ini'}" in done.stdout
+
+
+def _grown(eqns: int, environment: dict[str, str] | None = None) -> RecordedTest:
+    fn = FunctionRecord(traces=1, lowerings=1, compiles=1, name="f", site="t.py:1")
+    fn.jaxpr_eqns = fn.hlo_ops = fn.xla_ops = fn.trace_eqns = eqns
+    rec = RecordedTest(functions={fn.key: fn}, environment=environment)
+    rec.recompute_totals()
+    return rec
+
+
+def test_each_entry_is_gated_in_its_own_environment_between_the_file_s() -> None:
+    # evaluate_all works out the gating between the two files' environments once; an entry
+    # measured elsewhere (an older jax: its sizes not gated) between two that were not
+    # gets its own.
+    env = {"backend": "cpu", "jax": "0.10.2", "jaxlib": "0.10.2", "python": "3.11.7"}
+    older = {**env, "jax": "0.9.0", "jaxlib": "0.9.0"}
+    base = RunRecord(env, {n: _grown(10) for n in ("t.py::a", "t.py::b", "t.py::c")})
+    run = RunRecord(
+        env, {"t.py::a": _grown(40), "t.py::b": _grown(40, older), "t.py::c": _grown(40)}
+    )
+    verdicts = evaluate_all(base, run, Tolerances())
+    assert {k: v.status for k, v in verdicts.items()} == {
+        "t.py::a": "REGRESSED",
+        "t.py::b": "ok",
+        "t.py::c": "REGRESSED",
+    }
+    assert verdicts["t.py::b"].notes[0].startswith(
+        "program metrics not gated: environment differs (jax 0.10.2 -> 0.9.0"
+    )
+
+
+# What `jaxperf compare` does not use: the save's rules, the ab command, the other reports;
+# orjson too, where msgspec reads every file (the `fast` extra).
+UNUSED_BY_COMPARE = (
+    "pytest_jaxperf.storage.resave",
+    "pytest_jaxperf.ab",
+    "pytest_jaxperf.report.markdown",
+    "pytest_jaxperf.report.html",
+    "orjson",
+)
+
+
+@pytest.mark.e2e
+def test_compare_imports_only_what_it_uses(files: tuple[Path, Path], tmp_path: Path) -> None:
+    pytest.importorskip("msgspec")
+    base_path, run_path = files
+    code = (
+        "import sys\n"
+        "from pytest_jaxperf.cli import main\n"
+        f"code = main(['compare', {str(base_path)!r}, {str(run_path)!r}])\n"
+        f"print(code, sorted(m for m in {UNUSED_BY_COMPARE!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert done.stdout.splitlines()[-1] == "1 []", done.stderr
+    # A merge imports the save's rules where it needs them.
+    merged = tmp_path / "merged.json"
+    assert main(["merge", str(run_path), "-o", str(merged)]) == 0
+    assert merged.exists()
 
 
 # -- the same verdict as the plugin ---------------------------------------------------------

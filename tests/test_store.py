@@ -825,6 +825,34 @@ def test_a_test_kept_twice_by_a_merge_is_refused_naming_it(tmp_path: Path, parse
     )
 
 
+@pytest.mark.parametrize(
+    ("before", "twice", "key"),
+    [
+        # Both sides of a conflict on an environment line kept.
+        ('    "jax"', '    "jax": "0.9.0",\n', "jax"),
+        # The whole environment kept twice.
+        ('  "environment"', '  "environment": {\n    "jax": "0.9.0"\n  },\n', "environment"),
+    ],
+)
+def test_an_environment_entry_kept_twice_is_refused_naming_it(
+    tmp_path: Path, parser: str, before: str, twice: str, key: str
+) -> None:
+    report = RunRecord(
+        environment={"jax": "0.10.2", "python": "3.11"},
+        tests={"t.py::test_a": RecordedTest(traces=1), "t.py::test_b": RecordedTest(traces=2)},
+    )
+    text = store.dumps(report)
+    at = text.index(before)
+    path = tmp_path / "baseline.json"
+    path.write_text(text[:at] + twice + text[at:])
+    with pytest.raises(BaselineError) as info:
+        load(path)
+    assert str(info.value) == (
+        f"{path} holds the key {key!r} twice (a merge that kept both sides?): only one "
+        "would be read; keep one of them"
+    )
+
+
 @pytest.mark.parametrize("lazy", [False, True])
 def test_a_test_kept_twice_on_one_line_is_refused_too(
     tmp_path: Path, parser: str, lazy: bool, monkeypatch: pytest.MonkeyPatch

@@ -217,3 +217,19 @@ def test_a_field_left_out_is_not_read() -> None:
     assert typed.read_run(text[:at].encode() + b'"zz": "\xc3\xa9", ' + text[at:].encode()) == (
         big_run()
     )
+
+
+def test_an_environment_entry_decoded_twice_is_left_to_the_careful_reader() -> None:
+    # msgspec keeps the last of a key twice, as json does; the entries it decodes are
+    # counted, so that the careful reader refuses the file, naming the key.
+    text = store.dumps(RunRecord({"jax": "0.10.2"}, {"t.py::test_a": RecordedTest(traces=1)}))
+    assert typed.read_run(text.encode()) == RunRecord(
+        {"jax": "0.10.2"}, {"t.py::test_a": RecordedTest(traces=1)}
+    )
+    line = text.index('    "jax"')
+    assert typed.read_run((text[:line] + '    "jax": "0.9.0",\n' + text[line:]).encode()) is None
+    block = text.index('  "environment"')
+    again = '  "environment": {"jax": "0.9.0", "x": 1},\n'
+    assert typed.read_run((text[:block] + again + text[block:]).encode()) is None
+    # An environment left out, or empty, is read.
+    assert typed.read_run(b'{"schema": "%s", "tests": {}}' % model.SCHEMA.encode()) == RunRecord()

@@ -7,12 +7,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import Tolerances
 from ..model import RunRecord
-from .resave import Measured, Resave, Tally, file_environment
 from .store import BaselineError, load, placed, save
+
+if TYPE_CHECKING:
+    # Imported where a merge uses it: `jaxperf compare` reads shards and merges none.
+    from .resave import Tally
 
 # What to do about a shard report that is missing or cannot be read.
 FIX_SHARD = "pass the report each shard wrote with pytest --jaxperf --jaxperf-json=PATH"
@@ -35,13 +38,13 @@ class ShardsResaved:
     path: Path
     shards: list[Shard]
     result: RunRecord
+    # What became of the file's entries (`resave.Tally`: updated, added; the rest kept).
+    tally: Tally
     # Passed tests of the shards, merged into the file by --jaxperf-save's rules.
     written: list[str] = field(default_factory=list)
     # Tests of the shards that did not pass, by outcome: a baseline takes passed tests only,
     # so the file keeps what it had for them (an earlier entry, or none).
     left_out: dict[str, str] = field(default_factory=dict)
-    # What became of the file's entries (`resave.Tally`: updated, added; the rest kept).
-    tally: Tally = field(default_factory=Tally)
 
     @property
     def kept(self) -> int:
@@ -109,6 +112,8 @@ def combine(shards: Sequence[Shard]) -> RunRecord:
     their passed tests were measured in (resave.file_environment, the save's rule), so that as few
     entries as possible carry their own; each entry measured elsewhere (a shard on another
     CPU model, another jax, under pytest-xdist) keeps the environment it was measured in."""
+    from .resave import file_environment
+
     passed = [
         shard.run.environment_of(nodeid)
         for shard in shards
@@ -140,6 +145,7 @@ def resave_shards(
     and is left as it is; so does a shard that would lose a stored value it did not measure
     (`resave.SaveRefused`), and then nothing is written."""
     from .outputs import locked
+    from .resave import Measured, Resave, Tally
 
     # A broken file stops the merge here, before anything (the lock file included) is made;
     # it is read again under the lock, where it counts.

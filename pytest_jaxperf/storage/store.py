@@ -91,7 +91,7 @@ def read(path: Path, hint: str = FIX_BASELINE, lazy: bool = False) -> Loaded:
                 path,
                 raw,
                 hint,
-                _fast_loads or json.loads,
+                _fast() or json.loads,
                 _read_text,
                 None if _typed is None else _typed.read_test,
             )
@@ -130,18 +130,19 @@ def _read_once(raw: bytes) -> RunRecord | None:
     twice (a merge that kept both sides of a conflict) adds a line at its depth: lines there
     that outnumber the keys read tell, at no cost. Such a file in the current schema is
     decoded straight into its records, every value checked, by msgspec where installed (the
-    `fast` extra; typed.py), else parsed by orjson (the same extra) or json and then checked.
+    `fast` extra; typed.py, which counts the environment entries as it decodes them), else
+    parsed by orjson (the same extra) or json and then checked. Either way every test entry
+    holds one "outcome": more of them than tests read tell a test id twice, wherever it is.
     Any other layout is read with json, refusing a key twice at any depth as it goes."""
     depth_two = _depth_two(raw)
     if depth_two is not None and _typed is not None:
         run = _typed.read_run(raw)
         if run is not None:
-            tests = len(run.tests)
-            once = raw.count(depth_two) == len(run.environment) + tests
-            return run if once and raw.count(entries.OUTCOME) == tests else None
+            return run if raw.count(entries.OUTCOME) == len(run.tests) else None
     try:
-        if depth_two is not None and _fast_loads is not None:
-            data = _fast_loads(raw)
+        fast = None if depth_two is None else _fast()
+        if fast is not None:
+            data = fast(raw)
         elif depth_two is not None:
             data = json.loads(raw.decode("utf-8"))
         else:
@@ -163,14 +164,15 @@ def _read_text(path: Path, text: str, hint: str) -> RunRecord:
     if not text.strip():
         raise BaselineError(f"{path} is empty; {hint}")
     with collector_paused():
-        if _fast_loads is not None:
+        fast_loads = _fast()
+        if fast_loads is not None:
             # orjson where installed (the `fast` extra) parses a big report much faster. What
             # it refuses (NaN, a lone surrogate, a broken file), or reads into values the reader
             # refuses (an integer past 64 bits becomes a float, which is no count), is read
             # again with json, so errors are json's. Such an integer where a float is taken
             # (no file the plugin writes has one) reads as the nearest float.
             try:
-                fast = _fast_loads(text)
+                fast = fast_loads(text)
             except ValueError:
                 fast = None
             if fast is not None:
@@ -275,7 +277,23 @@ def _orjson_loads() -> Callable[[str | bytes], Any] | None:
     return loads
 
 
-_fast_loads = _orjson_loads()
+def __getattr__(name: str) -> Any:
+    # `_fast_loads`, orjson's loads or None, is looked up on first use: where msgspec reads
+    # every file (the `fast` extra: typed.py), orjson is never imported (a few ms of each
+    # `jaxperf compare`). Set it (a test does) to read with another parser.
+    if name == "_fast_loads":
+        loads = globals()["_fast_loads"] = _orjson_loads()
+        return loads
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _fast() -> Callable[[str | bytes], Any] | None:
+    """orjson's loads where installed (the `fast` extra), else None."""
+    here = globals()
+    loads: Callable[[str | bytes], Any] | None = (
+        here["_fast_loads"] if "_fast_loads" in here else __getattr__("_fast_loads")
+    )
+    return loads
 
 
 def _typed_reader() -> ModuleType | None:
@@ -293,7 +311,7 @@ _typed = _typed_reader()
 def parser() -> str:
     """Which parser reads files first where msgspec does not: "orjson" (the `fast` extra)
     or "json"."""
-    return "json" if _fast_loads is None else "orjson"
+    return "json" if _fast() is None else "orjson"
 
 
 def reader() -> str:

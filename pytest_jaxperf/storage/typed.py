@@ -21,8 +21,10 @@ file. Bytes that are not UTF-8 are refused anywhere, as by the other parsers. In
   field; its first-call seconds may be left out (a baseline holds none); a confirmation
   (what the plugin re-measured) is read by the careful reader, from
   its own text;
-- a key twice in one object keeps the last value, as json and orjson do: the test ids are
-  counted by the caller (store.py), as for the other parsers.
+- a key twice in one object keeps the last value, as json and orjson do; but an environment
+  entry decoded twice (its key twice, or the file's `environment` twice) makes it return
+  None, counted as it is decoded (`_EnvironmentValue`), and the test ids are counted by the
+  caller (store.py), as for the other parsers.
 
 The records come out of the decoder as instances of mirror dataclasses whose fields carry
 the constraints, then become the model's classes in place (`__class__` set, the same
@@ -177,15 +179,39 @@ MIRRORS: dict[type[Any], type[Any]] = {
 }
 
 
+class _EnvironmentValue:
+    """An entry of the file's environment as decoded (any JSON value, as for `Any`), made by
+    `_environment_value`, which counts the entries as msgspec decodes them: a key kept twice
+    in a dict is decoded twice, so more entries decoded than kept tell a key twice, at no
+    cost but a call per entry."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+# Environment entries decoded, by any thread: read_run takes the difference around its own
+# decoding, which another thread's decoding at the same time can only make larger (then the
+# careful reader reads the file).
+_DECODED = itertools.count()
+
+
+def _environment_value(kind: type[Any], value: Any) -> Any:
+    """msgspec's hook for a type of its own: only `_EnvironmentValue`."""
+    next(_DECODED)
+    return _EnvironmentValue(value)
+
+
 class _Run(Struct):
     """A file: unknown top-level keys are left out, as the careful reader leaves them."""
 
     schema: Literal[SCHEMA]  # type: ignore[valid-type]
-    environment: dict[str, Any] = {}
+    environment: dict[str, _EnvironmentValue] = {}
     tests: dict[str, _TestMirror] = {}  # type: ignore[valid-type]
 
 
-_run_decoder = msgspec.json.Decoder(_Run)
+_run_decoder = msgspec.json.Decoder(_Run, dec_hook=_environment_value)
 _test_decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(_TestMirror)
 
 
@@ -202,15 +228,20 @@ _NOT_TAKEN = (msgspec.MsgspecError, ValueError, RecursionError, ArithmeticError,
 
 def read_run(raw: bytes) -> RunRecord | None:
     """The run in `raw`, a file in the current schema, every value checked; None where the
-    careful reader is to read it. Test ids (and environment entries) kept twice are not
-    seen here: the last is read, as by json, and the caller counts them."""
+    careful reader is to read it, as where an environment entry is there twice. Test ids kept
+    twice are not seen here: the last is read, as by json, and the caller counts them."""
     try:
         _utf8(raw)
+        before = next(_DECODED)
         run = _run_decoder.decode(raw)
+        decoded = next(_DECODED) - before - 1
         _records(list(run.tests.values()))
     except _NOT_TAKEN:
         return None
-    return RunRecord(environment=run.environment, tests=run.tests)
+    environment = {key: entry.value for key, entry in run.environment.items()}
+    if decoded != len(environment):
+        return None  # an entry twice (a merge that kept both sides?): said by the careful reader
+    return RunRecord(environment=environment, tests=run.tests)
 
 
 def read_test(raw: bytes) -> RecordedTest | None:
