@@ -58,7 +58,7 @@ def baseline_run() -> RunRecord:
     from pytest_jaxperf.storage.resave import baseline_form
 
     run = rich_run()
-    return RunRecord(run.environment, {k: baseline_form(v) for k, v in run.tests.items()})
+    return RunRecord(run.environment, {k: baseline_form(v, "cpu") for k, v in run.tests.items()})
 
 
 RUNS = {"run file": rich_run, "baseline": baseline_run}
