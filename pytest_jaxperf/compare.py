@@ -969,9 +969,8 @@ def _compile_time_clock(
 
 # A baseline keeps a test's wall seconds only where it was saved gated on them.
 _NO_WALL = Note(
-    "compile time not gated: the baseline has no wall seconds of this test (saved on the "
-    "CPU clock, which keeps them in the run file only); re-save with "
-    "--jaxperf-compile-clock=wall --jaxperf-save",
+    "compile time not gated: the baseline has no wall seconds (saved on the CPU clock: the "
+    "run file has them); re-save with --jaxperf-compile-clock=wall --jaxperf-save",
     "baseline_incomplete",
 )
 _NO_RUN_WALL = Note(

@@ -330,8 +330,9 @@ def test_other(jaxperf):
 ROUNDS = ("--jaxperf-min-rounds=60", "--jaxperf-max-time=0.01")
 CONVERTED = (
     "jaxperf: baseline .jaxperf/baseline.json: * entries updated, * kept, 0 added; converted "
-    "from pytest-jaxperf/5 to pytest-jaxperf/6 (first-call seconds, op-by-op medians and all "
-    "but the rank test's rounds are now in the run file only)"
+    "from pytest-jaxperf/6 to pytest-jaxperf/7 (what no gate reads is now in the run file "
+    "only: wall seconds beside gated CPU seconds, JAX helpers' seconds, runtime statistics "
+    "but median and fastest round, first-call seconds)"
 )
 
 
@@ -346,7 +347,7 @@ def _statuses(junit: Path) -> dict[str, str]:
 
 
 @pytest.mark.jax_internals
-def test_a_baseline_of_schema_5_converts_once_and_compare_judges_as_the_plugin(
+def test_a_baseline_of_schema_6_converts_once_and_compare_judges_as_the_plugin(
     jp: pytest.Pytester,
 ) -> None:
     import subprocess
@@ -370,19 +371,38 @@ def test_a_baseline_of_schema_5_converts_once_and_compare_judges_as_the_plugin(
         assert kept["runtime"]["samples_s"] == sorted(kept["runtime"]["samples_s"])
         assert "first_call_s" not in kept and full["first_call_s"] > 0
         assert kept["runtime"]["median_s"] == full["runtime"]["median_s"]
-        # As pytest-jaxperf/5 saved it: every field of each benchmark.
-        data["tests"][nodeid]["benchmarks"][label] = full
-    data["schema"] = "pytest-jaxperf/5"
+        # Of the runtime statistics what the rule reads; the run file has them all.
+        assert set(kept["runtime"]) == {"median_s", "min_s", "cpu_median_s", "samples_s"}
+        assert {"iqr_s", "rounds", "mean_s"} <= set(full["runtime"])
+        # No wall seconds (the gate reads CPU seconds), of the eager block its counts (none
+        # where all 0); the run file has them all.
+        entry = data["tests"][nodeid]
+        assert "compile_s" not in entry and entry["compile_cpu_s"] > 0
+        assert set(entry.get("eager", {})) <= set(model.COUNT_FIELDS)
+        assert set(run["tests"][nodeid]["eager"]) == set(model.NUMBER_FIELDS)
+        # As pytest-jaxperf/6 saved it: every field but the first call's seconds.
+        data["tests"][nodeid] = run["tests"][nodeid]
+        data["tests"][nodeid]["benchmarks"][label] = {
+            k: v for k, v in full.items() if k not in model.FIRST_CALL_FIELDS
+        }
+        assert data["tests"][nodeid]["functions"]
+    data["schema"] = "pytest-jaxperf/6"
     path.write_text(json.dumps(data, indent=2))
+    assert store.load(path) is not None  # read as it is
     result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", *ROUNDS)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([CONVERTED])
     assert sum("converted from" in line for line in result.outlines) == 1
     converted = read_json(path)
-    assert converted["schema"] == "pytest-jaxperf/6"
+    assert converted["schema"] == "pytest-jaxperf/7"
     for entry in converted["tests"].values():
         (bench,) = entry["benchmarks"].values()
         assert "first_call_s" not in bench and len(bench["runtime"]["samples_s"]) == 40
+        assert "iqr_s" not in bench["runtime"]
+        assert set(entry.get("eager", {})) <= set(model.COUNT_FIELDS)
+        assert not {"trace_s", "lower_s", "compile_s"} & {
+            k for e in (entry, *entry["functions"].values()) for k in e
+        }
     again = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", *ROUNDS)
     assert "converted" not in again.stdout.str()
     # `jaxperf compare` of the run file against this baseline: the plugin's verdicts.
@@ -462,3 +482,55 @@ def test_a_benchmark_that_measured_no_number_reads_back(
         "kind": "benchmark", "compiled_on_first_call": True
     }  # fmt: skip
     assert store.load(path) == run
+
+
+FLAT = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    for _ in range(20):
+        x = jnp.sin(x) * 2 + 1
+    return x
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(8))
+"""
+NO_WALL = (
+    "jaxperf: compile time of 1 test not gated: the baseline has no wall seconds (saved on "
+    "the CPU clock: the run file has them); re-save with --jaxperf-compile-clock=wall "
+    "--jaxperf-save [baseline_incomplete]"
+)
+
+
+@pytest.mark.jax_internals
+def test_a_wall_clock_gate_against_a_cpu_saved_baseline_says_not_gated_with_the_fix(
+    jp: pytest.Pytester,
+) -> None:
+    jp.makepyfile(test_mod=FLAT)
+    jp.runpytest_subprocess("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    entry = read_json(path)["tests"]["test_mod.py::test_f"]
+    assert "compile_s" not in entry and entry["compile_cpu_s"] > 0
+    wall = ("--jaxperf", "--jaxperf-compile-clock=wall", "--jaxperf-compile-floor=1000")
+    result = jp.runpytest_subprocess(*wall)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([NO_WALL, "jaxperf: 0 regressions, 0 improvements, 0 new, *"])
+    # Never a silent pass: the code makes it fail where CI asks.
+    strict = jp.runpytest_subprocess(*wall, "--jaxperf-strict=baseline_incomplete")
+    strict.assert_outcomes(failed=1)
+    # Saved on the wall clock, the baseline keeps the wall seconds it gates, and the note goes.
+    saved = jp.runpytest_subprocess(*wall, "--jaxperf-save")
+    saved.assert_outcomes(passed=1)
+    saved.stdout.fnmatch_lines(["jaxperf: baseline *: 1 entries updated, 0 kept, 0 added"])
+    entry = read_json(path)["tests"]["test_mod.py::test_f"]
+    (function,) = entry["functions"].values()
+    for where in (entry, function):
+        assert where["compile_s"] > 0 and where["compile_cpu_s"] > 0
+        assert {"trace_s", "lower_s"} <= set(where)
+    again = jp.runpytest_subprocess(*wall)
+    again.assert_outcomes(passed=1)
+    assert "no wall seconds" not in again.stdout.str()
