@@ -90,11 +90,11 @@ def to_github_action_benchmark(run: RunRecord) -> list[dict[str, Any]]:
         note = "" if rec.outcome == "passed" else f"test outcome: {rec.outcome}"
         out.append(_gab(f"{nodeid} traces", "traces", rec.traces, note))
         out.append(_gab(f"{nodeid} compiles", "compiles", rec.compiles, note))
+        wall = round(held(rec.total_s, f"wall seconds of {nodeid}"), 6)
         split = (
             f"trace {rec.trace_s:.6f} s\nlower {rec.lower_s:.6f} s\n"
             f"backend compile {rec.compile_s:.6f} s"
         )
-        wall = round(held(rec.total_s, f"wall seconds of {nodeid}"), 6)
         out.append(_gab(f"{nodeid} compile time", "s", wall, _join(split, note)))
         for name, _, words in _SIZES:
             if (size := getattr(rec, name)) is not None:
