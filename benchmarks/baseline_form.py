@@ -1,9 +1,10 @@
-"""What a baseline holds against the run file (schema /6), and whether the rounds it keeps
-judge as all of them do.
+"""What a baseline holds against the run file (schema /7), and whether the rounds and the
+runtime statistics it keeps judge as all of them do.
 
-Backs docs/outputs.md ("a baseline holds what the gate reads") and
-`storage/resave.py`'s BASELINE_SAMPLES (a baseline keeps 20 order statistics of a
-benchmark's rounds for the rank test).
+Backs docs/outputs.md ("a baseline holds what the gate reads": the example's baseline size
+before and after /7) and `storage/resave.py`'s BASELINE_SAMPLES (a baseline keeps 40 order
+statistics of a benchmark's rounds for the rank test) and `baseline_form` (of the runtime
+statistics only those compare.runtime_verdict reads).
 
 Run: ``.venv/bin/python benchmarks/baseline_form.py [--rounds 100] [--trials 400]
 [--samples 20] [--no-example] [--example-only]`` (``--samples``: keep that many rounds
@@ -16,12 +17,14 @@ step 1 alone, which also runs with an older checkout's plugin on PYTHONPATH)
    example's own 3 would keep a 2x slower runtime as stored). Printed: the sizes of the
    baseline and of the run file (the run file holds what a baseline of /5 held), each
    benchmark's runtime line in both (what a moved benchmark rewrites), and the diff of the
-   second save.
+   second save. (The baseline of /7 also leaves out wall seconds beside the gated CPU seconds,
+   the eager block's seconds and the runtime statistics the rule does not read.)
 2. The runtime rule (`compare.runtime_verdict`: median, fastest round, rank test) on
    ``--trials`` synthetic pairs of 100 rounds each (lognormal spread, one round in ten slowed
-   by load) per slowdown factor, against the base's 100 rounds and against the 20 a baseline
-   keeps: how often the two verdicts agree, at the default runtime_rtol and at 0.1; and the
-   same on the real rounds of step 1 (each benchmark of the second run against the first).
+   by load) per slowdown factor, against the base's 100 rounds and against what a baseline
+   keeps (its 40 rounds and, of its statistics, what the rule reads): how often the two
+   verdicts agree, at the default runtime_rtol and at 0.1; and the same on the real rounds
+   of step 1 (each benchmark of the second run against the first).
 
 Exit code 0 whatever the figures; non-zero when a run failed.
 """
@@ -43,7 +46,7 @@ from _common import EXAMPLE, PYTEST, example_env  # noqa: E402
 
 from pytest_jaxperf.compare import Gating, Verdict, runtime_verdict  # noqa: E402
 from pytest_jaxperf.config import Tolerances  # noqa: E402
-from pytest_jaxperf.model import BenchmarkEntry, RuntimeStats  # noqa: E402
+from pytest_jaxperf.model import BenchmarkEntry, RecordedTest, RuntimeStats  # noqa: E402
 from pytest_jaxperf.storage import resave, store  # noqa: E402
 
 BASELINE = Path(".jaxperf") / "baseline.json"
@@ -122,10 +125,10 @@ def outcome(now: BenchmarkEntry, base: BenchmarkEntry, tol: Tolerances) -> str:
 
 
 def kept(base: BenchmarkEntry) -> BenchmarkEntry:
-    assert base.runtime is not None
-    samples = resave.baseline_samples(base.runtime.samples_s)
-    rt = dataclasses.replace(base.runtime, samples_s=samples)
-    return dataclasses.replace(base, runtime=rt)
+    """`base` as a baseline keeps it (resave.baseline_form: its rounds and statistics)."""
+    form = resave.baseline_form(RecordedTest(benchmarks={"b": base}), "cpu").benchmarks["b"]
+    assert isinstance(form, BenchmarkEntry)
+    return form
 
 
 def draw(rng: random.Random, factor: float, n: int = 100) -> list[float]:

@@ -23,7 +23,7 @@ from .config import (
     parse_number,
 )
 from .environment import HOOKED_KEY, timing_off
-from .model import RecordedTest, Remeasured, RunRecord
+from .model import NotStored, RecordedTest, Remeasured, RunRecord
 from .report import terminal, wording
 from .report.summary import RunSummary, not_gated_lines, upgrade_line
 from .storage.outputs import (
@@ -556,7 +556,10 @@ def _export(args: argparse.Namespace, out: TextIO) -> int:
     from .report import export
 
     run = _load(args.report)
-    text = export.dumps(export.document(args.format, run))
+    try:
+        text = export.dumps(export.document(args.format, run))
+    except NotStored as exc:  # a baseline given: it keeps only what the gate reads
+        raise _UsageError(f"{args.report}: {exc}") from None
     if args.output is None:
         out.write(text)
         return EXIT_OK

@@ -232,13 +232,14 @@ def unknown_name(argument: str, key: str, kind: str, known: Iterable[str]) -> st
     )
 
 
-def _metric(rec: FunctionRecord | RecordedTest, metric: str, clock: Clock = "wall") -> float:
+def _metric(rec: FunctionRecord | RecordedTest, metric: str, clock: Clock = "wall") -> float | None:
     return compile_seconds(rec, clock) if metric == COMPILE_TIME else float(getattr(rec, metric))
 
 
-def compile_seconds(rec: Counts, clock: Clock) -> float:
+def compile_seconds(rec: Counts, clock: Clock) -> float | None:
     """Trace + lower + compile seconds on `clock`: process CPU seconds where they were
-    measured and asked for, else wall seconds."""
+    measured and asked for, else wall seconds; None where those are not stored (a baseline
+    saved on the CPU clock holds no wall seconds: storage/resave.py, `baseline_form`)."""
     cpu = rec.total_cpu_s
     # The instructions clock's seconds (under valgrind) are never gated: read as CPU's.
     return cpu if clock != "wall" and cpu is not None else rec.total_s
@@ -567,7 +568,8 @@ def _upgrade_changes(
         if clock == "cpu" and (record.total_cpu_s is None or base.total_cpu_s is None):
             clock = "wall"
         before_s, now_s = compile_seconds(base, clock), compile_seconds(record, clock)
-        changes.append((f"compile {clock} seconds", before_s, now_s))
+        if before_s is not None and now_s is not None:
+            changes.append((f"compile {clock} seconds", before_s, now_s))
     return changes
 
 
@@ -622,6 +624,8 @@ def _unchanged(record: RecordedTest, base: RecordedTest, gating: Gating) -> bool
             return False  # gated on wall seconds, with a word that says so
     else:
         now_s, before_s = record.total_s, base.total_s
+        if now_s is None or before_s is None:
+            return False  # not gated, with a word that says so
     rtol, floor = tol.compile_rtol, tol.compile_floor
     grew = now_s > before_s * (1 + rtol) and now_s - before_s > floor
     shrank = now_s * (1 + rtol) < before_s and before_s - now_s > floor
@@ -676,11 +680,12 @@ def _count_and_time_limits(
                     unknown_name(argument, str(name), "function", record.functions)
                 )
                 continue
-            current = (
-                _metric(record, metric, clock)
-                if whole_test
-                else sum(_metric(f, metric, clock) for f in fns)
-            )
+            values = [_metric(record, metric, clock)] if whole_test else [
+                _metric(f, metric, clock) for f in fns
+            ]  # fmt: skip
+            if None in values:
+                continue  # wall seconds of a baseline given as the run: not stored
+            current = sum(v for v in values if v is not None)
             if current <= value:
                 continue
             reasons = () if metric == COMPILE_TIME else _reasons(fns, whole_test or len(fns) > 1)
@@ -956,7 +961,23 @@ def _compile_time_clock(
             "compile time gated on wall seconds: the baseline has no CPU seconds (saved by "
             "an older pytest-jaxperf; re-save it with --jaxperf-save)"
         )
+    if clock == "wall" and (base.total_s is None or record.total_s is None):
+        verdict.notes.append(_NO_WALL if base.total_s is None else _NO_RUN_WALL)
+        return None
     return clock, machine
+
+
+# A baseline keeps a test's wall seconds only where it was saved gated on them.
+_NO_WALL = Note(
+    "compile time not gated: the baseline has no wall seconds (saved on the CPU clock: the "
+    "run file has them); re-save with --jaxperf-compile-clock=wall --jaxperf-save",
+    "baseline_incomplete",
+)
+_NO_RUN_WALL = Note(
+    "compile time not gated: the run has no wall seconds (a baseline given as the run: "
+    "compare the run file, --jaxperf-json)",
+    "not_measured",
+)
 
 
 def _compile_seconds_vs_baseline(
@@ -973,7 +994,10 @@ def _compile_seconds_vs_baseline(
     ratio): growth above rtol and floor is a breach, a like fall an improvement."""
     tol = gating.tol
     scale = 1.0 if machine is None else machine.factor
-    now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock) * scale
+    now, before = compile_seconds(record, clock), compile_seconds(base, clock)
+    if now is None or before is None:  # _compile_time_clock said why
+        return
+    now_s, before_s = now, before * scale
     if machine is not None:  # another CPU model: its own, wider margin (config.py)
         tol = dataclasses.replace(
             tol, compile_rtol=max(tol.compile_rtol, tol.cross_machine_compile_rtol)
@@ -995,7 +1019,8 @@ def _compile_seconds_vs_baseline(
             gated=gating.gate_baseline, detail=detail,
         ))  # fmt: skip
         return
-    kept_s = before_s - sum(compile_seconds(f, clock) for f in gone) * scale
+    # (A baseline leaves out the wall seconds of a test and all its functions together.)
+    kept_s = before_s - sum(compile_seconds(f, clock) or 0.0 for f in gone) * scale
     if now_s * (1 + tol.compile_rtol) < kept_s and kept_s - now_s > tol.compile_floor:
         verdict.improvements.append(f"compile time ({clock}): {before_s:.3f} s -> {now_s:.3f} s")
 
@@ -1026,8 +1051,8 @@ def _compile_time_growth(
     grown = []
     for key, fn in record.functions.items():
         old = matched.get(key)
-        before = compile_seconds(old, clock) * scale if old else 0.0
-        now = compile_seconds(fn, clock)
+        before = (compile_seconds(old, clock) or 0.0) * scale if old else 0.0
+        now = compile_seconds(fn, clock) or 0.0
         if now > before:
             grown.append((now - before, fn, before, now))
     grown.sort(key=lambda g: -g[0])

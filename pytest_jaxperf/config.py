@@ -106,7 +106,8 @@ OPTIONS: tuple[Option, ...] = (
            f"(default {DEFAULT_MAX_TIME})"),
     Option("jaxperf_compile_clock", "--jaxperf-compile-clock", "clock", "cpu",
            "compile time is gated on process CPU seconds (cpu, default: load on a shared "
-           "machine barely moves them), on wall seconds (wall), or (instructions) on the "
+           "machine barely moves them), on wall seconds (wall: a baseline keeps them only "
+           "where saved with it), or (instructions) on the "
            "instructions of each trace, lowering and backend compile, counted under valgrind "
            "on any machine against the baseline's '-instructions' twin"),
     Option("jaxperf_runtime_clock", "--jaxperf-runtime-clock", "runtime_clock", "cpu",

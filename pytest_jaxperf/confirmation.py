@@ -32,7 +32,7 @@ from collections.abc import Callable
 from . import compare
 from .compare import COMPILE_TIME, Breach, Gating, Verdict, compile_seconds, verdict_status
 from .config import MarkerLimits, Tolerances
-from .model import FunctionRecord, Phases, RecordedTest, Remeasured
+from .model import FunctionRecord, Phases, RecordedTest, Remeasured, held
 from .notgated import Note
 
 __all__ = ["Phases", "Remeasured", "verdict_of", "judge", "needed"]
@@ -184,9 +184,9 @@ def judge(
             )  # fmt: skip
         breaches.append(b)
     again.breaches = breaches
-    held = {_key(b) for b in again.breaches if b.metric == COMPILE_TIME}
+    still = {_key(b) for b in again.breaches if b.metric == COMPILE_TIME}
     for key, b in first.items():
-        if key not in held:
+        if key not in still:
             on = "wall" if b.detail.startswith("wall") else clock
             target = (
                 confirmed
@@ -194,7 +194,9 @@ def judge(
                 else confirmed.functions.get(b.function.key, confirmed)
             )
             again.info.append(
-                not_confirmed_line(b, compile_seconds(target, on), how, _cost(remeasured))
+                not_confirmed_line(
+                    b, held(compile_seconds(target, on), "compile seconds"), how, _cost(remeasured)
+                )
             )
     _say_left_out(again, remeasured)
     return again

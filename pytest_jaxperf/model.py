@@ -9,23 +9,29 @@ import operator
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, TypeVar
 
-SCHEMA = "pytest-jaxperf/6"
+SCHEMA = "pytest-jaxperf/7"
 # Every schema the reader loads: /1 has no CPU seconds (they read as None: not measured);
 # /1 and /2 have no per-entry environments (every entry has the file's); /1 to /3 have no
 # program sizes of the recorded functions (None: not measured); /1 to /4 have no traced
 # jaxpr equations (`trace_eqns`, None). From /6 on a benchmark's first-call seconds
 # (`first_call_s`, `trace_s`, `lower_s`, `compile_s`) may be left out (None): a baseline
-# holds none (see storage/resave.py, `baseline_form`), a run file all of them.
+# holds none (see storage/resave.py, `baseline_form`), a run file all of them. From /7 on
+# a baseline leaves out (None) what the gate does not read: the wall seconds of a test and
+# its functions where it is gated on CPU seconds (WALL_FIELDS), the `eager` block's seconds
+# and sizes (the whole block where its counts are all 0), and a benchmark's runtime
+# statistics but its median, fastest round, CPU median and rounds (RUNTIME_OPTIONAL).
 READABLE_SCHEMAS = (
     "pytest-jaxperf/1", "pytest-jaxperf/2", "pytest-jaxperf/3", "pytest-jaxperf/4",
-    "pytest-jaxperf/5", SCHEMA,
+    "pytest-jaxperf/5", "pytest-jaxperf/6", SCHEMA,
 )  # fmt: skip
 _WITHOUT_CPU_SECONDS = "pytest-jaxperf/1"
 _WITHOUT_SIZES = frozenset(READABLE_SCHEMAS[:3])
 _WITHOUT_TRACE_EQNS = frozenset(READABLE_SCHEMAS[:4])
 _FIRST_CALL_REQUIRED = frozenset(READABLE_SCHEMAS[:5])
+# The schemas whose every entry holds its wall seconds, whole eager block and runtime.
+_ALL_REQUIRED = frozenset(READABLE_SCHEMAS[:6])
 
 # What the self-check and the verdicts call the lowered programs' sizes (SIZE_FIELDS) when
 # they cannot be read.
@@ -56,6 +62,7 @@ def _count() -> Any:
 
 
 def _seconds() -> Any:
+    # None where not stored (a baseline's wall seconds of a test gated on CPU seconds).
     return field(default=0.0, metadata={"json": _SECONDS})
 
 
@@ -83,9 +90,9 @@ class Counts:
     lowerings: int = _count()
     compiles: int = _count()
     cache_hits: int = _count()
-    trace_s: float = _seconds()
-    lower_s: float = _seconds()
-    compile_s: float = _seconds()
+    trace_s: float | None = _seconds()
+    lower_s: float | None = _seconds()
+    compile_s: float | None = _seconds()
     trace_cpu_s: float | None = _cpu_seconds()
     lower_cpu_s: float | None = _cpu_seconds()
     compile_cpu_s: float | None = _cpu_seconds()
@@ -95,9 +102,11 @@ class Counts:
     trace_eqns: int | None = _size()
 
     @property
-    def total_s(self) -> float:
-        """Wall seconds spent tracing, lowering and compiling."""
-        return self.trace_s + self.lower_s + self.compile_s
+    def total_s(self) -> float | None:
+        """Wall seconds spent tracing, lowering and compiling; None where not stored (a
+        baseline saved on another compile clock than wall)."""
+        values = [getattr(self, name) for name in TIME_FIELDS]
+        return None if None in values else sum(values)
 
     @property
     def total_cpu_s(self) -> float | None:
@@ -107,11 +116,30 @@ class Counts:
         return None if None in values else sum(values)
 
     def add(self, other: Counts) -> None:
-        for name in COUNT_FIELDS + TIME_FIELDS:
+        for name in COUNT_FIELDS:
             setattr(self, name, getattr(self, name) + getattr(other, name))
-        for name in CPU_FIELDS + SIZE_FIELDS:
+        for name in TIME_FIELDS + CPU_FIELDS + SIZE_FIELDS:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, None if mine is None or theirs is None else mine + theirs)
+
+
+class NotStored(ValueError):
+    """A value a baseline leaves out (storage/resave.py, `baseline_form`) asked of it where a
+    run's record, which holds every value, is needed."""
+
+
+_T = TypeVar("_T")
+
+
+def held(value: _T | None, what: str) -> _T:
+    """`value`, of a record that holds it (every run's); NotStored, naming `what`, where it is
+    left out: a baseline given where a run file is needed."""
+    if value is None:
+        raise NotStored(
+            f"{what} not stored: a baseline holds only what the gate reads (use the run file, "
+            "--jaxperf-json)"
+        )
+    return value
 
 
 def _tagged(tag: str) -> tuple[str, ...]:
@@ -164,19 +192,21 @@ class RuntimeStats:
     `rounds` is the number of timed rounds and `iterations` the calls in each; a measurement
     that gives every call fresh inputs times one call per round, so there `iterations` is 1
     and `rounds` is the number of timed calls. `samples_s` keeps (at most a hundred of) the
-    rounds for rank tests against a later run."""
+    rounds for rank tests against a later run. A baseline holds what the runtime rule reads
+    (the median, the fastest round, the CPU median, the rounds: `samples_s`); the others
+    (RUNTIME_OPTIONAL) are None there; a run file holds them all."""
 
     min_s: float
-    max_s: float
+    max_s: float | None
     median_s: float
-    mean_s: float
-    stddev_s: float
-    q1_s: float
-    q3_s: float
-    iqr_s: float
-    rounds: int
-    iterations: int
-    outliers: int
+    mean_s: float | None
+    stddev_s: float | None
+    q1_s: float | None
+    q3_s: float | None
+    iqr_s: float | None
+    rounds: int | None
+    iterations: int | None
+    outliers: int | None
     samples_s: tuple[float, ...]
     # Median process CPU seconds per call over the same rounds; measured on the CPU backend
     # only (device work is not process CPU time), else None.
@@ -207,6 +237,15 @@ class ProgramMetrics:
     output_bytes: int | None = None
     temp_bytes: int | None = None
     peak_bytes: int | None = None
+
+
+# What a baseline's runtime block leaves out (from /7 on): no rule reads them of a baseline.
+RUNTIME_OPTIONAL = (
+    "max_s", "mean_s", "stddev_s", "q1_s", "q3_s", "iqr_s", "rounds", "iterations", "outliers",
+)  # fmt: skip
+# The wall seconds of a test, a function, the eager block (TIME_FIELDS, named here for what
+# a baseline leaves out).
+WALL_FIELDS = ("trace_s", "lower_s", "compile_s")
 
 
 # Deterministic for a given jax version, in report order.
@@ -379,10 +418,33 @@ def significant(value: float, digits: int) -> float:
 
 def _counts_to_json(c: Counts) -> dict[str, Any]:
     out: dict[str, Any] = {name: getattr(c, name) for name in COUNT_FIELDS}
-    out.update({name: _round(getattr(c, name)) for name in TIME_FIELDS})
+    # Wall seconds are written where stored (a baseline's of a test gated on CPU seconds: none).
+    out.update((name, _round(v)) for name in TIME_FIELDS if (v := getattr(c, name)) is not None)
     out.update({name: _round_or_none(getattr(c, name)) for name in CPU_FIELDS})
     out.update({name: getattr(c, name) for name in SIZE_FIELDS})
     return out
+
+
+# The fields of the eager block a baseline leaves out (from /7 on): only its counts are read
+# of a baseline (diagnose.compile_storm, its compiles).
+EAGER_OPTIONAL = tuple(name for name in NUMBER_FIELDS if name not in COUNT_FIELDS)
+
+
+def no_eager() -> Counts:
+    """The eager block of a baseline's entry that has none: no helper compiled, nothing else
+    stored (what a baseline's block of all-0 counts reads as, and is written as: left out)."""
+    left_out: dict[str, Any] = dict.fromkeys(EAGER_OPTIONAL)
+    return Counts(**left_out)
+
+
+def eager_to_json(c: Counts) -> dict[str, Any] | None:
+    """The eager block as written: whole (a run file's); its counts alone where it holds
+    nothing else (a baseline's); None (left out) where those are all 0 too."""
+    if any(getattr(c, name) is not None for name in EAGER_OPTIONAL):
+        return _counts_to_json(c)
+    if not any(getattr(c, name) for name in COUNT_FIELDS):
+        return None
+    return {name: getattr(c, name) for name in COUNT_FIELDS}
 
 
 def function_to_json(fn: FunctionRecord) -> dict[str, Any]:
@@ -437,7 +499,9 @@ def recorded_test_to_json(rec: RecordedTest) -> dict[str, Any]:
     out = _counts_to_json(rec)
     out["outcome"] = rec.outcome
     out["functions"] = {k: function_to_json(f) for k, f in sorted(rec.functions.items())}
-    out["eager"] = _counts_to_json(rec.eager)
+    eager = eager_to_json(rec.eager)
+    if eager is not None:
+        out["eager"] = eager
     out["benchmarks"] = {k: entry_to_json(e) for k, e in sorted(rec.benchmarks.items())}
     if rec.environment is not None:
         out["environment"] = dict(rec.environment)
@@ -544,13 +608,16 @@ _PLAIN_TYPES = tuple(
 _NUMBERS_OF = operator.itemgetter(*NUMBER_FIELDS)
 
 
-def _numbers_of(data: Any, where: str, schema: str) -> tuple[Any, ...]:
+def _numbers_of(
+    data: Any, where: str, schema: str, optional: tuple[str, ...] = WALL_FIELDS
+) -> tuple[Any, ...]:
     """The Counts fields of `data` in NUMBER_FIELDS order, each checked. A file as this
     version writes it passes one check of all values together; anything else (CPU seconds
     not measured, a wrong value, a field missing) is read value by value. Every field is
     required (a missing one would read as 0 and then be gated as "baseline 0 -> now 1"),
     but CPU seconds in a /1 file, sizes in files before /4 and traced equations in files
-    before /5, which have none."""
+    before /5, which have none; and from /7 on the fields `optional` (a baseline's wall
+    seconds; the eager block's all but its counts), None where left out."""
     if type(data) is not dict:
         raise FormatError(f"{where}: expected an object, got {type(data).__name__}")
     try:
@@ -565,7 +632,21 @@ def _numbers_of(data: Any, where: str, schema: str) -> tuple[Any, ...]:
         data = {**dict.fromkeys(SIZE_FIELDS), **data}
     elif schema in _WITHOUT_TRACE_EQNS:
         data = {"trace_eqns": None, **data}
-    return tuple(read(_required(data, name, where), where, name) for name, read in _NUMBER_READERS)
+    left_out = () if schema in _ALL_REQUIRED else [k for k in optional if k not in data]
+    return tuple(
+        None if name in left_out else read(_required(data, name, where), where, name)
+        for name, read in _NUMBER_READERS
+    )
+
+
+def _eager_of(data: dict[str, Any], where: str, schema: str) -> Counts:
+    """A test entry's eager block; from /7 on left out where none (all 0) and its counts
+    alone in a baseline."""
+    if schema not in _ALL_REQUIRED:
+        if "eager" not in data:
+            return no_eager()
+        return Counts(*_numbers_of(data["eager"], f"{where}.eager", schema, EAGER_OPTIONAL))
+    return Counts(*_numbers_of(_required(data, "eager", where), f"{where}.eager", schema))
 
 
 def _required(data: dict[str, Any], key: str, where: str) -> Any:
@@ -654,7 +735,8 @@ def recorded_test_from_json(data: Any, where: str, schema: str = SCHEMA) -> Reco
         and type(outcome := data.get("outcome")) is str
         and type(functions := data.get("functions")) is dict
         and type(benchmarks := data.get("benchmarks")) is dict
-        and type(eager := data.get("eager")) is dict
+        and type(data.get("eager")) is dict
+        and not data.keys() & _OWN_KEYS
     ):
         # A test entry as this version writes it (no environment or marker of its own).
         return RecordedTest(  # type: ignore[call-arg]
@@ -664,7 +746,7 @@ def recorded_test_from_json(data: Any, where: str, schema: str = SCHEMA) -> Reco
                 k: function_from_json(v, f"{where}.functions[{k!r}]", schema)
                 for k, v in functions.items()
             },
-            Counts(*_numbers_of(eager, f"{where}.eager", schema)),
+            _eager_of(data, where, schema),
             {
                 k: entry_from_json(v, f"{where}.benchmarks[{k!r}]", schema)
                 for k, v in benchmarks.items()
@@ -675,6 +757,8 @@ def recorded_test_from_json(data: Any, where: str, schema: str = SCHEMA) -> Reco
 
 # The keys of a test entry as written: its numbers, outcome, functions, eager, benchmarks.
 _TEST_FIELDS = len(NUMBER_FIELDS) + 4
+# What an entry holds beside those where it has them (read by _test_from_json).
+_OWN_KEYS = frozenset({"environment", "marker", "confirmation"})
 
 
 def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]) -> RecordedTest:
@@ -693,7 +777,7 @@ def _test_from_json(data: Any, where: str, schema: str, numbers: tuple[Any, ...]
     rec.functions = {
         k: function_from_json(v, f"{where}.functions[{k!r}]", schema) for k, v in functions.items()
     }
-    rec.eager = Counts(*_numbers_of(_required(data, "eager", where), f"{where}.eager", schema))
+    rec.eager = _eager_of(data, where, schema)
     rec.benchmarks = {
         k: entry_from_json(v, f"{where}.benchmarks[{k!r}]", schema) for k, v in benchmarks.items()
     }
@@ -831,7 +915,9 @@ def entry_from_json(data: Any, where: str, schema: str = SCHEMA) -> Entry:
         compiled_on_first_call=_field(
             data, "compiled_on_first_call", where, lambda v: type(v) is bool, "true or false"
         ),
-        runtime=None if runtime is None else _runtime_from_json(runtime, f"{where}.runtime"),
+        runtime=None
+        if runtime is None
+        else _runtime_from_json(runtime, f"{where}.runtime", schema),
         metrics=metrics,
         eager_median_s=_optional(data, "eager_median_s", where, _is_seconds, "seconds"),
         break_even_calls=_optional(data, "break_even_calls", where, _is_seconds, "a number"),
@@ -908,11 +994,11 @@ _PLAIN_RUNTIME_TYPES = tuple(
 )
 
 
-def _runtime_from_json(data: Any, where: str) -> RuntimeStats:
+def _runtime_from_json(data: Any, where: str, schema: str = SCHEMA) -> RuntimeStats:
     quick = _plain_runtime(data)
     if quick is not None:
         return quick
-    return _checked_runtime(data, where)
+    return _checked_runtime(data, where, schema)
 
 
 def _plain_runtime(data: Any) -> RuntimeStats | None:
@@ -936,20 +1022,26 @@ def _plain_runtime(data: Any) -> RuntimeStats | None:
     return None
 
 
-def _checked_runtime(data: Any, where: str) -> RuntimeStats:
+def _checked_runtime(data: Any, where: str, schema: str = SCHEMA) -> RuntimeStats:
     _expect(type(data) is dict, where, f"expected an object, got {type(data).__name__}")
     _only(data, _RUNTIME_KEYS, where)
     samples = _field(data, "samples_s", where, _is_seconds_list, "a list of seconds")
-    seconds = {
-        f.name: float(_field(data, f.name, where, _is_seconds, "seconds"))
-        for f in fields(RuntimeStats)
-        if f.name.endswith("_s") and f.name not in ("samples_s", "cpu_median_s")
-    }
+    # From /7 on a baseline holds only what the runtime rule reads (RUNTIME_OPTIONAL: None).
+    optional = () if schema in _ALL_REQUIRED else RUNTIME_OPTIONAL
+    values: dict[str, Any] = {}
+    for f in fields(RuntimeStats):
+        name = f.name
+        if name in ("samples_s", "cpu_median_s"):
+            continue
+        seconds = name.endswith("_s")
+        check, what = (_is_seconds, "seconds") if seconds else (_is_count, "a count")
+        if name in optional:
+            value = _optional(data, name, where, check, what)
+        else:
+            value = _field(data, name, where, check, what)
+        values[name] = float(value) if seconds and value is not None else value
     return RuntimeStats(
-        **seconds,
-        rounds=_field(data, "rounds", where, _is_count, "a count"),
-        iterations=_field(data, "iterations", where, _is_count, "a count"),
-        outliers=_field(data, "outliers", where, _is_count, "a count"),
+        **values,
         samples_s=tuple(map(float, samples)),
         cpu_median_s=_optional(data, "cpu_median_s", where, _is_seconds, "CPU seconds or null"),
     )

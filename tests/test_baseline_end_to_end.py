@@ -215,7 +215,7 @@ def test_json_report_format(jp: pytest.Pytester) -> None:
     jp.runpytest("--jaxperf", "--jaxperf-json=reports/run.json").assert_outcomes(passed=2)
     text = (jp.path / "reports" / "run.json").read_text()
     data = json.loads(text)
-    assert data["schema"] == "pytest-jaxperf/6"
+    assert data["schema"] == "pytest-jaxperf/7"
     assert set(data["environment"]) >= {
         "jax", "jaxlib", "python", "backend", "device_kind", "device_count", "x64",
     }  # fmt: skip

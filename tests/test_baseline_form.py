@@ -1,4 +1,4 @@
-"""What a baseline holds (schema /6): what the gate reads, per field; the rest is in the run
+"""What a baseline holds (schema /7): what the gate reads, per field; the rest is in the run
 file only. An older file still reads, and the first save converts it, saying so."""
 
 from __future__ import annotations
@@ -77,19 +77,28 @@ def measured_test() -> RecordedTest:
 
 def test_a_benchmark_keeps_what_the_gate_reads_and_drops_the_rest() -> None:
     entry = bench()
-    slim = baseline_form(rec(benchmarks={"b": entry})).benchmarks["b"]
+    slim = baseline_form(rec(benchmarks={"b": entry}), "cpu").benchmarks["b"]
     assert isinstance(slim, BenchmarkEntry) and slim.runtime is not None
     assert entry.runtime is not None
     # Dropped: never gated (the first call's seconds and the op-by-op median and break-even).
     dropped = ("first_call_s", "trace_s", "lower_s", "compile_s", "eager_median_s",
                "break_even_calls")  # fmt: skip
     assert {k: getattr(slim, k) for k in dropped} == dict.fromkeys(dropped)
-    # Kept: program metrics, the flags, device peak, instructions, and every statistic.
+    # Kept: program metrics, the flags, device peak, instructions.
     kept = ("metrics", "compiled_on_first_call", "jitted_by_benchmark", "device_peak_bytes",
             "instructions")  # fmt: skip
     assert {k: getattr(slim, k) for k in kept} == {k: getattr(entry, k) for k in kept}
-    assert dataclasses.replace(slim.runtime, samples_s=()) == dataclasses.replace(
-        entry.runtime, samples_s=()
+    # Of the runtime, what compare.runtime_verdict reads: median, fastest round, CPU median
+    # (and the rounds, below); the statistics that only describe the run are left out.
+    read = ("median_s", "min_s", "cpu_median_s")
+    assert {k: getattr(slim.runtime, k) for k in read} == {
+        k: getattr(entry.runtime, k) for k in read
+    }
+    assert model.RUNTIME_OPTIONAL == ("max_s", "mean_s", "stddev_s", "q1_s", "q3_s", "iqr_s",
+                                      "rounds", "iterations", "outliers")  # fmt: skip
+    assert all(getattr(entry.runtime, k) is not None for k in model.RUNTIME_OPTIONAL)
+    assert {k: getattr(slim.runtime, k) for k in model.RUNTIME_OPTIONAL} == dict.fromkeys(
+        model.RUNTIME_OPTIONAL
     )
     # The rank test's rounds: the middle one of each of 40 equal runs of the sorted rounds.
     assert BASELINE_SAMPLES == 40
@@ -97,25 +106,73 @@ def test_a_benchmark_keeps_what_the_gate_reads_and_drops_the_rest() -> None:
     assert slim.runtime.samples_s == tuple(ordered[(2 * i + 1) * 100 // 80] for i in range(40))
 
 
-def test_a_test_entry_keeps_its_counts_seconds_and_eager_counts() -> None:
+def test_a_test_entry_gated_on_cpu_keeps_its_counts_and_cpu_seconds_not_its_wall() -> None:
     test = measured_test()
-    slim = baseline_form(test)
+    slim = baseline_form(test, "cpu")
     assert slim.confirmation is None
     assert [f.eqn_sources for f in slim.functions.values()] == [{}]
-    # Everything else of the test and its functions as measured: counts, sizes, wall and CPU
-    # seconds, the eager block (the compile-storm diagnosis reads its compiles).
+    # Counts, sizes and CPU seconds of the test and its functions as measured; their wall
+    # seconds (not read by a gate on the CPU clock) left out.
+    f, g = test.functions["step at m.py:3"], slim.functions["step at m.py:3"]
     for name in model.NUMBER_FIELDS:
-        assert getattr(slim, name) == getattr(test, name)
-        assert getattr(slim.functions["step at m.py:3"], name) == getattr(
-            test.functions["step at m.py:3"], name
-        )
-    assert slim.eager == test.eager
+        if name in model.WALL_FIELDS:
+            assert (getattr(slim, name), getattr(g, name)) == (None, None)
+            assert getattr(test, name) and getattr(f, name)  # measured: there to drop
+        else:
+            assert (getattr(slim, name), getattr(g, name)) == (
+                getattr(test, name),
+                getattr(f, name),
+            )
+    assert (slim.total_s, slim.total_cpu_s) == (None, test.total_cpu_s)
     assert slim.benchmarks["grow"] is test.benchmarks["grow"]  # a scaling entry, whole
 
 
+def test_the_eager_block_keeps_its_counts_alone_and_is_left_out_where_they_are_0() -> None:
+    test = measured_test()  # 2 lowerings, 2 compiles of JAX's helpers, with their seconds
+    slim = baseline_form(test, "cpu")
+    # The compile-storm diagnosis reads its compiles; nothing reads its seconds or sizes.
+    assert {k: getattr(slim.eager, k) for k in model.COUNT_FIELDS} == {
+        "traces": 0, "lowerings": 2, "compiles": 2, "cache_hits": 0
+    }  # fmt: skip
+    assert {k: getattr(slim.eager, k) for k in model.EAGER_OPTIONAL} == dict.fromkeys(
+        model.EAGER_OPTIONAL
+    )
+    written = model.recorded_test_to_json(slim)
+    assert written["eager"] == {"cache_hits": 0, "compiles": 2, "lowerings": 2, "traces": 0}
+    quiet = baseline_form(rec(fn("f", "m.py:1")), "cpu")
+    assert "eager" not in model.recorded_test_to_json(quiet)
+    assert quiet.eager == model.no_eager()
+    # The run file keeps the whole block, zeros and all.
+    assert model.recorded_test_to_json(rec(fn("f", "m.py:1")))["eager"] == {
+        k: 0 if k in model.COUNT_FIELDS or k.endswith("eqns") or k.endswith("ops") else 0.0
+        for k in model.NUMBER_FIELDS
+    }
+
+
+@pytest.mark.parametrize("how", ["option", "marker"])
+def test_a_test_gated_on_wall_seconds_keeps_them(how: str) -> None:
+    test = measured_test()
+    if how == "marker":  # @pytest.mark.jaxperf(compile_clock="wall") over the run's cpu
+        test.marker = {"compile_clock": "wall"}
+    slim = baseline_form(test, "wall" if how == "option" else "cpu")
+    assert (slim.total_s, slim.total_cpu_s) == (test.total_s, test.total_cpu_s)
+    assert slim.functions["step at m.py:3"].compile_s == 0.3
+    # A marker's other clock over a wall run: left out again.
+    test.marker = {"compile_clock": "cpu"}
+    assert baseline_form(test, "wall").total_s is None
+
+
+def test_wall_seconds_stay_where_the_cpu_seconds_were_not_measured() -> None:
+    # The gate falls back to wall seconds where an entry has no CPU seconds (a /1 file).
+    test = rec(fn("f", "m.py:1", compile_s=0.3, cpu=None))
+    slim = baseline_form(test, "cpu")
+    assert slim.total_cpu_s is None and slim.total_s == 0.3
+    assert baseline_form(rec(fn("f", "m.py:1", compile_s=0.3)), "instructions").total_s is None
+
+
 def test_the_baseline_form_of_a_baseline_entry_is_itself() -> None:
-    slim = baseline_form(measured_test())
-    assert baseline_form(slim) is slim
+    slim = baseline_form(measured_test(), "cpu")
+    assert baseline_form(slim, "cpu") is slim
     assert baseline_samples(baseline_samples(tuple(range(100)))) == baseline_samples(
         tuple(range(100))
     )
@@ -144,7 +201,7 @@ def test_the_rank_test_against_the_kept_rounds_gives_the_same_verdicts() -> None
         assert base.runtime is not None
         now = bench(tuple(s * factor for s in base.runtime.samples_s))
         outcomes = []
-        for old in (base, baseline_form(rec(benchmarks={"b": base})).benchmarks["b"]):
+        for old in (base, baseline_form(rec(benchmarks={"b": base}), "cpu").benchmarks["b"]):
             verdict = Verdict()
             assert isinstance(old, BenchmarkEntry)
             runtime_verdict(verdict, "b", now, old, Gating(tol=Tolerances()))
@@ -159,7 +216,7 @@ def test_the_rank_test_against_the_kept_rounds_gives_the_same_verdicts() -> None
 
 def test_a_baseline_entry_is_written_without_the_dropped_fields(tmp_path: Path) -> None:
     path = tmp_path / "baseline.json"
-    store.save(path, RunRecord(ENV, {"t.py::a": baseline_form(measured_test())}))
+    store.save(path, RunRecord(ENV, {"t.py::a": baseline_form(measured_test(), "cpu")}))
     entry = read_json(path)["tests"]["t.py::a"]
     step = entry["benchmarks"]["step"]
     assert set(step) == {
@@ -168,7 +225,7 @@ def test_a_baseline_entry_is_written_without_the_dropped_fields(tmp_path: Path) 
     }  # fmt: skip
     assert len(step["runtime"]["samples_s"]) == 40
     assert "confirmation" not in entry and "eqn_sources" not in entry["functions"]["step at m.py:3"]
-    assert store.load(path) == RunRecord(ENV, {"t.py::a": baseline_form(measured_test())})
+    assert store.load(path) == RunRecord(ENV, {"t.py::a": baseline_form(measured_test(), "cpu")})
 
 
 def test_a_run_file_keeps_every_field(tmp_path: Path) -> None:
@@ -188,7 +245,7 @@ def test_every_reader_reads_a_baseline_as_the_careful_reader(
         monkeypatch.setattr(store, "_typed", None)
     if reader == "json":
         monkeypatch.setattr(store, "_fast_loads", None)
-    run = RunRecord(ENV, {k: baseline_form(v) for k, v in full_report().tests.items()})
+    run = RunRecord(ENV, {k: baseline_form(v, "cpu") for k, v in full_report().tests.items()})
     path = tmp_path / "baseline.json"
     store.save(path, run)
     careful = model.RunRecord(
@@ -204,34 +261,44 @@ def test_every_reader_reads_a_baseline_as_the_careful_reader(
 # -- a file of an older schema -----------------------------------------------------------------
 
 
-def schema_5(run: RunRecord) -> dict[str, Any]:
-    """`run` as pytest-jaxperf/5 wrote it: every field of every benchmark."""
+def schema_5(run: RunRecord, schema: str = "pytest-jaxperf/5") -> dict[str, Any]:
+    """`run` as pytest-jaxperf/5 wrote it: every field of every benchmark (a /6 baseline as
+    well but for the first-call seconds, which /6 may leave out)."""
     data = model.run_to_json(run)
-    data["schema"] = "pytest-jaxperf/5"
+    data["schema"] = schema
     return data
 
 
-def test_a_file_of_schema_5_reads_and_the_first_save_converts_it(tmp_path: Path) -> None:
+@pytest.mark.parametrize("schema", ["pytest-jaxperf/5", "pytest-jaxperf/6"])
+def test_an_older_file_reads_and_the_first_save_converts_it(tmp_path: Path, schema: str) -> None:
     path = tmp_path / "baseline.json"
     old = RunRecord(ENV, {"t.py::a": measured_test(), "t.py::b": rec(fn("g", "m.py:9"))})
     old.tests["t.py::a"].confirmation = None  # as a save of /5 wrote it
-    path.write_text(json.dumps(schema_5(old), indent=2))
+    path.write_text(json.dumps(schema_5(old, schema), indent=2))
     loaded = store.load(path)
-    assert loaded is not None and loaded.schema == "pytest-jaxperf/5"
+    assert loaded is not None and loaded.schema == schema
     assert loaded.tests == old.tests
     # A save of one test converts every entry, and its line says so.
     how = Resave(Measured.of(ENV, "gate", "wall"), Tolerances())
     store.save_locked(path, RunRecord(ENV, {"t.py::b": rec(fn("g", "m.py:9"))}), how)
     assert how.tally.line("b.json") == (
         "jaxperf: baseline b.json: 0 entries updated, 2 kept, 0 added; converted from "
-        "pytest-jaxperf/5 to pytest-jaxperf/6 (first-call seconds, op-by-op medians and all "
-        "but the rank test's rounds are now in the run file only)"
+        f"{schema} to pytest-jaxperf/7 (what no gate reads is now in the run file only: "
+        "wall seconds beside gated CPU seconds, JAX helpers' seconds, runtime statistics but "
+        "median and fastest round, first-call seconds)"
     )
     data = read_json(path)
-    assert data["schema"] == "pytest-jaxperf/6"
-    assert "first_call_s" not in data["tests"]["t.py::a"]["benchmarks"]["step"]
+    assert data["schema"] == "pytest-jaxperf/7"
+    entry = data["tests"]["t.py::a"]
+    assert "first_call_s" not in entry["benchmarks"]["step"]
+    assert "iqr_s" not in entry["benchmarks"]["step"]["runtime"]
+    assert "compile_s" not in entry and "compile_cpu_s" in entry
+    assert entry["eager"] == {"cache_hits": 0, "compiles": 2, "lowerings": 2, "traces": 0}
+    assert "eager" not in data["tests"]["t.py::b"]
     saved = store.load(path)
-    assert saved is not None and saved.tests["t.py::a"] == baseline_form(old.tests["t.py::a"])
+    assert saved is not None and saved.tests["t.py::a"] == baseline_form(
+        old.tests["t.py::a"], "cpu"
+    )
     # The next save has nothing to convert.
     again = Resave(Measured.of(ENV, "gate", "wall"), Tolerances())
     store.save_locked(path, RunRecord(ENV, {"t.py::b": rec(fn("g", "m.py:9"))}), again)
@@ -263,8 +330,9 @@ def test_other(jaxperf):
 ROUNDS = ("--jaxperf-min-rounds=60", "--jaxperf-max-time=0.01")
 CONVERTED = (
     "jaxperf: baseline .jaxperf/baseline.json: * entries updated, * kept, 0 added; converted "
-    "from pytest-jaxperf/5 to pytest-jaxperf/6 (first-call seconds, op-by-op medians and all "
-    "but the rank test's rounds are now in the run file only)"
+    "from pytest-jaxperf/6 to pytest-jaxperf/7 (what no gate reads is now in the run file "
+    "only: wall seconds beside gated CPU seconds, JAX helpers' seconds, runtime statistics "
+    "but median and fastest round, first-call seconds)"
 )
 
 
@@ -279,7 +347,7 @@ def _statuses(junit: Path) -> dict[str, str]:
 
 
 @pytest.mark.jax_internals
-def test_a_baseline_of_schema_5_converts_once_and_compare_judges_as_the_plugin(
+def test_a_baseline_of_schema_6_converts_once_and_compare_judges_as_the_plugin(
     jp: pytest.Pytester,
 ) -> None:
     import subprocess
@@ -303,19 +371,38 @@ def test_a_baseline_of_schema_5_converts_once_and_compare_judges_as_the_plugin(
         assert kept["runtime"]["samples_s"] == sorted(kept["runtime"]["samples_s"])
         assert "first_call_s" not in kept and full["first_call_s"] > 0
         assert kept["runtime"]["median_s"] == full["runtime"]["median_s"]
-        # As pytest-jaxperf/5 saved it: every field of each benchmark.
-        data["tests"][nodeid]["benchmarks"][label] = full
-    data["schema"] = "pytest-jaxperf/5"
+        # Of the runtime statistics what the rule reads; the run file has them all.
+        assert set(kept["runtime"]) == {"median_s", "min_s", "cpu_median_s", "samples_s"}
+        assert {"iqr_s", "rounds", "mean_s"} <= set(full["runtime"])
+        # No wall seconds (the gate reads CPU seconds), of the eager block its counts (none
+        # where all 0); the run file has them all.
+        entry = data["tests"][nodeid]
+        assert "compile_s" not in entry and entry["compile_cpu_s"] > 0
+        assert set(entry.get("eager", {})) <= set(model.COUNT_FIELDS)
+        assert set(run["tests"][nodeid]["eager"]) == set(model.NUMBER_FIELDS)
+        # As pytest-jaxperf/6 saved it: every field but the first call's seconds.
+        data["tests"][nodeid] = run["tests"][nodeid]
+        data["tests"][nodeid]["benchmarks"][label] = {
+            k: v for k, v in full.items() if k not in model.FIRST_CALL_FIELDS
+        }
+        assert data["tests"][nodeid]["functions"]
+    data["schema"] = "pytest-jaxperf/6"
     path.write_text(json.dumps(data, indent=2))
+    assert store.load(path) is not None  # read as it is
     result = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", *ROUNDS)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([CONVERTED])
     assert sum("converted from" in line for line in result.outlines) == 1
     converted = read_json(path)
-    assert converted["schema"] == "pytest-jaxperf/6"
+    assert converted["schema"] == "pytest-jaxperf/7"
     for entry in converted["tests"].values():
         (bench,) = entry["benchmarks"].values()
         assert "first_call_s" not in bench and len(bench["runtime"]["samples_s"]) == 40
+        assert "iqr_s" not in bench["runtime"]
+        assert set(entry.get("eager", {})) <= set(model.COUNT_FIELDS)
+        assert not {"trace_s", "lower_s", "compile_s"} & {
+            k for e in (entry, *entry["functions"].values()) for k in e
+        }
     again = jp.runpytest_subprocess("--jaxperf", "--jaxperf-save", *ROUNDS)
     assert "converted" not in again.stdout.str()
     # `jaxperf compare` of the run file against this baseline: the plugin's verdicts.
@@ -349,15 +436,18 @@ def test_jaxperf_merge_writes_the_baseline_form_and_says_it_converted(tmp_path: 
     assert resave_lines(merged)[0] == (
         f"jaxperf: merged 1 shard report into {path}: 1 passed test (0 entries updated, 1 added, "
         "0 as stored), 1 other entry kept, 2 in all; converted from pytest-jaxperf/5 to "
-        "pytest-jaxperf/6 (first-call seconds, op-by-op medians and all but the rank test's "
-        "rounds are now in the run file only)"
+        "pytest-jaxperf/7 (what no gate reads is now in the run file only: wall seconds "
+        "beside gated CPU seconds, JAX helpers' seconds, runtime statistics but median and "
+        "fastest round, first-call seconds)"
     )
     saved = store.load(path)
     assert saved is not None
     # The stored entry the shard did not touch is converted too.
-    assert saved.tests["t.py::b"] == baseline_form(old.tests["t.py::b"]) != old.tests["t.py::b"]
+    assert (
+        saved.tests["t.py::b"] == baseline_form(old.tests["t.py::b"], "cpu") != old.tests["t.py::b"]
+    )
     assert saved.tests["t.py::a"] == baseline_form(
-        dataclasses.replace(measured_test(), confirmation=None)
+        dataclasses.replace(measured_test(), confirmation=None), "cpu"
     )
 
 
@@ -367,10 +457,10 @@ def test_jaxperf_resolve_writes_the_baseline_form(tmp_path: Path) -> None:
     test = dataclasses.replace(measured_test(), confirmation=None)
     # One side of an older schema, the other saved since: the same entry, written alike.
     ours = json.dumps(schema_5(RunRecord(ENV, {"t.py::a": test})), indent=2)
-    theirs = store.dumps(RunRecord(ENV, {"t.py::a": baseline_form(test)}))
+    theirs = store.dumps(RunRecord(ENV, {"t.py::a": baseline_form(test, "cpu")}))
     resolved = resolve_sides(ours, theirs, None, "ours", "--keep ours")
     assert resolved.kept == ()  # no difference the gate reads: nothing to choose
-    assert resolved.run.tests == {"t.py::a": baseline_form(test)}
+    assert resolved.run.tests == {"t.py::a": baseline_form(test, "cpu")}
 
 
 @pytest.mark.parametrize("reader", ["msgspec", "orjson", "json"])
@@ -383,10 +473,64 @@ def test_a_benchmark_that_measured_no_number_reads_back(
     if reader == "json":
         monkeypatch.setattr(store, "_fast_loads", None)
     bare = bench(runtime=None, metrics=None, device_peak_bytes=None, jitted_by_benchmark=False)
-    run = RunRecord(ENV, {"t.py::a": baseline_form(rec(fn("f", "m.py:1"), benchmarks={"b": bare}))})
+    run = RunRecord(
+        ENV, {"t.py::a": baseline_form(rec(fn("f", "m.py:1"), benchmarks={"b": bare}), "cpu")}
+    )
     path = tmp_path / "baseline.json"
     store.save(path, run)
     assert read_json(path)["tests"]["t.py::a"]["benchmarks"]["b"] == {
         "kind": "benchmark", "compiled_on_first_call": True
     }  # fmt: skip
     assert store.load(path) == run
+
+
+FLAT = """
+import jax
+import jax.numpy as jnp
+import pytest
+
+@jax.jit
+def f(x):
+    for _ in range(20):
+        x = jnp.sin(x) * 2 + 1
+    return x
+
+@pytest.mark.jaxperf
+def test_f():
+    f(jnp.ones(8))
+"""
+NO_WALL = (
+    "jaxperf: compile time of 1 test not gated: the baseline has no wall seconds (saved on "
+    "the CPU clock: the run file has them); re-save with --jaxperf-compile-clock=wall "
+    "--jaxperf-save [baseline_incomplete]"
+)
+
+
+@pytest.mark.jax_internals
+def test_a_wall_clock_gate_against_a_cpu_saved_baseline_says_not_gated_with_the_fix(
+    jp: pytest.Pytester,
+) -> None:
+    jp.makepyfile(test_mod=FLAT)
+    jp.runpytest_subprocess("--jaxperf", "--jaxperf-save").assert_outcomes(passed=1)
+    path = jp.path / ".jaxperf" / "baseline.json"
+    entry = read_json(path)["tests"]["test_mod.py::test_f"]
+    assert "compile_s" not in entry and entry["compile_cpu_s"] > 0
+    wall = ("--jaxperf", "--jaxperf-compile-clock=wall", "--jaxperf-compile-floor=1000")
+    result = jp.runpytest_subprocess(*wall)
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([NO_WALL, "jaxperf: 0 regressions, 0 improvements, 0 new, *"])
+    # Never a silent pass: the code makes it fail where CI asks.
+    strict = jp.runpytest_subprocess(*wall, "--jaxperf-strict=baseline_incomplete")
+    strict.assert_outcomes(failed=1)
+    # Saved on the wall clock, the baseline keeps the wall seconds it gates, and the note goes.
+    saved = jp.runpytest_subprocess(*wall, "--jaxperf-save")
+    saved.assert_outcomes(passed=1)
+    saved.stdout.fnmatch_lines(["jaxperf: baseline *: 1 entries updated, 0 kept, 0 added"])
+    entry = read_json(path)["tests"]["test_mod.py::test_f"]
+    (function,) = entry["functions"].values()
+    for where in (entry, function):
+        assert where["compile_s"] > 0 and where["compile_cpu_s"] > 0
+        assert {"trace_s", "lower_s"} <= set(where)
+    again = jp.runpytest_subprocess(*wall)
+    again.assert_outcomes(passed=1)
+    assert "no wall seconds" not in again.stdout.str()

@@ -250,3 +250,26 @@ def test_instructions_per_call_are_exported_where_counted() -> None:
     assert by_name(to_github_action_benchmark(run))["t::a::step instructions per call"] == {
         "name": "t::a::step instructions per call", "unit": "instructions", "value": 6_930_123
     }  # fmt: skip
+
+
+@pytest.mark.parametrize("fmt", ["github-action-benchmark", "bencher", "pytest-benchmark"])
+def test_a_baseline_is_refused_in_one_line_naming_what_it_lacks(
+    fmt: str, tmp_path: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A baseline keeps what the gate reads (no wall seconds beside CPU seconds, of the
+    # runtime the median, fastest round and CPU median): an export needs the run file.
+    from pytest_jaxperf import cli
+    from pytest_jaxperf.storage import store
+    from pytest_jaxperf.storage.resave import baseline_form
+
+    _, run = baseline_and_run()
+    path = tmp_path / "baseline.json"
+    slim = {k: baseline_form(r, "cpu") for k, r in run.tests.items() if r.outcome == "passed"}
+    store.save(path, RunRecord(run.environment, slim))
+    assert cli.main(["export", "--format", fmt, str(path)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = err.splitlines()
+    assert line.startswith(f"jaxperf: {path}: ") and line.endswith(
+        "not stored: a baseline holds only what the gate reads (use the run file, --jaxperf-json)"
+    )

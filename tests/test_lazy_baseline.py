@@ -226,14 +226,15 @@ def test_a_session_gates_and_saves_with_a_lazy_baseline(jp: pytest.Pytester) -> 
 
     # A broken entry of a test that does not run changes nothing; one that runs fails it,
     # naming the file and the entry.
-    _broken(baseline, "other.py::test_07", '"compile_s": ', '"compile_s": -')
-    _broken(baseline, "test_mod.py::test_other", '"compile_s": ', '"compile_s": -')
+    _broken(baseline, "other.py::test_07", '"compile_cpu_s": ', '"compile_cpu_s": -')
+    _broken(baseline, "test_mod.py::test_other", '"compile_cpu_s": ', '"compile_cpu_s": -')
     result = jp.runpytest("--jaxperf", "--jaxperf-compile-floor=1000", "-k", "test_other")
     result.assert_outcomes(passed=0, failed=1)
     result.stdout.fnmatch_lines(
         lit(
             "pytest-jaxperf: *baseline.json is not a pytest-jaxperf baseline: "
-            "tests['test_mod.py::test_other'].compile_s: expected seconds, got -*; fix it, or "
+            "tests['test_mod.py::test_other'].compile_cpu_s: expected CPU seconds or null, got "
+            "-*; fix it, or "
             "delete it and re-create it with --jaxperf-save",
             "test_mod.py::test_other * failed",
         )
@@ -246,7 +247,7 @@ def test_a_session_gates_and_saves_with_a_lazy_baseline(jp: pytest.Pytester) -> 
     jp.runpytest("--jaxperf", "--jaxperf-save", "-k", "test_f").assert_outcomes(passed=1)
     saved = baseline.read_text()
     assert saved != broken
-    assert '"compile_s": -' in saved.split('"other.py::test_07"')[1].split("\n    }")[0]
+    assert '"compile_cpu_s": -' in saved.split('"other.py::test_07"')[1].split("\n    }")[0]
     after = json.loads(saved)["tests"]
     assert after["test_mod.py::test_f"]["traces"] == 2
     assert {

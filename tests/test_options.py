@@ -143,7 +143,7 @@ MESSAGES = {
     "truncated": "*base.json is not valid JSON (line 1, *)*",
     "other_schema": "*base.json is not a pytest-jaxperf baseline: schema: expected one of "
     "'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', 'pytest-jaxperf/4', "
-    "'pytest-jaxperf/5', 'pytest-jaxperf/6', got 'pytest-benchmark/4'*",
+    "'pytest-jaxperf/5', 'pytest-jaxperf/6', 'pytest-jaxperf/7', got 'pytest-benchmark/4'*",
     "wrong_type": "*base.json is not a pytest-jaxperf baseline: tests['t'].traces: "
     "expected a count, got '1'*",
     "list": "*base.json is not a pytest-jaxperf baseline: top level: expected an object, got list*",

@@ -20,7 +20,7 @@ EXAMPLE_BASELINE = Path(__file__).resolve().parents[1] / "example_project/.jaxpe
 @pytest.mark.parametrize("name", pytest_jaxperf.__all__)
 def test_every_exported_name_resolves(name: str) -> None:
     value = getattr(pytest_jaxperf, name)
-    assert value == "pytest-jaxperf/6" if name == "SCHEMA" else value.__name__ == name
+    assert value == "pytest-jaxperf/7" if name == "SCHEMA" else value.__name__ == name
 
 
 def test_load_run_reads_the_committed_baseline() -> None:

@@ -109,7 +109,7 @@ def test_a_counts_only_refresh_keeps_the_runtime_and_its_environment(
 ) -> None:
     first = read_json(_baseline(suite))
     runtime = first["tests"][LOOP]["benchmarks"]["loop"]["runtime"]
-    assert runtime["rounds"] > 0
+    assert runtime["median_s"] > 0 and runtime["samples_s"]
     # A quick refresh with timing off, after a change that adds a trace to test_steps.
     monkeypatch.setenv("JAXPERF_T_RETRACE", "1")
     result = _save(suite, "--jaxperf-timing=off")
@@ -431,18 +431,18 @@ def _write_baseline(path: Path, change: Any) -> None:
         where["jaxpr_eqns"] = 21
     change(entry)
     read = run_from_json(data)
-    tests = {k: baseline_form(v) for k, v in read.tests.items()}
+    tests = {k: baseline_form(v, "cpu") for k, v in read.tests.items()}
     store.save(path, RunRecord(read.environment, tests))
 
 
 def test_resolve_takes_the_side_whose_gated_values_changed_never_a_mix(
     jp: pytest.Pytester,
 ) -> None:
-    # HEAD (the newer commit) re-saved the test with noise only (a wall second beside its
-    # CPU second; a first-call time too, before a baseline left those out); the other
-    # branch with a real change (equations 21 -> 24, a slower runtime). git merges the
-    # clean hunks of both into the marked text; the entry written must be the other
-    # side's, whole.
+    # HEAD (the newer commit) re-saved the test with changes the gate does not read only (a
+    # retrace cause reworded; a wall second beside its CPU second and a first-call time,
+    # before a baseline left those out: they no longer reach the file); the other branch
+    # with a real change (equations 21 -> 24, a slower runtime). git merges the clean hunks
+    # of both into the marked text; the entry written must be the other side's, whole.
     if shutil.which("git") is None:
         pytest.skip("needs git")
     path = jp.path / ".jaxperf" / "baseline.json"
@@ -452,6 +452,7 @@ def test_resolve_takes_the_side_whose_gated_values_changed_never_a_mix(
         entry["functions"]["normalise at m.py:3"]["lower_s"] = 0.125835
         entry["lower_s"] = 0.125835
         entry["benchmarks"]["normalise"]["first_call_s"] = 0.0911
+        entry["functions"]["normalise at m.py:3"]["retrace_reasons"] = ["first call"]
 
     def grown(entry: dict[str, Any]) -> None:
         for where in (entry, entry["functions"]["normalise at m.py:3"]):

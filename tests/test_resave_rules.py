@@ -14,7 +14,14 @@ from _records import fn, rec
 
 from pytest_jaxperf.config import Tolerances
 from pytest_jaxperf.environment import REFERENCE_KEY, timing_differences
-from pytest_jaxperf.model import BenchmarkEntry, Counts, RecordedTest, RunRecord, RuntimeStats
+from pytest_jaxperf.model import (
+    RUNTIME_OPTIONAL,
+    BenchmarkEntry,
+    Counts,
+    RecordedTest,
+    RunRecord,
+    RuntimeStats,
+)
 from pytest_jaxperf.storage import resolve as resolving
 from pytest_jaxperf.storage.resave import Measured, Resave, SaveRefused, Tally
 from pytest_jaxperf.storage.store import dumps, save, save_locked
@@ -30,6 +37,12 @@ def _runtime(median: float) -> RuntimeStats:
     samples = (median,) * 5
     return RuntimeStats(median, median, median, median, 0.0, median, median, 0.0, 5, 1, 0,
                         samples, cpu_median_s=median)  # fmt: skip
+
+
+def _stored(median: float) -> RuntimeStats:
+    """_runtime(median) as a baseline keeps it: what the runtime rule reads."""
+    left_out: dict[str, Any] = dict.fromkeys(RUNTIME_OPTIONAL)
+    return dataclasses.replace(_runtime(median), **left_out)
 
 
 def _bench(median: float | None = 1e-3, instructions: int | None = None) -> BenchmarkEntry:
@@ -64,7 +77,8 @@ def test_timings_within_tolerance_keep_the_stored_values() -> None:
     # A count that changed is rewritten; the timings that did not move stay as stored.
     moved, how = _save(base, _test(traces=2, compile_s=0.25, b=_bench(3e-3)), HERE)
     assert moved.tests["t::a"].traces == 2
-    assert moved.tests["t::a"].compile_s == 0.2
+    # (On the CPU clock the baseline keeps the CPU seconds the gate reads, no wall seconds.)
+    assert (moved.tests["t::a"].compile_cpu_s, moved.tests["t::a"].compile_s) == (0.2, None)
     runtime = moved.tests["t::a"].benchmarks["b"].runtime  # type: ignore[union-attr]
     assert runtime is not None and runtime.median_s == 3e-3  # 3x: outside the tolerance
     assert (how.tally.updated, how.tally.kept, how.tally.added) == (1, 0, 0)
@@ -75,7 +89,7 @@ def test_a_save_without_a_reference_keeps_the_one_stored_for_this_machine() -> N
     # --jaxperf-no-reference-compile: the run's environment has none.
     unmeasured = {k: v for k, v in HERE.items() if k != REFERENCE_KEY}
     moved, how = _save(base, _test(traces=2, compile_s=0.5), unmeasured)
-    assert (moved.tests["t::a"].traces, moved.tests["t::a"].compile_s) == (2, 0.5)
+    assert (moved.tests["t::a"].traces, moved.tests["t::a"].compile_cpu_s) == (2, 0.5)
     assert moved.environment == HERE and moved.tests["t::a"].environment is None
     assert (how.tally.updated, how.tally.kept) == (1, 0)
     # On another machine the stored reference is not this one's: none is kept.
@@ -90,8 +104,8 @@ def test_a_save_under_xdist_keeps_the_serial_timings_and_environment() -> None:
     saved, _ = _save(base, _test(traces=2, compile_s=3.0, b=_bench(9e-3)), workers)
     assert saved.environment == HERE
     entry = saved.tests["t::a"]
-    assert (entry.traces, entry.compile_s, entry.environment) == (2, 0.2, None)
-    assert entry.benchmarks["b"].runtime == _runtime(1e-3)  # type: ignore[union-attr]
+    assert (entry.traces, entry.compile_cpu_s, entry.environment) == (2, 0.2, None)
+    assert entry.benchmarks["b"].runtime == _stored(1e-3)  # type: ignore[union-attr]
 
 
 def test_an_xdist_save_into_a_file_older_than_its_keys_does_not_relabel_serial_timings() -> None:
@@ -103,8 +117,8 @@ def test_an_xdist_save_into_a_file_older_than_its_keys_does_not_relabel_serial_t
     workers = {**HERE, "xdist_workers": 2, "cpu_dispatch": "async"}
     saved, _ = _save(base, _test(traces=2, compile_s=3.0, b=_bench(9e-3)), workers)
     entry = saved.tests["t::a"]
-    assert (entry.traces, entry.compile_s) == (2, 0.2)
-    assert entry.benchmarks["b"].runtime == _runtime(1e-3)  # type: ignore[union-attr]
+    assert (entry.traces, entry.compile_cpu_s) == (2, 0.2)
+    assert entry.benchmarks["b"].runtime == _stored(1e-3)  # type: ignore[union-attr]
     where = saved.environment_of("t::a")
     assert "xdist_workers" not in where and "cpu_dispatch" not in where
     assert timing_differences(where, HERE) == []
@@ -123,7 +137,7 @@ def test_a_save_on_another_machine_that_measured_everything_moves_the_entry() ->
     base, _ = _save(None, _test(b=_bench(1e-3)), HERE)
     there = {**HERE, "cpu": "Intel"}
     saved, _ = _save(base, _test(compile_s=0.9, b=_bench(2e-3)), there)
-    assert saved.environment == there and saved.tests["t::a"].compile_s == 0.9
+    assert saved.environment == there and saved.tests["t::a"].compile_cpu_s == 0.9
 
 
 def test_runtime_under_the_instructions_clock_into_a_native_entry_is_refused() -> None:

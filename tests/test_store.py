@@ -229,7 +229,7 @@ def test_every_object_has_sorted_keys(make: Any) -> None:
 def test_layout_indents_to_each_field_function_and_benchmark_entry() -> None:
     lines = dumps(full_report()).splitlines()
     assert lines[:3] == ["{", '  "environment": {', '    "backend": "cpu",']
-    assert '  "schema": "pytest-jaxperf/6",' in lines
+    assert '  "schema": "pytest-jaxperf/7",' in lines
     assert '    "tests/test_a.py::test_x": {' in lines
     assert '      "traces": 3,' in lines
     assert '      "compile_s": 1.125,' in lines
@@ -533,7 +533,8 @@ BROKEN_FILES = [
     pytest.param(
         json.dumps({"schema": "pytest-benchmark/4", "tests": {}}),
         "schema: expected one of 'pytest-jaxperf/1', 'pytest-jaxperf/2', 'pytest-jaxperf/3', "
-        "'pytest-jaxperf/4', 'pytest-jaxperf/5', 'pytest-jaxperf/6', got 'pytest-benchmark/4'",
+        "'pytest-jaxperf/4', 'pytest-jaxperf/5', 'pytest-jaxperf/6', "
+        "'pytest-jaxperf/7', got 'pytest-benchmark/4'",
         id="wrong-schema",
     ),
     pytest.param(json.dumps({"tests": {}}), "got None", id="no-schema"),

@@ -54,11 +54,42 @@ def _text(run: RunRecord) -> str:
 
 
 def baseline_run() -> RunRecord:
-    """rich_run() as a baseline holds it (schema /6): no first-call seconds, 40 rounds."""
+    """rich_run() as a baseline holds it (schema /7): no first-call seconds, the runtime
+    statistics the rule reads and 40 rounds, eager counts alone (none where all 0), no wall
+    seconds but where a test is gated on them (here one, by its marker)."""
     from pytest_jaxperf.storage.resave import baseline_form
 
     run = rich_run()
-    return RunRecord(run.environment, {k: baseline_form(v) for k, v in run.tests.items()})
+    walled = list(run.tests.values())[1]
+    walled.marker = {**walled.marker, "compile_clock": "wall"}
+    return RunRecord(run.environment, {k: baseline_form(v, "cpu") for k, v in run.tests.items()})
+
+
+def test_the_baseline_form_leaves_out_what_each_reader_then_reads_as_none() -> None:
+    tests = json.loads(_text(baseline_run()))["tests"].values()
+    # The cases the mutations below start from: a test with wall seconds and without, an
+    # eager block of counts alone and none, a runtime of what the rule reads.
+    assert sorted("compile_s" in e for e in tests) == [False] * (len(tests) - 1) + [True]
+    assert {tuple(sorted(e["eager"])) if "eager" in e else () for e in tests} == {
+        (), tuple(sorted(model.COUNT_FIELDS))
+    }  # fmt: skip
+    runtimes = [b["runtime"] for e in tests for b in e["benchmarks"].values() if "runtime" in b]
+    assert runtimes and all(
+        set(r) == {"cpu_median_s", "median_s", "min_s", "samples_s"} for r in runtimes
+    )
+
+
+@pytest.mark.parametrize("schema", model.READABLE_SCHEMAS[:-1])
+def test_an_older_schema_requires_what_a_baseline_now_leaves_out(schema: str) -> None:
+    # Only from /7 on may a baseline leave out wall seconds, the eager block or runtime
+    # statistics: the same text labelled older is refused by the careful reader, and left
+    # to it by the quick one.
+    data = model.run_to_json(baseline_run())
+    data["schema"] = schema
+    text = json.dumps(data, indent=2)
+    assert typed.read_run(text.encode()) is None
+    with pytest.raises(model.FormatError, match="missing field"):
+        model.run_from_json(json.loads(text))
 
 
 RUNS = {"run file": rich_run, "baseline": baseline_run}

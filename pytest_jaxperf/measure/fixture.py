@@ -24,6 +24,7 @@ from ..model import (
     RecordedTest,
     RuntimeStats,
     ScalingEntry,
+    held,
     significant,
 )
 from . import program_metrics
@@ -400,7 +401,7 @@ def _compile_s_point(
     # Ahead of time: compiled, never run, so donated arguments are not consumed.
     with _quiet_donation(), RECORDER.scope(rootdir) as inner:
         jitted.trace(*args).lower().compile()
-    return inner.totals().total_s + inner.eager.total_s
+    return held(inner.totals().total_s, "wall seconds") + held(inner.eager.total_s, "wall seconds")
 
 
 def _runtime_s_point(
@@ -660,8 +661,8 @@ def _first_call_result(
         label,
         output,
         first_call_s=first_call_s,
-        trace_s=after.trace_s - before.trace_s,
-        lower_s=after.lower_s - before.lower_s,
-        compile_s=after.compile_s - before.compile_s,
+        trace_s=held(after.trace_s, "trace_s") - held(before.trace_s, "trace_s"),
+        lower_s=held(after.lower_s, "lower_s") - held(before.lower_s, "lower_s"),
+        compile_s=held(after.compile_s, "compile_s") - held(before.compile_s, "compile_s"),
         compiled_on_first_call=after.compiles > before.compiles,
     )

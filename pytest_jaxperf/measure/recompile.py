@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..confirmation import fastest
-from ..model import Phases, Remeasured
+from ..model import Phases, Remeasured, held
 from . import _jaxhooks as hooks
 from .recorder import RECORDER, Recorder
 
@@ -93,8 +93,8 @@ def _once(rootdir: Path, jaxprs: list[Any], recorder: Recorder) -> Phases:
     if total.lowerings < len(jaxprs) or total.compiles < len(jaxprs):
         raise _NotMeasured("its recompiles were not all seen")
     return Phases(
-        lower_s=total.lower_s,
-        compile_s=total.compile_s,
+        lower_s=held(total.lower_s, "lower_s"),
+        compile_s=held(total.compile_s, "compile_s"),
         lower_cpu_s=total.lower_cpu_s,
         compile_cpu_s=total.compile_cpu_s,
     )

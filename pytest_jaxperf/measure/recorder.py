@@ -315,7 +315,7 @@ class Scope:
     ) -> None:
         with self._lock:
             target = self._target(ident)
-            target.trace_s += seconds
+            target.trace_s = _plus(target.trace_s, seconds)
             target.trace_cpu_s = _plus(target.trace_cpu_s, cpu)
             self._span(target, "trace", span)
 
@@ -353,7 +353,7 @@ class Scope:
                 return
             target = self._target(ident)
             target.lowerings += 1
-            target.lower_s += seconds
+            target.lower_s = _plus(target.lower_s, seconds)
             target.lower_cpu_s = _plus(target.lower_cpu_s, cpu)
             self._span(target, "lower", span)
             target.jaxpr_eqns = _plus(target.jaxpr_eqns, size[0])
@@ -437,7 +437,7 @@ class Scope:
                 self._cache_hit.discard(tid)
                 target.cache_hits += 1
             else:
-                target.compile_s += seconds
+                target.compile_s = _plus(target.compile_s, seconds)
                 target.compile_cpu_s = _plus(target.compile_cpu_s, cpu)
                 self._span(target, "compile", span)  # a cache hit's load is no compile
                 if kept is not None:

@@ -31,7 +31,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..config import EXPORT_FORMATS
-from ..model import SIZE_WORDS, BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats
+from ..model import SIZE_WORDS, BenchmarkEntry, RecordedTest, RunRecord, RuntimeStats, held
 
 FORMATS = EXPORT_FORMATS
 GITHUB_ACTION_BENCHMARK, BENCHER, PYTEST_BENCHMARK = FORMATS
@@ -90,11 +90,12 @@ def to_github_action_benchmark(run: RunRecord) -> list[dict[str, Any]]:
         note = "" if rec.outcome == "passed" else f"test outcome: {rec.outcome}"
         out.append(_gab(f"{nodeid} traces", "traces", rec.traces, note))
         out.append(_gab(f"{nodeid} compiles", "compiles", rec.compiles, note))
+        wall = round(held(rec.total_s, f"wall seconds of {nodeid}"), 6)
         split = (
             f"trace {rec.trace_s:.6f} s\nlower {rec.lower_s:.6f} s\n"
             f"backend compile {rec.compile_s:.6f} s"
         )
-        out.append(_gab(f"{nodeid} compile time", "s", round(rec.total_s, 6), _join(split, note)))
+        out.append(_gab(f"{nodeid} compile time", "s", wall, _join(split, note)))
         for name, _, words in _SIZES:
             if (size := getattr(rec, name)) is not None:
                 out.append(_gab(f"{nodeid} {words}", words, size, note))
@@ -127,7 +128,8 @@ def _join(*parts: str) -> str:
 
 
 def _runtime_extra(runtime: RuntimeStats) -> str:
-    return f"min {runtime.min_s:.6g} s\nIQR {runtime.iqr_s:.6g} s\nrounds {runtime.rounds}"
+    iqr, rounds = held(runtime.iqr_s, "runtime iqr_s"), held(runtime.rounds, "runtime rounds")
+    return f"min {runtime.min_s:.6g} s\nIQR {iqr:.6g} s\nrounds {rounds}"
 
 
 def to_bencher(run: RunRecord) -> dict[str, dict[str, dict[str, float]]]:
@@ -164,7 +166,7 @@ def _test_measures(rec: RecordedTest) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {
         BENCHER_TRACES: {"value": rec.traces},
         BENCHER_COMPILES: {"value": rec.compiles},
-        BENCHER_COMPILE_TIME: {"value": round(rec.total_s, 6)},
+        BENCHER_COMPILE_TIME: {"value": round(held(rec.total_s, "wall seconds"), 6)},
     }
     for name, slug, _ in _SIZES:
         if (size := getattr(rec, name)) is not None:
@@ -180,8 +182,9 @@ def _benchmark_measures(entry: BenchmarkEntry) -> dict[str, dict[str, float]]:
         # Bencher expects lower <= value <= upper; skip a bound that would break that.
         if rt.min_s <= rt.median_s:
             metric["lower_value"] = rt.min_s
-        if rt.q3_s >= rt.median_s:
-            metric["upper_value"] = rt.q3_s
+        q3 = held(rt.q3_s, "runtime q3_s")
+        if q3 >= rt.median_s:
+            metric["upper_value"] = q3
         measures[BENCHER_RUNTIME] = metric
     if entry.instructions is not None:
         measures[BENCHER_INSTRUCTIONS] = {"value": entry.instructions}
@@ -224,36 +227,40 @@ def to_pytest_benchmark(run: RunRecord, commit: Mapping[str, Any]) -> dict[str, 
 def _pytest_benchmark_entry(
     nodeid: str, label: str, entry: BenchmarkEntry, rt: RuntimeStats
 ) -> dict[str, Any]:
+    # Every statistic: a run file's (a baseline keeps those the gate reads: NotStored).
+    mean, rounds = held(rt.mean_s, "runtime mean_s"), held(rt.rounds, "runtime rounds")
+    q1, q3, iqr = (held(v, "runtime quartiles") for v in (rt.q1_s, rt.q3_s, rt.iqr_s))
+    stddev, top = held(rt.stddev_s, "runtime stddev_s"), held(rt.max_s, "runtime max_s")
     stats: dict[str, Any] = {
         "min": rt.min_s,
-        "max": rt.max_s,
-        "mean": rt.mean_s,
-        "stddev": rt.stddev_s,
-        "rounds": rt.rounds,
+        "max": top,
+        "mean": mean,
+        "stddev": stddev,
+        "rounds": rounds,
         "median": rt.median_s,
-        "iqr": rt.iqr_s,
-        "q1": rt.q1_s,
-        "q3": rt.q3_s,
-        "iqr_outliers": rt.outliers,
-        "ops": 1.0 / rt.mean_s if rt.mean_s > 0 else None,
-        "total": rt.mean_s * rt.rounds,
-        "iterations": rt.iterations,
+        "iqr": iqr,
+        "q1": q1,
+        "q3": q3,
+        "iqr_outliers": held(rt.outliers, "runtime outliers"),
+        "ops": 1.0 / mean if mean > 0 else None,
+        "total": mean * rounds,
+        "iterations": held(rt.iterations, "runtime iterations"),
     }
     data = list(rt.samples_s) or [rt.median_s]
     # pytest-benchmark's figures from every round where the report kept every round; from
     # those it kept (at most a hundred, evenly spread) where it did not, and said so below.
     # Its `compare` needs them all (`outliers` for its table, the 1.5 IQR ends for its
     # histogram); iqr_outliers is the count over every round either way.
-    low, high = rt.q1_s - 1.5 * rt.iqr_s, rt.q3_s + 1.5 * rt.iqr_s
+    low, high = q1 - 1.5 * iqr, q3 + 1.5 * iqr
     inside = [x for x in data if low <= x <= high]
-    stddev_outliers = sum(1 for x in data if abs(x - rt.mean_s) > rt.stddev_s)
+    stddev_outliers = sum(1 for x in data if abs(x - mean) > stddev)
     stats["stddev_outliers"] = stddev_outliers
     stats["outliers"] = f"{stddev_outliers};{rt.outliers}"
     stats["ld15iqr"] = rt.min_s if rt.min_s >= low else min(inside, default=rt.min_s)
-    stats["hd15iqr"] = rt.max_s if rt.max_s <= high else max(inside, default=rt.max_s)
+    stats["hd15iqr"] = top if top <= high else max(inside, default=top)
     stats["data"] = data
     extra: dict[str, Any] = {"jaxperf_label": label}
-    if len(data) < rt.rounds:
+    if len(data) < rounds:
         extra["jaxperf_rounds_kept"] = (
             f"stddev_outliers, data and, where rounds fell outside 1.5 IQR, ld15iqr and "
             f"hd15iqr are from {len(data)} of the {rt.rounds} rounds, evenly spread (the report "

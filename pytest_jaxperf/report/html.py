@@ -224,10 +224,10 @@ def _table(
         css = ' class="bad"' if verdict is not None and verdict.failed else ""
         rows.append(
             f"<tr><td><code>{_e(nodeid)}</code></td><td class=num>{rec.traces}</td>"
-            f"<td class=num>{rec.compiles}</td><td class=num>{rec.total_s:.3f} "
-            f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f})</td>"
+            f"<td class=num>{rec.compiles}</td><td class=num>"
+            f"{wording.wall_seconds(rec, ' / ')}</td>"
             f"<td class=num>{wording.cpu_seconds(rec)}</td>"
-            f"<td class=num>{f'{base.total_s:.3f}' if base else '-'}</td>"
+            f"<td class=num>{_base_seconds(base)}</td>"
             f"<td class=num>{wording.program_size(rec)}</td>"
             f"<td>{_e(runtimes) or '-'}</td><td{css}>{_e(status)}</td></tr>"
         )
@@ -325,7 +325,7 @@ def _compile_bars(
     def priority(item: tuple[str, RecordedTest]) -> tuple[bool, float, str]:
         nodeid, rec = item
         verdict = verdicts.get(nodeid)
-        return (not (verdict is not None and verdict.failed), -rec.total_s, nodeid)
+        return (not (verdict is not None and verdict.failed), -(rec.total_s or 0.0), nodeid)
 
     chosen = sorted(run.tests.items(), key=priority)[:MAX_CHART_TESTS]
     bars: list[tuple[str, RecordedTest, bool]] = []
@@ -396,6 +396,16 @@ def _runtime_chart(
         _truncation(len(chosen), len(found), "benchmarks (largest slowdowns first)"),
         _img(fig, "runtime distributions per benchmark, now against the baseline"),
     ]
+
+
+def _base_seconds(base: RecordedTest | None) -> str:
+    """The baseline's compile wall seconds; its CPU seconds, said so, where it keeps no wall
+    seconds (saved gated on CPU seconds)."""
+    if base is None:
+        return "-"
+    if base.total_s is not None:
+        return f"{base.total_s:.3f}"
+    return "-" if base.total_cpu_s is None else f"{base.total_cpu_s:.3f} cpu"
 
 
 def _runtime_series(

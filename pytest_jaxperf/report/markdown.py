@@ -237,8 +237,7 @@ def _table(
     for status, nodeid, rec in rows[:max_rows]:
         out.append(
             f"| {code_span(nodeid, in_table=True)} | {rec.traces} | {rec.compiles} | "
-            f"{rec.total_s:.3f} "
-            f"({rec.trace_s:.3f} / {rec.lower_s:.3f} / {rec.compile_s:.3f}) | "
+            f"{wording.wall_seconds(rec, ' / ')} | "
             f"{wording.cpu_seconds(rec)} | {wording.program_size(rec)} | {status} |"
         )
     if len(rows) > max_rows:

@@ -23,6 +23,7 @@ from .wording import (
     metric_words,
     ordered,
     program_size,
+    wall_seconds,
 )
 
 
@@ -54,15 +55,19 @@ def detail_section(record: RecordedTest, verdict: Verdict) -> str:
         lines.append(
             f"{fn.key}: traces={fn.traces} lowerings={fn.lowerings} "
             f"compiles={fn.compiles} cache_hits={fn.cache_hits} "
-            f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s "
-            f"cpu={cpu_seconds(fn)}s "
+            + (
+                f"trace={fn.trace_s:.3f}s lower={fn.lower_s:.3f}s compile={fn.compile_s:.3f}s "
+                if fn.total_s is not None
+                else "wall=- "  # a baseline's entry gated on CPU seconds: not stored
+            )
+            + f"cpu={cpu_seconds(fn)}s "
             + " ".join(f"{name}={_size(getattr(fn, name))}" for name in SIZE_WORDS)
         )
         lines += [f"    retrace: {r}" for r in fn.retrace_reasons]
     e = record.eager
     lines.append(
-        f"eager (JAX helpers, not gated): lowerings={e.lowerings} compiles={e.compiles} "
-        f"compile={e.compile_s:.3f}s"
+        f"eager (JAX helpers, not gated): lowerings={e.lowerings} compiles={e.compiles}"
+        + ("" if e.compile_s is None else f" compile={e.compile_s:.3f}s")
     )
     for label, bench in sorted(record.benchmarks.items()):
         lines.append(benchmark_line(label, bench))
@@ -147,6 +152,8 @@ def _left_out_changes(
     if compile_left_out:
         clock: Clock = "cpu" if None not in (record.total_cpu_s, base.total_cpu_s) else "wall"
         now_s, before_s = compile_seconds(record, clock), compile_seconds(base, clock)
+        if now_s is None or before_s is None:  # wall seconds a baseline does not keep
+            return out
         rtol, floor = tol.compile_rtol, tol.compile_floor
         grew = now_s > before_s * (1 + rtol) and now_s - before_s > floor
         shrank = now_s * (1 + rtol) < before_s and before_s - now_s > floor
@@ -221,7 +228,7 @@ def summary_rows(
                 _left_cut(nodeid, TEST_NAME_WIDTH),
                 str(rec.traces),
                 str(rec.compiles),
-                f"{rec.total_s:.3f} ({rec.trace_s:.3f}/{rec.lower_s:.3f}/{rec.compile_s:.3f})",
+                wall_seconds(rec),
                 cpu_seconds(rec),
                 program_size(rec),
                 "-"

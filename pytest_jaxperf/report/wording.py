@@ -254,8 +254,9 @@ def benchmark_line(label: str, entry: Entry) -> str:
     if rt is not None:
         parts.append(
             f"runtime median {value_text(RUNTIME, rt.median_s)} "
-            f"(min {value_text(RUNTIME, rt.min_s)}, IQR {value_text(RUNTIME, rt.iqr_s)}, "
-            f"{rt.rounds} rounds x {rt.iterations})"
+            f"(min {value_text(RUNTIME, rt.min_s)}, IQR {runtime_text(rt.iqr_s)}, "
+            f"{rt.rounds if rt.rounds is not None else '-'} rounds x "
+            f"{rt.iterations if rt.iterations is not None else '-'})"
         )
         if rt.cpu_median_s is not None:
             parts.append(f"cpu {value_text(RUNTIME, rt.cpu_median_s)} per call")
@@ -278,6 +279,19 @@ def byte_size(value: int) -> str:
         if value >= scale:
             return f"{value / scale:.1f} {unit}"
     return f"{value} B"
+
+
+def wall_seconds(c: Counts, sep: str = "/") -> str:
+    """Wall compile seconds and their split, `0.123 (0.001/0.020/0.102)`; "-" where not
+    stored (a baseline's entry of a test gated on CPU seconds: the run file has them)."""
+    if c.total_s is None:
+        return "-"
+    return f"{c.total_s:.3f} ({c.trace_s:.3f}{sep}{c.lower_s:.3f}{sep}{c.compile_s:.3f})"
+
+
+def runtime_text(value: float | None) -> str:
+    """value_text of a runtime statistic; "-" where a baseline left it out."""
+    return "-" if value is None else value_text(RUNTIME, value)
 
 
 def seconds(value: float) -> str:
@@ -331,8 +345,9 @@ def benchmark_rows(
             if rt is None and entry.instructions is None:
                 continue
             if rt is not None:
-                median, iqr = value_text(RUNTIME, rt.median_s), value_text(RUNTIME, rt.iqr_s)
-                low, rounds = value_text(RUNTIME, rt.min_s), str(rt.rounds)
+                median, iqr = value_text(RUNTIME, rt.median_s), runtime_text(rt.iqr_s)
+                low = value_text(RUNTIME, rt.min_s)
+                rounds = "-" if rt.rounds is None else str(rt.rounds)
             else:  # instructions per call: exact, one count, no spread
                 median, iqr, low, rounds = (
                     f"{instructions(entry.instructions or 0)} instr",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..compare import Gating, Verdict, compile_seconds, runtime_verdict
-from ..config import Tolerances
+from ..config import CLOCKS, Clock, Tolerances
 from ..environment import (
     COMPILE,
     COUNTS,
@@ -40,11 +40,14 @@ from ..environment import (
 )
 from ..model import (
     COUNT_FIELDS,
+    EAGER_OPTIONAL,
     FIRST_CALL_FIELDS,
     PROGRAM_SIZE,
+    RUNTIME_OPTIONAL,
     SCHEMA,
     SECONDS_FIELDS,
     SIZE_FIELDS,
+    WALL_FIELDS,
     BenchmarkEntry,
     Counts,
     Entry,
@@ -170,8 +173,9 @@ class Tally:
         if not self.converted:
             return ""
         return (
-            f"; converted from {self.converted} to {SCHEMA} (first-call seconds, op-by-op "
-            "medians and all but the rank test's rounds are now in the run file only)"
+            f"; converted from {self.converted} to {SCHEMA} (what no gate reads is now in the "
+            "run file only: wall seconds beside gated CPU seconds, JAX helpers' seconds, "
+            "runtime statistics but median and fastest round, first-call seconds)"
         )
 
 
@@ -198,7 +202,8 @@ class Resave:
             run = dataclasses.replace(run, environment=env)
         # A file of an older schema is written in the baseline's form: the tally's line says.
         self.tally.converted = old.schema if old is not None and old.schema != SCHEMA else ""
-        entries = _stored(old, convert=bool(self.tally.converted))
+        clock = self.tolerances.compile_clock
+        entries = _stored(old, clock if self.tally.converted else None)
         for nodeid in sorted(self.prune & set(entries)):
             del entries[nodeid]
             self.tally.pruned.append(nodeid)
@@ -207,7 +212,7 @@ class Resave:
         for nodeid, rec in sorted(run.tests.items()):
             if rec.outcome != "passed":
                 continue
-            rec = baseline_form(rec)
+            rec = baseline_form(rec, clock)
             if nodeid not in entries:
                 if counted:
                     entries[nodeid] = (rec, run.environment)
@@ -218,7 +223,7 @@ class Resave:
             stored, stored_env = entries[nodeid]
             if stored is None:  # an unread entry of `old`
                 stored = old.tests[nodeid] if old is not None else rec
-            stored = baseline_form(stored)
+            stored = baseline_form(stored, clock)
             resaved = self.entry(nodeid, stored, stored_env, rec, run.environment)
             if resaved is not None:
                 entries[nodeid] = resaved
@@ -301,6 +306,9 @@ class Resave:
         """`rec` with the values of the kinds not in `new` taken from `stored`, and timings
         within tolerance of the stored ones kept as stored."""
         tol = self.tolerances
+        clock = gate_clock(rec, tol.compile_clock)
+        if clock != tol.compile_clock:  # the marker's: kept on the clock the test is gated on
+            tol = dataclasses.replace(tol, compile_clock=clock)
         close = {k for k in (*_TIMED, INSTRUCTIONS) if k in new and k not in differ}
         if COUNTS not in new:
             out = dataclasses.replace(stored, marker=rec.marker)
@@ -331,9 +339,10 @@ class Resave:
 Stored = dict[str, tuple[RecordedTest | None, dict[str, Any]]]
 
 
-def _stored(old: RunRecord | None, convert: bool) -> Stored:
+def _stored(old: RunRecord | None, convert: Clock | None) -> Stored:
     """The entries of `old`, each with the environment it was measured in; with `convert`
-    (a file of an older schema) in a baseline's form (`baseline_form`); a file of this
+    (a file of an older schema: the save's compile clock) in a baseline's form
+    (`baseline_form`); a file of this
     schema, which a save wrote, holds them so (an entry this run touches is put so anyway).
     None: an entry of a big baseline still unread (entries.py), measured in the file's
     environment; read only if this run touches it or the file's environment changes."""
@@ -347,7 +356,8 @@ def _stored(old: RunRecord | None, convert: bool) -> Stored:
             entries[nodeid] = (None, old.environment)
         else:
             rec = tests[nodeid]
-            entries[nodeid] = (baseline_form(rec) if convert else rec, old.environment_of(nodeid))
+            form = baseline_form(rec, convert) if convert else rec
+            entries[nodeid] = (form, old.environment_of(nodeid))
     return entries
 
 
@@ -387,24 +397,71 @@ def _phases_close(before: Mapping[str, int], now: Mapping[str, int], tol: Tolera
     )
 
 
-def baseline_form(rec: RecordedTest) -> RecordedTest:
+def baseline_form(rec: RecordedTest, clock: Clock | None) -> RecordedTest:
     """`rec` as a baseline holds it: what the gate reads, without what only judges or
     explains this run (the run file keeps all of it). The re-measurement that confirmed a
     breach judged this run alone; the source lines of each function's equations move
     whenever code above them is edited (no gate reads them: they explain a breach in the
-    run's own report); a benchmark's first-call seconds and op-by-op median are never gated
-    (the test's compile seconds and the jitted runtime are), and of its rounds the rank test
+    run's own report); the wall seconds of a test gated on its CPU seconds (`clock`, the
+    save's compile clock, or its marker's: see `wall_unread`); of JAX's helpers' block
+    (`eager`) only its counts are read (the compile-storm diagnosis), and none where they
+    are all 0; a benchmark's first-call seconds and op-by-op median are never gated (the
+    test's compile seconds and the jitted runtime are), of its runtime statistics the rule
+    reads the median, the fastest round and the CPU median, and of its rounds the rank test
     needs BASELINE_SAMPLES order statistics, not every round (`baseline_samples`). The
-    record itself where it holds none of these (an entry of a baseline read back)."""
+    record itself where it holds none of these (an entry of a baseline read back). `clock`
+    None (`jaxperf resolve`, which knows no run's clock): the wall seconds stay as they are,
+    each side's save having decided them."""
     benchmarks = {k: _benchmark_form(e) for k, e in rec.benchmarks.items()}
     slim = all(map(operator.is_, benchmarks.values(), rec.benchmarks.values()))
-    if slim and rec.confirmation is None and not any(f.eqn_sources for f in rec.functions.values()):
+    eager = _eager_form(rec.eager)
+    drop_wall = clock is not None and wall_unread(rec, clock) and _has_wall(rec)
+    if (
+        slim
+        and eager is rec.eager
+        and not drop_wall
+        and rec.confirmation is None
+        and not any(f.eqn_sources for f in rec.functions.values())
+    ):
         return rec
+    wall: dict[str, Any] = dict.fromkeys(WALL_FIELDS) if drop_wall else {}
     functions = {
-        k: dataclasses.replace(f, eqn_sources={}) if f.eqn_sources else f
+        k: dataclasses.replace(f, eqn_sources={}, **wall) if f.eqn_sources or wall else f
         for k, f in rec.functions.items()
     }
-    return dataclasses.replace(rec, confirmation=None, functions=functions, benchmarks=benchmarks)
+    return dataclasses.replace(
+        rec, confirmation=None, functions=functions, benchmarks=benchmarks, eager=eager, **wall
+    )
+
+
+def gate_clock(rec: RecordedTest, clock: Clock) -> Clock:
+    """The compile clock `rec`'s test is gated on: its marker's, else the run's `clock`."""
+    marked = rec.marker.get("compile_clock")
+    return marked if marked in CLOCKS else clock
+
+
+def wall_unread(rec: RecordedTest, clock: Clock) -> bool:
+    """Whether the gate reads none of `rec`'s wall seconds: its test is gated on another
+    clock than wall (`clock`, or its marker's) and its CPU seconds, which that gate reads
+    instead, were measured (where they were not, compare falls back to wall seconds)."""
+    return (
+        gate_clock(rec, clock) != "wall"
+        and rec.total_cpu_s is not None
+        and all(f.total_cpu_s is not None for f in rec.functions.values())
+    )
+
+
+def _has_wall(rec: RecordedTest) -> bool:
+    return rec.total_s is not None or any(f.total_s is not None for f in rec.functions.values())
+
+
+def _eager_form(eager: Counts) -> Counts:
+    """JAX's helpers' block as a baseline holds it: its counts alone (`model.eager_to_json`
+    leaves it out where they are all 0); the block itself where it already is."""
+    if all(getattr(eager, name) is None for name in EAGER_OPTIONAL):
+        return eager
+    left_out: dict[str, Any] = dict.fromkeys(EAGER_OPTIONAL)
+    return dataclasses.replace(eager, **left_out)
 
 
 # The rounds of a benchmark a baseline keeps: the rank test (compare.significance) against a
@@ -436,8 +493,12 @@ def _benchmark_form(entry: Entry) -> Entry:
     runtime = entry.runtime
     if runtime is not None:
         samples = baseline_samples(runtime.samples_s)
-        if samples != runtime.samples_s:
-            runtime = dataclasses.replace(runtime, samples_s=samples)
+        described = any(getattr(runtime, name) is not None for name in RUNTIME_OPTIONAL)
+        if samples != runtime.samples_s or described:
+            # What compare.runtime_verdict reads of a baseline: the median, the fastest round,
+            # the CPU median and the rounds; the rest describes the run (its file has them).
+            left_out: dict[str, Any] = dict.fromkeys(RUNTIME_OPTIONAL)
+            runtime = dataclasses.replace(runtime, samples_s=samples, **left_out)
     unread = (*FIRST_CALL_FIELDS, "eager_median_s", "break_even_calls")
     if runtime is entry.runtime and all(getattr(entry, k) is None for k in unread):
         return entry

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model import FormatError, RecordedTest, RunRecord, recorded_test_to_json, run_from_json
+from ..config import Clock
+from ..model import (
+    SCHEMA,
+    FormatError,
+    RecordedTest,
+    RunRecord,
+    recorded_test_to_json,
+    run_from_json,
+)
 from . import gitenv
 from .resave import baseline_form, file_environment
 from .store import BaselineError, placed, save
@@ -156,7 +164,7 @@ def resolve_sides(
                 kept.append((nodeid, taken, reason))
                 if reason.startswith(_BOTH):
                     conflicting.append(nodeid)
-        entries[nodeid] = (baseline_form(take.tests[nodeid]), take.environment_of(nodeid))
+        entries[nodeid] = (_form(take, nodeid), take.environment_of(nodeid))
     environment = file_environment(
         [env for _, env in entries.values()], other.environment, chosen.environment
     )
@@ -214,8 +222,16 @@ def gated(entry: Any) -> Any:
 
 def _written(run: RunRecord, nodeid: str) -> dict[str, Any]:
     """The entry as a save writes it (a side of an older schema holds more: not a change)."""
-    written = recorded_test_to_json(baseline_form(run.tests[nodeid]))
+    written = recorded_test_to_json(_form(run, nodeid))
     return written | {"environment": run.environment_of(nodeid)}
+
+
+def _form(side: RunRecord, nodeid: str) -> RecordedTest:
+    """A side's entry in a baseline's form: a side of this schema was saved so, on its own
+    compile clock (its wall seconds stay as they are); an older one's on the default clock
+    (the test's marker's where it names one), as a save converts it."""
+    clock: Clock | None = None if side.schema == SCHEMA else "cpu"
+    return baseline_form(side.tests[nodeid], clock)
 
 
 def resolve_file(path: Path, keep: str) -> Resolved:

@@ -17,6 +17,9 @@ file. Bytes that are not UTF-8 are refused anywhere, as by the other parsers. In
 - a number the careful reader keeps as read (a benchmark's first-call seconds, its program
   metrics, a runtime's CPU median) stays the int or the float it is; an int past 2**62
   there is left to the careful reader;
+- a baseline's wall seconds, its eager block's all but its counts (the whole block where
+  those are 0) and its runtime statistics the runtime rule does not read may be left out
+  (None), as the careful reader reads a file of this schema;
 - a benchmark's entry must name its kind (the plugin always writes it) and hold no unknown
   field; its first-call seconds may be left out (a baseline holds none); a confirmation
   (what the plugin re-measured) is read by the careful reader, from
@@ -45,10 +48,12 @@ from msgspec import UNSET, Meta, Raw, Struct, UnsetType
 from ..model import (
     COUNT_FIELDS,
     CPU_FIELDS,
+    EAGER_OPTIONAL,
     NUMBER_FIELDS,
     SCHEMA,
     SIZE_FIELDS,
     TIME_FIELDS,
+    WALL_FIELDS,
     BenchmarkEntry,
     Counts,
     Entry,
@@ -74,9 +79,6 @@ _COUNTS_TYPES: dict[str, Any] = {
     **dict.fromkeys(CPU_FIELDS, Seconds | None),
     **dict.fromkeys(SIZE_FIELDS, Count | None),
 }
-# Every Counts field, none with a default: each is required, as the careful reader requires
-# it of the current schema.
-_COUNTS = [(name, _COUNTS_TYPES[name]) for name in NUMBER_FIELDS]
 
 
 def _absent() -> Any:
@@ -85,20 +87,37 @@ def _absent() -> Any:
     return None
 
 
-class _Runtime(Struct, forbid_unknown_fields=True):
-    """A benchmark's runtime statistics, in RuntimeStats's field order."""
+def _counts(optional: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """The Counts fields, each required as the careful reader requires it of the current
+    schema but those in `optional`, None where left out (null refused where the careful
+    reader refuses it)."""
+    return [
+        (name, _COUNTS_TYPES[name], dataclasses.field(default_factory=_absent))
+        if name in optional
+        else (name, _COUNTS_TYPES[name])
+        for name in NUMBER_FIELDS
+    ]
+
+
+# A test's and a function's: the wall seconds may be left out (a baseline gated on CPU).
+_COUNTS = _counts(WALL_FIELDS)
+
+
+class _Runtime(Struct, forbid_unknown_fields=True, kw_only=True):
+    """A benchmark's runtime statistics, RuntimeStats's fields (a baseline's holds those the
+    runtime rule reads: model.RUNTIME_OPTIONAL may be left out)."""
 
     min_s: Seconds
-    max_s: Seconds
+    max_s: Seconds | None = None
     median_s: Seconds
-    mean_s: Seconds
-    stddev_s: Seconds
-    q1_s: Seconds
-    q3_s: Seconds
-    iqr_s: Seconds
-    rounds: Count
-    iterations: Count
-    outliers: Count
+    mean_s: Seconds | None = None
+    stddev_s: Seconds | None = None
+    q1_s: Seconds | None = None
+    q3_s: Seconds | None = None
+    iqr_s: Seconds | None = None
+    rounds: Count | None = None
+    iterations: Count | None = None
+    outliers: Count | None = None
     samples_s: tuple[Seconds, ...]
     cpu_median_s: Number | None = None
 
@@ -139,7 +158,15 @@ class _Scaling(Struct, tag_field="kind", tag="scaling", forbid_unknown_fields=Tr
     max_exponent: SignedNumber | None = None
 
 
-_CountsMirror = dataclasses.make_dataclass("_CountsMirror", _COUNTS)
+# The eager block: its counts required, the rest may be left out (a baseline's).
+_CountsMirror = dataclasses.make_dataclass("_CountsMirror", _counts(EAGER_OPTIONAL), kw_only=True)
+
+
+def _no_eager() -> Any:
+    """The eager block of an entry that has none (model.no_eager), as a mirror."""
+    return _CountsMirror(**dict.fromkeys(COUNT_FIELDS, 0), **dict.fromkeys(EAGER_OPTIONAL))
+
+
 _FunctionMirror = dataclasses.make_dataclass(
     "_FunctionMirror",
     [
@@ -154,6 +181,7 @@ _FunctionMirror = dataclasses.make_dataclass(
         ),
         ("instructions", dict[str, Count], dataclasses.field(default_factory=dict)),
     ],
+    kw_only=True,
 )
 _TestMirror = dataclasses.make_dataclass(
     "_TestMirror",
@@ -161,7 +189,7 @@ _TestMirror = dataclasses.make_dataclass(
         *_COUNTS,
         ("outcome", str),
         ("functions", dict[str, _FunctionMirror]),  # type: ignore[valid-type]
-        ("eager", _CountsMirror),
+        ("eager", _CountsMirror, dataclasses.field(default_factory=_no_eager)),
         ("benchmarks", dict[str, _Benchmark | _Scaling]),
         ("environment", dict[str, Any] | None, dataclasses.field(default_factory=_absent)),
         ("marker", dict[str, Any], dataclasses.field(default_factory=dict)),
@@ -170,6 +198,7 @@ _TestMirror = dataclasses.make_dataclass(
         # 0.22 decodes no Raw into a field with a default_factory).
         ("confirmation", Raw, dataclasses.field(default=None)),
     ],
+    kw_only=True,
 )
 # The model class each mirror becomes.
 MIRRORS: dict[type[Any], type[Any]] = {
@@ -340,7 +369,7 @@ def _entry(value: _Benchmark | _Scaling) -> Entry:
         lower_s=value.lower_s,
         compile_s=value.compile_s,
         compiled_on_first_call=value.compiled_on_first_call,
-        runtime=None if runtime is None else RuntimeStats(*msgspec.structs.astuple(runtime)),
+        runtime=None if runtime is None else RuntimeStats(**msgspec.structs.asdict(runtime)),
         metrics=metrics,
         eager_median_s=value.eager_median_s,
         break_even_calls=value.break_even_calls,
