@@ -208,6 +208,9 @@ def _under_valgrind(config: pytest.Config, compiles: bool = False) -> None:
             from .measure.recorder import RECORDER
 
             RECORDER.phase_clock = instructions.PhaseClock(instructions.callgrind())
+            counted = instructions.gc_counted()
+            if counted is not None:
+                print(counted, flush=True)
         folder = instructions.private_cache()
         if folder is not None:
             import atexit

@@ -64,6 +64,36 @@ def test_a_dump_leaves_out_spinning_and_building_fusion_compilers() -> None:
     assert parse_dump(plain) == Dump(total=60, spin=0, contexts=50)
 
 
+def test_garbage_collections_are_left_out_of_every_count(tmp_path: Path) -> None:
+    argv = instructions.child_argv("/usr/bin/valgrind", tmp_path, ["python", "-m", "pytest"])
+    toggle = argv.index(f"--toggle-collect={instructions.collector()}")
+    # --toggle-collect switches collection off at the start; the later option turns it on.
+    assert argv.index("--collect-atstart=yes") > toggle
+    assert instructions.collector((3, 11)) == instructions.collector((3, 13)) == "gc_collect_main"
+    assert instructions.collector((3, 14)) == "_PyGC_Collect"
+
+
+def test_a_python_whose_collections_are_counted_says_so() -> None:
+    import gc
+
+    calls: list[object] = []
+
+    def left_out(call: object) -> Dump:
+        calls.append(call)
+        return Dump(total=1_532, spin=0)
+
+    assert instructions.gc_counted(left_out) is None
+    assert calls == [gc.collect]
+    line = instructions.gc_counted(lambda call: Dump(total=11_464_820, spin=0))
+    assert line is not None
+    assert line.startswith(
+        "jaxperf: instructions clock: garbage collections inside a compile phase are counted "
+        "(11,464,820 instructions for one of "
+    )
+    assert line.endswith(f"callgrind found no function {instructions.collector()} in this "
+                         "Python to leave them out")  # fmt: skip
+
+
 class FakeCallgrind:
     """Callgrind as PhaseClock sees it: numbered dumps of injected counts."""
 
