@@ -159,6 +159,118 @@ def test_a_phase_that_instrumentation_left_is_not_counted() -> None:
     assert clock.end(mark) is None
 
 
+def test_a_repeated_program_runs_uninstrumented_to_its_compile() -> None:
+    cg = FakeCallgrind()
+    clock = PhaseClock(cg)  # type: ignore[arg-type]
+    trace = clock.start(top_trace=True)
+    cg.next_count = 300
+    clock.repeat("f")  # the trace listener found the program counted before in this test
+    assert not cg.on and clock.repeating
+    inner = clock.start()  # a jit traced inside it: not instrumented either
+    assert not cg.on and clock.end(inner) is None
+    assert clock.end(trace) is None
+    lower = clock.start()  # its lowering and compile follow, with no phase open
+    assert not cg.on and clock.end(lower) is None
+    compile_ = clock.start()
+    assert not cg.on and clock.end(compile_) is None
+    clock.pause()  # the compile ended: the next program is counted again
+    nxt = clock.start(top_trace=True)
+    assert cg.on
+    cg.next_count = 70
+    span = clock.end(nxt)
+    assert span is not None and clock.count(span) == 70
+
+
+def test_a_repeat_whose_trace_is_not_lowered_leaves_the_next_trace_counted() -> None:
+    cg = FakeCallgrind()
+    clock = PhaseClock(cg)  # type: ignore[arg-type]
+    trace = clock.start(top_trace=True, name="f")
+    clock.repeat("f")  # eval_shape of a counted program: no lowering, no compile follow
+    assert clock.end(trace) is None and clock.repeating
+    lower = clock.start()  # a lowering with no trace before it (a trace-cache hit) is
+    assert not cg.on  # taken for the repeat's until a trace starts
+    clock.end(lower)
+    nxt = clock.start(top_trace=True, name="g")
+    assert cg.on and not clock.repeating
+    assert clock.end(nxt) is not None
+
+
+def test_a_repeat_announced_before_its_trace_starts_is_not_instrumented() -> None:
+    # jax < 0.7: the trace listener runs before the trace's phase starts.
+    cg = FakeCallgrind()
+    clock = PhaseClock(cg)  # type: ignore[arg-type]
+    clock.repeat("f")
+    assert not clock.repeating  # nothing open yet
+    trace = clock.start(top_trace=True, name="f")
+    assert clock.repeating and not cg.on and clock.end(trace) is None
+    clock.pause()
+    clock.repeat("f")
+    other = clock.start(top_trace=True, name="g")  # not the trace announced: counted
+    assert cg.on and not clock.repeating and clock.end(other) is not None
+
+
+def test_the_scope_counts_a_program_once_per_function(tmp_path: Path) -> None:
+    from pytest_jaxperf.measure.identity import Identity
+
+    scope = Scope(tmp_path)
+    f = Identity(name="f", filename=str(tmp_path / "t.py"), lineno=3)
+    g = Identity(name="g", filename=str(tmp_path / "t.py"), lineno=9)
+    key = {"avals": ("f32[3]",), "static": ()}  # jax >= 0.9: a dict, not hashable
+    assert not scope.repeats(f, key)
+    assert scope.repeats(f, dict(key))  # the same key again: cleared caches, a new jit
+    assert not scope.repeats(f, {"avals": ("f32[4]",), "static": ()})
+    assert not scope.repeats(g, key)  # another function's program
+    assert not Scope(tmp_path).repeats(f, key)  # the next test counts it again
+
+
+class EveryDumpCounts(FakeCallgrind):
+    """Each dump since the last counts one instruction: a span counts its dumps."""
+
+    def dump(self) -> int:
+        self.next_count = 1
+        return super().dump()
+
+
+def _counted(tmp_path: Path, calls: int) -> tuple[FunctionRecord, tuple[int, int]]:
+    import jax
+    import jax.numpy as jnp
+
+    from pytest_jaxperf.measure.recorder import RECORDER
+
+    def doubled(x: jax.Array) -> jax.Array:
+        return x * 2.0
+
+    x = jnp.ones(3)
+    clock = PhaseClock(EveryDumpCounts())  # type: ignore[arg-type]
+    RECORDER.install()
+    RECORDER.phase_clock = clock
+    try:
+        with RECORDER.scope(tmp_path) as scope:
+            for _ in range(calls):
+                jax.clear_caches()  # each call traces, lowers and compiles again
+                jax.jit(doubled)(x).block_until_ready()
+    finally:
+        RECORDER.phase_clock = None
+    (fn,) = [f for f in scope.functions.values() if f.name.endswith("doubled")]
+    cg = clock._cg  # type: ignore[attr-defined]
+    return fn, (cg.pauses, cg.dumps)
+
+
+@pytest.mark.jax_internals
+def test_a_program_compiled_again_in_a_test_is_counted_once(tmp_path: Path) -> None:
+    once, (_, dumps_once) = _counted(tmp_path, 1)
+    thrice, (pauses, dumps) = _counted(tmp_path, 3)
+    assert (once.traces, once.compiles) == (1, 1)
+    assert (thrice.traces, thrice.compiles) == (3, 3)  # the counts see every compile
+    assert set(once.instructions) == {"trace", "lower", "compile"}
+    # The 2nd and 3rd programs were not counted: the same counts as one program.
+    assert thrice.instructions == once.instructions
+    # The repeats ran uninstrumented from the start of their traces (jax < 0.7: the trace
+    # listener runs first) or from the listener in it: the two wrote fewer dumps than the
+    # one counted program (2 each on jax 0.10.2, vs 16; none on 0.6.2).
+    assert pauses <= 3 and dumps - dumps_once < dumps_once
+
+
 class FixedClock:
     """A PhaseClock whose spans count what the test says."""
 

@@ -430,21 +430,38 @@ class PhaseClock:
     listeners, and a phase's count the work of the dumps in its span, less the listeners'
     (`own`), spin-waits and fusion-compiler construction. Dumps are read once no phase is
     open (`count`), with instrumentation off: reading them inside a phase would count the
-    reading."""
+    reading.
+
+    A program the test already counted is not counted again (`repeat`): its trace goes
+    uninstrumented from there, and its lowering and compile with it."""
 
     def __init__(self, cg: Callgrind) -> None:
         self._cg = cg
         self._work: dict[int, int] = {}
         self.open = 0  # phases open now (their dumps are not read before they end)
+        # A repeated program's phases under way: instrumentation stays off until its
+        # compile ends (`pause`) or the next top-level trace starts.
+        self.repeating = False
+        # The name of a repeated program whose trace has not started yet (JAX before 0.7
+        # announces a trace to the listener before the trace's phase starts).
+        self._pending: str | None = None
 
     @property
     def on(self) -> bool:
         return self._cg.on
 
-    def start(self) -> tuple[int, int]:
-        """A phase starts: the dump its span starts after, and the pauses so far."""
+    def start(self, top_trace: bool = False, name: str | None = None) -> tuple[int, int]:
+        """A phase starts (`top_trace`: a trace, no phase open, of function `name`): the dump
+        its span starts after, and the pauses so far."""
         cg = self._cg
+        if top_trace and self.open == 0:
+            # A repeat announced for this trace; else a repeat's trace not lowered is over.
+            self.repeating = self._pending is not None and self._pending == name
+            self._pending = None
         self.open += 1
+        if self.repeating:
+            cg.instrument(False)
+            return cg.dumps, cg.pauses  # stays off: its end finds no span
         if not cg.on:
             cg.instrument(True)  # the counters were zeroed by the last dump
             return cg.dumps, cg.pauses
@@ -470,8 +487,20 @@ class PhaseClock:
         if started and self._cg.on:
             self._cg.own.add(self._cg.dump())
 
+    def repeat(self, name: str) -> None:
+        """The top-level trace of function `name` under way (or, no phase open, about to
+        start) repeats a program this test counted: instrumentation off for it, its lowering
+        and compile (none of them counted)."""
+        if self.open == 0:
+            self._pending = name
+            return
+        self.repeating = True
+        self._cg.instrument(False)
+
     def pause(self) -> None:
         """Instrumentation off until the next phase: nothing outside phases is counted."""
+        self.repeating = False
+        self._pending = None
         self._cg.instrument(False)
 
     def count(self, span: Span) -> int:
