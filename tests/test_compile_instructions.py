@@ -408,6 +408,28 @@ def test_counts_compare_only_within_one_python_build_and_c_library() -> None:
     ]
 
 
+def test_max_compile_time_is_not_applied_to_seconds_measured_under_valgrind() -> None:
+    from pytest_jaxperf.config import MarkerLimits
+
+    record = RecordedTest(functions={"f": _fn(trace=1)})
+    record.functions["f"].trace_s = record.functions["f"].trace_cpu_s = 40.0  # valgrind's
+    record.recompute_totals()
+    limits = MarkerLimits(max_compile_time=0.5, max_traces=0)
+    tol = Tolerances(compile_clock="instructions")
+    here = {"jax": "0.10.2", "python": "3.11.7"}
+    valgrind = Gating.between(here, {**here, "valgrind": "valgrind-3.19.0"}, tol)
+    out = evaluate(record, None, limits, valgrind)
+    # The count limit still fails; the seconds' limit says why it is not applied.
+    assert [(b.metric, b.against) for b in out.breaches] == [("traces", "limit")]
+    assert out.notes == ["max_compile_time not applied: measured under valgrind, whose "
+                         "seconds follow which tests ran before"]  # fmt: skip
+    assert [n.code for n in out.notes] == ["environment_differs"]
+    # A native run applies it.
+    native = evaluate(record, None, limits, Gating.between(here, here, tol))
+    assert {b.metric for b in native.breaches} == {"traces", "compile time"}
+    assert native.notes == []
+
+
 def test_the_child_compiles_everything_itself(tmp_path: Path) -> None:
     calls: list[dict[str, str]] = []
     env, line = instructions.compile_natively(

@@ -849,9 +849,13 @@ class Recorder:
         clock = self.phase_clock
         # Only a trace no other phase encloses (an enclosing trace's count needs it): its
         # own phase open, or not started yet (jax < 0.7 announces the trace first).
-        if clock is not None and call.by_jit and (clock.open == 0 or clock.on and clock.open == 1):
-            if scope.repeats(ident, hooks.entry_key(call)):
-                clock.repeat(ident.name)
+        if (
+            clock is not None
+            and call.by_jit
+            and (clock.open == 0 or clock.on and clock.open == 1)
+            and scope.repeats(ident, hooks.entry_key(call))
+        ):
+            clock.repeat(ident.name)
 
     def _refills(self, call: hooks.TraceCall) -> bool:
         """Whether this trace fills again a cache entry a live fixture filled while it was
