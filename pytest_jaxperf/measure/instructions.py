@@ -73,10 +73,10 @@ CONTEXT = re.compile(r"FusionCompilerPool::GetInstance\(|FusionCompiler::CreateC
 # when allocations since the last one add up, so it falls into one phase or another, and
 # what it costs follows the whole heap (everything the process allocated before): inside a
 # counted compile phase it is not the phase's work (a full collection of a pytest process's
-# heap: ~11 M instructions, four traces of a small MLP). The function that runs one
-# collection, on the Pythons supported (3.10 - 3.13; 3.14's is checked by `gc_counted`).
-COLLECTOR = {(3, 14): "_PyGC_Collect"}
-COLLECTOR_DEFAULT = "gc_collect_main"
+# heap: ~11 M instructions, four traces of a small MLP). The static function that runs one
+# collection in CPython 3.10 - 3.14, its own symbol where the build keeps symbols (checked
+# by `gc_counted`).
+COLLECTOR = "gc_collect_main"
 # Why a run with the compile clock compiles under valgrind (no native pass first).
 COMPILES_COUNTED = "the compile clock counts every compile, which a cached program would skip"
 INSTALL_EXTRA = "pip install 'pytest-jaxperf[instructions]'"
@@ -181,7 +181,7 @@ def gc_counted(count: Callable[[Callable[[], object]], Dump] | None = None) -> s
     return (
         f"jaxperf: instructions clock: garbage collections inside a compile phase are "
         f"counted ({counted:,} instructions for one of {objects:,} objects): callgrind "
-        f"found no function {collector()} in this Python to leave them out"
+        f"found no function {COLLECTOR} in this Python to leave them out"
     )
 
 
@@ -194,11 +194,6 @@ def child_environment(env: Mapping[str, str], version: str, dump_dir: Path) -> d
     return out
 
 
-def collector(version: tuple[int, int] = (sys.version_info[0], sys.version_info[1])) -> str:
-    """The C function that runs one garbage collection in this Python (see COLLECTOR)."""
-    return COLLECTOR.get(version, COLLECTOR_DEFAULT)
-
-
 def child_argv(valgrind: str, dump_dir: Path, argv: Sequence[str]) -> list[str]:
     """valgrind's command line around this process's own (`sys.orig_argv`)."""
     return [
@@ -209,7 +204,7 @@ def child_argv(valgrind: str, dump_dir: Path, argv: Sequence[str]) -> list[str]:
         "--compress-pos=no",
         # Collection off inside the collector, on everywhere else: --toggle-collect alone
         # would turn it off at the start, so --collect-atstart=yes must come after it.
-        f"--toggle-collect={collector()}",
+        f"--toggle-collect={COLLECTOR}",
         "--collect-atstart=yes",
         f"--callgrind-out-file={dump_dir / 'callgrind.out.%p'}",
         "--quiet",
