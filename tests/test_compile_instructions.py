@@ -92,6 +92,23 @@ def test_a_python_whose_collections_are_counted_says_so() -> None:
                          "them out")  # fmt: skip
 
 
+def test_what_a_spinning_worker_calls_spins_too() -> None:
+    # An idle worker's steal polls the other queues (PopBack, 40 inclusive, which moves an
+    # empty Task: 5) and looks for work (MaybeGetTask, itself spinning: counted once).
+    dump = parse_dump(
+        "fn=(1) Eigen::ThreadPoolTempl<tsl::thread::EigenEnvironment>::GlobalSteal()\n1 7\n"
+        "cfn=(2) Eigen::RunQueue<tsl::thread::EigenEnvironment::Task, 1024u>::PopBack()\n"
+        "calls=3 0\n1 40\n"
+        "cfn=(3) Eigen::ThreadPoolTempl<tsl::thread::EigenEnvironment>::MaybeGetTask(Task*)\n"
+        "calls=1 0\n1 9\n"
+        "fn=(2)\n1 35\ncfn=(4) tsl::thread::EigenEnvironment::Task::operator=(Task&&)\n"
+        "calls=1 0\n1 5\nfn=(4)\n1 5\nfn=(3)\n1 9\n"
+        "fn=(5) xla::cpu::Work()\n1 1000\ntotals: 1056\n"
+    )
+    assert dump.spin == 7 + 40 + 9  # GlobalSteal, what it called but MaybeGetTask, that
+    assert dump.work == 1000
+
+
 class FakeCallgrind:
     """Callgrind as PhaseClock sees it: numbered dumps of injected counts."""
 
