@@ -280,8 +280,8 @@ def parse_dump(text: str) -> Dump:
                 contexts += int(parts[1])
             elif spinning and not SPIN.search(cfn):
                 # What a spinning worker calls spins too: the queues it polls for work
-                # (`RunQueue::PopBack`, moving an empty `Task`), 0.13 M instructions of one
-                # trace in one of three processes (benchmarks/phase_spread_probe.py).
+                # (`RunQueue::PopBack`, moving an empty `Task`), 0.15 M instructions of one
+                # trace in two of three processes (benchmarks/phase_spread_probe.py).
                 spin += int(parts[1])
             continue
         if line.startswith("fn="):
