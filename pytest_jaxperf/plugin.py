@@ -174,6 +174,33 @@ def _rootdir_moved_by(config: pytest.Config) -> str | None:
     return None
 
 
+def _in_valgrind_child(compiles: bool) -> None:
+    """The valgrind child's start: the clocks' self-check (a usage error when it fails), the
+    compile clock's phase clock where `compiles`, the private compilation cache's hook."""
+    from .measure import instructions
+
+    problem = instructions.self_check()
+    if problem is not None:
+        raise pytest.UsageError(f"pytest-jaxperf: {problem}")
+    if compiles:
+        from .measure.recorder import RECORDER
+
+        RECORDER.phase_clock = instructions.PhaseClock(instructions.callgrind())
+        counted = instructions.gc_counted()
+        if counted is not None:
+            print(counted, flush=True)
+    folder = instructions.private_cache()
+    if folder is not None:
+        import atexit
+
+        from .measure import _jaxhooks
+
+        atexit.register(instructions.remove_cache)
+        problem = _jaxhooks.cache_key_without_topology(folder)
+        if problem is not None:  # the parent found the hook: not expected
+            print(f"jaxperf: instructions clock: compiling under valgrind ({problem})")
+
+
 def _under_valgrind(config: pytest.Config, compiles: bool = False) -> None:
     """For the instructions clocks: in the parent, check what they need (exit 4 with the
     reason) and re-execute this pytest under valgrind; in that child, the recorder counts
@@ -201,23 +228,7 @@ def _under_valgrind(config: pytest.Config, compiles: bool = False) -> None:
         _jaxhooks.cache_key_without_topology(instructions.native_pass() or "")
         return
     if instructions.under_valgrind():
-        problem = instructions.self_check()
-        if problem is not None:
-            raise pytest.UsageError(f"pytest-jaxperf: {problem}")
-        if compiles:
-            from .measure.recorder import RECORDER
-
-            RECORDER.phase_clock = instructions.PhaseClock(instructions.callgrind())
-        folder = instructions.private_cache()
-        if folder is not None:
-            import atexit
-
-            from .measure import _jaxhooks
-
-            atexit.register(instructions.remove_cache)
-            problem = _jaxhooks.cache_key_without_topology(folder)
-            if problem is not None:  # the parent found the hook: not expected
-                print(f"jaxperf: instructions clock: compiling under valgrind ({problem})")
+        _in_valgrind_child(compiles)
         return
     # However xdist was asked to start workers: they would run outside valgrind.
     workers = _xdist.distribution(config)

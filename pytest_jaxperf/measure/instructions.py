@@ -68,6 +68,15 @@ SPIN = re.compile(
 # the parallel fusion emitter's pool builds is a race between the compiling thread and the
 # compile workers (5 or 6 for the same MLP), which no pinned setting removes (issue 50).
 CONTEXT = re.compile(r"FusionCompilerPool::GetInstance\(|FusionCompiler::CreateContext\(")
+# CPython's cyclic garbage collector, left out of every count with everything it calls (its
+# finalizers and weakref callbacks too) by callgrind's --toggle-collect. A collection starts
+# when allocations since the last one add up, so it falls into one phase or another, and
+# what it costs follows the whole heap (everything the process allocated before): inside a
+# counted compile phase it is not the phase's work (a full collection of a pytest process's
+# heap: ~11 M instructions, four traces of a small MLP). The static function that runs one
+# collection in CPython 3.10 - 3.14, its own symbol where the build keeps symbols (checked
+# by `gc_counted`).
+COLLECTOR = "gc_collect_main"
 # Why a run with the compile clock compiles under valgrind (no native pass first).
 COMPILES_COUNTED = "the compile clock counts every compile, which a cached program would skip"
 INSTALL_EXTRA = "pip install 'pytest-jaxperf[instructions]'"
@@ -158,6 +167,24 @@ def self_check() -> str | None:
     return None
 
 
+def gc_counted(count: Callable[[Callable[[], object]], Dump] | None = None) -> str | None:
+    """In the valgrind child: the line saying that garbage collections are counted (the
+    collector's function was not found under its name in this Python), or None when
+    callgrind leaves them out. A full collection of this process's heap visits every
+    tracked object, so it counts far more instructions than there are objects; left out,
+    only the call into it is counted (1,532 instructions on CPython 3.11 for a 33,654-object
+    heap, 11.46 M counted)."""
+    objects = len(gc.get_objects())
+    counted = (count or counter().count)(gc.collect).total
+    if counted < objects:
+        return None
+    return (
+        f"jaxperf: instructions clock: garbage collections inside a compile phase are "
+        f"counted ({counted:,} instructions for one of {objects:,} objects): callgrind "
+        f"found no function {COLLECTOR} in this Python to leave them out"
+    )
+
+
 def child_environment(env: Mapping[str, str], version: str, dump_dir: Path) -> dict[str, str]:
     """The re-executed pytest's environment: the user's, with the pinned settings."""
     out = {**env, **_PINNED, UNDER_VALGRIND: version, DUMP_DIR: str(dump_dir)}
@@ -175,6 +202,10 @@ def child_argv(valgrind: str, dump_dir: Path, argv: Sequence[str]) -> list[str]:
         "--instr-atstart=no",  # only the counted calls run instrumented (and slow)
         "--compress-strings=no",  # every dump names its functions in full
         "--compress-pos=no",
+        # Collection off inside the collector, on everywhere else: --toggle-collect alone
+        # would turn it off at the start, so --collect-atstart=yes must come after it.
+        f"--toggle-collect={COLLECTOR}",
+        "--collect-atstart=yes",
         f"--callgrind-out-file={dump_dir / 'callgrind.out.%p'}",
         "--quiet",
         *argv,
@@ -242,10 +273,16 @@ def parse_dump(text: str) -> Dump:
     for line in text.splitlines():
         if after_call:
             after_call = False
+            parts = line.split()
+            if len(parts) < 2:
+                continue
             if not in_context and CONTEXT.search(cfn):
-                parts = line.split()
-                if len(parts) >= 2:
-                    contexts += int(parts[1])
+                contexts += int(parts[1])
+            elif spinning and not SPIN.search(cfn):
+                # What a spinning worker calls spins too: the queues it polls for work
+                # (`RunQueue::PopBack`, moving an empty `Task`), 0.15 M instructions of one
+                # trace in two of three processes (benchmarks/phase_spread_probe.py).
+                spin += int(parts[1])
             continue
         if line.startswith("fn="):
             fn = _name(line[3:], names)
@@ -394,21 +431,38 @@ class PhaseClock:
     listeners, and a phase's count the work of the dumps in its span, less the listeners'
     (`own`), spin-waits and fusion-compiler construction. Dumps are read once no phase is
     open (`count`), with instrumentation off: reading them inside a phase would count the
-    reading."""
+    reading.
+
+    A program the test already counted is not counted again (`repeat`): its trace goes
+    uninstrumented from there, and its lowering and compile with it."""
 
     def __init__(self, cg: Callgrind) -> None:
         self._cg = cg
         self._work: dict[int, int] = {}
         self.open = 0  # phases open now (their dumps are not read before they end)
+        # A repeated program's phases under way: instrumentation stays off until its
+        # compile ends (`pause`) or the next top-level trace starts.
+        self.repeating = False
+        # The name of a repeated program whose trace has not started yet (JAX before 0.7
+        # announces a trace to the listener before the trace's phase starts).
+        self._pending: str | None = None
 
     @property
     def on(self) -> bool:
         return self._cg.on
 
-    def start(self) -> tuple[int, int]:
-        """A phase starts: the dump its span starts after, and the pauses so far."""
+    def start(self, top_trace: bool = False, name: str | None = None) -> tuple[int, int]:
+        """A phase starts (`top_trace`: a trace, no phase open, of function `name`): the dump
+        its span starts after, and the pauses so far."""
         cg = self._cg
+        if top_trace and self.open == 0:
+            # A repeat announced for this trace; else a repeat's trace not lowered is over.
+            self.repeating = self._pending is not None and self._pending == name
+            self._pending = None
         self.open += 1
+        if self.repeating:
+            cg.instrument(False)
+            return cg.dumps, cg.pauses  # stays off: its end finds no span
         if not cg.on:
             cg.instrument(True)  # the counters were zeroed by the last dump
             return cg.dumps, cg.pauses
@@ -434,8 +488,20 @@ class PhaseClock:
         if started and self._cg.on:
             self._cg.own.add(self._cg.dump())
 
+    def repeat(self, name: str) -> None:
+        """The top-level trace of function `name` under way (or, no phase open, about to
+        start) repeats a program this test counted: instrumentation off for it, its lowering
+        and compile (none of them counted)."""
+        if self.open == 0:
+            self._pending = name
+            return
+        self.repeating = True
+        self._cg.instrument(False)
+
     def pause(self) -> None:
         """Instrumentation off until the next phase: nothing outside phases is counted."""
+        self.repeating = False
+        self._pending = None
         self._cg.instrument(False)
 
     def count(self, span: Span) -> int:

@@ -58,6 +58,8 @@ _MAX_SEEN = 2000
 # traces are few; the older ones are traces that raised or whose end JAX does not announce.
 _MAX_IDENTIFIED = 256
 _Identified = tuple[weakref.ref[Any] | int, tuple[int, ...], Identity | None]
+# Bounds the trace-cache keys kept per function to find a repeated program (`Scope.repeats`).
+MAX_COUNTED_KEYS = 64
 # Bounds the programs a test keeps for confirming a compile-time breach (`Scope.programs`):
 # a function that lowered more is confirmed on its first ones kept.
 MAX_KEPT = 64
@@ -187,6 +189,10 @@ class Scope:
         # open (`snapshot`).
         self.phase_clock: Any = None
         self._spans: list[tuple[FunctionRecord, str, Any]] = []
+        # The trace-cache keys (`hooks.entry_key`, not hashable on every jax) of the
+        # top-level traces the compile clock counted, by function record: a program is
+        # counted once per test (`repeats`).
+        self._counted_keys: dict[int, list[Any]] = {}
 
     def owns_current_thread(self) -> bool:
         if threading.get_ident() in self._foreign:
@@ -268,6 +274,23 @@ class Scope:
                 tally = block.tally(fn)
                 tally.traces += 1
                 causes.add_reason(tally.retrace_reasons, reason)
+
+    def repeats(self, ident: Identity, key: Any) -> bool:
+        """Whether a top-level trace of `ident` with trace-cache key `key` repeats one this
+        test counted on the compile clock (after `jax.clear_caches()`, or a new jit of the
+        same function and input types); else it is remembered as counted. Past
+        MAX_COUNTED_KEYS of a function, every further trace is counted (no quadratic search)."""
+        with self._lock:
+            keys = self._counted_keys.setdefault(id(self.function(ident)), [])
+            for known in keys:
+                try:
+                    if known == key:
+                        return True
+                except Exception:  # keys that cannot be compared: not the same program
+                    continue
+            if len(keys) < MAX_COUNTED_KEYS:
+                keys.append(key)
+            return False
 
     def on_rewarm(self, ident: Identity, top_level: bool) -> None:
         """A trace that fills again an entry a live fixture had filled, emptied by
@@ -823,6 +846,16 @@ class Recorder:
         self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
         leaves = self._changed_statics(call, explain=seen and bool(explanation))
         scope.on_trace(ident, call.fun, seen, explanation, inner, leaves)
+        clock = self.phase_clock
+        # Only a trace no other phase encloses (an enclosing trace's count needs it): its
+        # own phase open, or not started yet (jax < 0.7 announces the trace first).
+        if (
+            clock is not None
+            and call.by_jit
+            and (clock.open == 0 or clock.on and clock.open == 1)
+            and scope.repeats(ident, hooks.entry_key(call))
+        ):
+            clock.repeat(ident.name)
 
     def _refills(self, call: hooks.TraceCall) -> bool:
         """Whether this trace fills again a cache entry a live fixture filled while it was
@@ -872,7 +905,7 @@ class Recorder:
         if self.active is not None and event in _PHASES:
             if self.phase_clock is not None and self.active.owns_current_thread():
                 self._instr_start.setdefault((threading.get_ident(), event), []).append(
-                    self.phase_clock.start()
+                    self.phase_clock.start(event == hooks.TRACE_EVENT, kwargs.get("fun_name"))
                 )
             self.gc.watching += 1
             self._cpu_start.setdefault((threading.get_ident(), event), []).append(
@@ -903,9 +936,11 @@ class Recorder:
             self._as_own(self._phase_done, scope, event, duration_secs, cpu, span)
         except Exception:
             scope.listener_errors += 1
-        if span is not None and event == hooks.COMPILE_EVENT and not self.phase_clock.open:
-            # A jit's last phase: the test's own work runs uninstrumented until the next.
-            self.phase_clock.pause()
+        clock = self.phase_clock
+        if clock is not None and event == hooks.COMPILE_EVENT and not clock.open:
+            # A jit's last phase (counted or repeated): the test's own work runs
+            # uninstrumented until the next.
+            clock.pause()
 
     def _phase_span(self, event: str) -> Any:
         # First thing at a phase's end: its span of instructions (None: not counted).
