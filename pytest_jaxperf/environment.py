@@ -37,9 +37,12 @@ STATIC_KEYS = ("jax", "jaxlib", "backend", "device_kind", "device_count", "x64",
 # Instructions per call (the instructions clock) depend on these only: the same code on the
 # same simulated CPU, whatever the host's CPU model and load; and, for the compile clock's
 # counts (most of a trace's instructions are Python's, a compile's malloc's), the same
-# Python build and C library (compared where both sides have them: older files lack them).
+# Python build and C library (compared where both sides have them: older files lack them);
+# and the same counting rules (`instructions_counting`: a file without it was counted by
+# 0.1.0's, so its counts are not compared with today's).
 INSTRUCTION_KEYS = (
-    *STATIC_KEYS, "python", "valgrind", "instructions_isa", "python_build", "libc"
+    *STATIC_KEYS, "python", "valgrind", "instructions_isa", "python_build", "libc",
+    "instructions_counting",
 )  # fmt: skip
 # The machine: where only these differ, compile seconds are compared through each machine's
 # reference compile (`reference.py`), stored under REFERENCE_KEY.

@@ -317,6 +317,11 @@ def test_what_the_count_depends_on_is_compared() -> None:
     assert instruction_differences(base, {**base, "valgrind": "valgrind-3.22.0"}) == [
         "valgrind valgrind-3.19.0 -> valgrind-3.22.0"
     ]
+    # Counts made under other counting rules (0.1.0's files name none) are not compared.
+    assert instruction_differences(base, {**base, "instructions_counting": 3}) == [
+        "instructions_counting None -> 3"
+    ]
+    assert instructions.environment()["instructions_counting"] == instructions.COUNTING_RULES
     # No seconds measured under valgrind are gated, against any baseline.
     assert timing_differences(base, base) == [UNDER_VALGRIND]
     native = {k: v for k, v in base.items() if k != "valgrind"}
