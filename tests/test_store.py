@@ -216,6 +216,52 @@ def test_templates_write_what_the_general_layout_writes(make: Any) -> None:
     assert dumps(report) == format_json(run_to_json(report)) + "\n"
 
 
+def slim_report() -> RunRecord:
+    """Entries as a /7 baseline holds them (resave.baseline_form), in each of their forms:
+    with and without wall seconds; the eager block whole, its counts alone and left out; the
+    runtime statistics whole and as a baseline keeps them; a function's source lines."""
+    from pytest_jaxperf.storage.resave import baseline_form
+
+    base = dataclasses.replace(full_report().tests["tests/test_b.py::test_y"], marker={})
+    sourced = next(iter(base.functions.values()))
+    sourced.eqn_sources = {"pkg/ode.py:43": [5, 3, 1]}
+    sourced.trace_cpu_s, sourced.compile_cpu_s = 0.25, 0.5
+    slim = baseline_form(base, "cpu")
+    assert slim.trace_s is None and slim.eager.trace_cpu_s is None  # what the test is about
+    no_eager = dataclasses.replace(slim, eager=model.no_eager())
+    on_wall = baseline_form(base, "wall")  # its wall seconds kept, the eager counts alone
+    assert on_wall.trace_s is not None and on_wall.eager.compile_s is None
+    no_wall: dict[str, Any] = dict.fromkeys(model.WALL_FIELDS)
+    eager_no_wall = dataclasses.replace(base.eager, **no_wall)
+    whole_eager_no_wall = dataclasses.replace(slim, eager=eager_no_wall)
+    tests = {
+        "slim": slim,
+        "no_eager": no_eager,
+        "on_wall": on_wall,
+        "on_wall_no_eager": dataclasses.replace(on_wall, eager=model.no_eager()),
+        "whole_eager_no_wall": whole_eager_no_wall,
+        "whole_eager": dataclasses.replace(on_wall, eager=base.eager),
+        "sourced": dataclasses.replace(base, confirmation=None),
+    }
+    return RunRecord(environment={"backend": "cpu"}, tests=tests)
+
+
+def test_templates_write_the_baseline_forms_as_the_general_layout_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = slim_report()
+    expected = format_json(run_to_json(report)) + "\n"
+    data = json.loads(expected)["tests"]
+    assert "trace_s" not in data["slim"] and "eager" not in data["no_eager"]
+    assert "trace_s" not in data["whole_eager_no_wall"]["eager"]
+    assert "trace_cpu_s" in data["whole_eager_no_wall"]["eager"]
+    assert list(data["on_wall"]["eager"]) == sorted(model.COUNT_FIELDS)
+    # Every entry from the templates: the general writer is not called.
+    monkeypatch.setattr(store, "recorded_test_to_json", None)
+    assert dumps(report) == expected
+    assert model.run_from_json(json.loads(expected)) == report  # read back as written
+
+
 @pytest.mark.parametrize("make", REPORTS)
 def test_every_object_has_sorted_keys(make: Any) -> None:
     def check(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
