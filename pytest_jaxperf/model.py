@@ -1097,64 +1097,139 @@ def run_from_json(data: Any, *, consume: bool = False) -> RunRecord:
 # exactly the record's fields), its functions' and eager counts' alike. What does not pass is
 # read entry by entry as above, so any error is found and worded as ever.
 
-_TEST_OF = operator.itemgetter(*NUMBER_FIELDS, "outcome", "functions", "eager", "benchmarks")
-_PLAIN_TEST_TYPES = (*_PLAIN_TYPES, str, dict, dict, dict)
-_NUMBERS = operator.itemgetter(slice(0, len(NUMBER_FIELDS)))
-_FUNCTIONS_AT, _EAGER_AT = len(NUMBER_FIELDS) + 1, len(NUMBER_FIELDS) + 2
-_REASONS_AT = len(_PLAIN_FUNCTION_TYPES) - 1
-_SOURCED_FUNCTION = len(_PLAIN_FUNCTION_TYPES) + 1
+_FUNCTIONS_AT = 1  # after the numbers: the outcome, then the functions, then the eager block
 _new = object.__new__
+_TYPE_OF = dict(zip(NUMBER_FIELDS, _PLAIN_TYPES))
+# The numbers of an entry that holds no wall seconds (a baseline's gated on CPU seconds: /7).
+_SLIM_NUMBER_FIELDS = tuple(name for name in NUMBER_FIELDS if name not in WALL_FIELDS)
+_NO_WALL = dict.fromkeys(WALL_FIELDS)
+_NO_EAGER_OPTIONAL = dict.fromkeys(EAGER_OPTIONAL)
 
 
-def _plain_rows(
-    entries: list[Any],
-    getter: operator.itemgetter[Any],
-    types: tuple[type, ...],
-    sourced: bool = False,
-) -> list[tuple[Any, ...]] | None:
-    """What `getter` takes of each of `entries`, where each is an object of exactly those keys
-    (and `eqn_sources`, where `sourced`, checked by the caller) holding values of `types`,
-    the numbers among them (the first) >= 0 and finite; else None."""
+@dataclass(frozen=True)
+class _Shape:
+    """One layout of an entry as this version writes it: what `getter` takes of it (its
+    numbers, the first `numbers` values, then its other fields) and the types of those."""
+
+    getter: operator.itemgetter[Any]
+    types: tuple[type, ...]
+    numbers: int
+    eager: bool = False
+
+
+def _shape(wall: bool, keys: tuple[str, ...], types: tuple[type, ...]) -> _Shape:
+    names = NUMBER_FIELDS if wall else _SLIM_NUMBER_FIELDS
+    return _Shape(
+        operator.itemgetter(*names, *keys),
+        tuple(_TYPE_OF[name] for name in names) + types,
+        len(names),
+        "eager" in keys,
+    )
+
+
+def _shapes(keys: tuple[str, ...], types: tuple[type, ...]) -> dict[int, _Shape]:
+    """The layouts of an entry with and without its wall seconds (by their numbers of keys)."""
+    both = (_shape(wall, keys, types) for wall in (True, False))
+    return {len(shape.types): shape for shape in both}
+
+
+# A test entry with and without its wall seconds and its eager block (left out of a
+# baseline's entry whose helpers compiled nothing: /7), by its number of keys.
+_TEST_SHAPES = {
+    **_shapes(("outcome", "functions", "eager", "benchmarks"), (str, dict, dict, dict)),
+    **_shapes(("outcome", "functions", "benchmarks"), (str, dict, dict)),
+}
+# A function entry with and without its wall seconds; either may have `eqn_sources` besides.
+_FUNCTION_SHAPES = _shapes(("name", "site", "retrace_reasons"), (str, str, list))
+# The eager block: whole, without wall seconds, its counts alone (a baseline's: /7).
+_EAGER_SHAPES = {**_shapes((), ()), len(COUNT_FIELDS): _Shape(
+    operator.itemgetter(*COUNT_FIELDS), (int,) * len(COUNT_FIELDS), len(COUNT_FIELDS)
+)}  # fmt: skip
+
+
+def _plain_rows(entries: list[Any], shape: _Shape) -> list[tuple[Any, ...]] | None:
+    """What `shape`'s getter takes of each of `entries` (objects of its number of keys, or
+    one more, `eqn_sources`, checked by the caller), where each holds values of its types,
+    the numbers among them >= 0 and finite; else None."""
     if not entries:
         return []
-    sizes = {len(types), len(types) + 1} if sourced else {len(types)}
-    if set(map(type, entries)) != {dict} or not set(map(len, entries)) <= sizes:
-        return None
     try:
-        rows = list(map(getter, entries))
-        if set(map(tuple, map(map, itertools.repeat(type), rows))) != {types}:
+        rows = list(map(shape.getter, entries))
+        if set(map(tuple, map(map, itertools.repeat(type), rows))) != {shape.types}:
             return None
-        numbers = list(itertools.chain.from_iterable(map(_NUMBERS, rows)))
-        if min(numbers) >= 0 and sum(numbers) < _INF:  # a NaN makes the sum NaN
+        of_row = operator.itemgetter(slice(0, shape.numbers))
+        numbers = list(itertools.chain.from_iterable(map(of_row, rows)))
+        if not numbers or (min(numbers) >= 0 and sum(numbers) < _INF):  # NaN: the sum NaN
             return rows
     except (KeyError, OverflowError):  # a field missing (another in its place); a huge count
         pass
     return None
 
 
+def _grouped(entries: list[Any], sizes: dict[int, Any]) -> dict[int, list[Any]] | None:
+    """`entries` by their number of keys, where each is an object of one of `sizes`; else
+    None."""
+    if set(map(type, entries)) - {dict}:
+        return None
+    lengths = list(map(len, entries))
+    if not set(lengths) <= sizes.keys():
+        return None
+    groups: dict[int, list[Any]] = {}
+    for size, entry in zip(lengths, entries):
+        groups.setdefault(size, []).append(entry)
+    return groups
+
+
 def _plain_tests(tests: dict[Any, Any]) -> set[Any]:
-    """The ids of the test entries, in a file of this schema, that the fast path reads: all
-    those without an environment or marker of their own, or none where any of them is not
-    as this version writes it."""
-    ids = [k for k, v in tests.items() if type(v) is dict and len(v) == len(_PLAIN_TEST_TYPES)]
-    rows = _plain_rows([tests[k] for k in ids], _TEST_OF, _PLAIN_TEST_TYPES)
-    if not rows:
-        return set()
-    of_tests = map(operator.itemgetter(_FUNCTIONS_AT), rows)
-    functions = list(itertools.chain.from_iterable(map(dict.values, of_tests)))
-    eager = list(map(operator.itemgetter(_EAGER_AT), rows))
+    """The ids of the test entries, in a file of this schema, that the fast path reads: those
+    in one of _TEST_SHAPES (so without an environment or marker of their own), the entries
+    of a layout that one of them is not as this version writes it excepted; none where any
+    of their functions or eager blocks is not."""
+    plain: list[Any] = []
+    functions: list[Any] = []
+    eager: list[Any] = []
+    by_size: dict[int, list[Any]] = {}
+    for k, v in tests.items():
+        if type(v) is dict and len(v) in _TEST_SHAPES:
+            by_size.setdefault(len(v), []).append(k)
+    for size, ids in by_size.items():
+        shape = _TEST_SHAPES[size]
+        rows = _plain_rows([tests[k] for k in ids], shape)
+        if rows is None:
+            continue
+        plain += ids
+        at = shape.numbers + _FUNCTIONS_AT
+        of_tests = map(operator.itemgetter(at), rows)
+        functions += itertools.chain.from_iterable(map(dict.values, of_tests))
+        if shape.eager:
+            eager += map(operator.itemgetter(at + 1), rows)
+    return set(plain) if _plain_parts(functions, eager) else set()
+
+
+def _plain_parts(functions: list[Any], eager: list[Any]) -> bool:
+    """Whether the function entries and eager blocks of the plain tests are all as this
+    version writes them."""
     # A function entry may have its source lines besides (`eqn_sources`, written where
     # recorded): checked here, the other fields as ever.
-    sourced = [f for f in functions if type(f) is dict and len(f) == _SOURCED_FUNCTION]
-    if not all(_sources_ok(f.get("eqn_sources")) for f in sourced):
-        return set()
-    fn_rows = _plain_rows(functions, _FUNCTION_OF, _PLAIN_FUNCTION_TYPES, sourced=True)
-    if fn_rows is None or _plain_rows(eager, _NUMBERS_OF, _PLAIN_TYPES) is None:
-        return set()
-    reasons = itertools.chain.from_iterable(map(operator.itemgetter(_REASONS_AT), fn_rows))
-    if not set(map(type, reasons)) <= {str}:
-        return set()
-    return set(ids)
+    fn_sizes = {size + more: size for size in _FUNCTION_SHAPES for more in (0, 1)}
+    fn_groups = _grouped(functions, fn_sizes)
+    eager_groups = _grouped(eager, _EAGER_SHAPES)
+    if fn_groups is None or eager_groups is None:
+        return False
+    for size, group in eager_groups.items():
+        if _plain_rows(group, _EAGER_SHAPES[size]) is None:
+            return False
+    for size, group in fn_groups.items():
+        shape = _FUNCTION_SHAPES[fn_sizes[size]]
+        if size != fn_sizes[size] and not all(_sources_ok(f.get("eqn_sources")) for f in group):
+            return False
+        rows = _plain_rows(group, shape)
+        if rows is None:
+            return False
+        reasons = itertools.chain.from_iterable(map(operator.itemgetter(-1), rows))
+        if not set(map(type, reasons)) <= {str}:
+            return False
+    return True
 
 
 def _adopted(cls: type[Any], entries: list[dict[str, Any]]) -> list[Any]:
@@ -1165,18 +1240,30 @@ def _adopted(cls: type[Any], entries: list[dict[str, Any]]) -> list[Any]:
     return records
 
 
+def _completed(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`entries` with what a baseline leaves out (from /7 on) put in as None: the wall
+    seconds where there are none; an eager block's all but its counts where it holds them
+    alone."""
+    counts_alone = len(COUNT_FIELDS)
+    for entry in entries:
+        if "trace_s" not in entry:
+            entry.update(_NO_EAGER_OPTIONAL if len(entry) == counts_alone else _NO_WALL)
+    return entries
+
+
 def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, RecordedTest]:
     """The records of `tests`: those in `plain` (checked by _plain_tests) made of their
     entries, the others read entry by entry; in the file's order, so that the first error
     found (in a benchmark entry, or in an entry read the careful way) is the first in it."""
-    entries = [tests[k] for k in tests if k in plain]
+    entries = _completed([tests[k] for k in tests if k in plain])
     function_entries = list(itertools.chain.from_iterable(e["functions"].values() for e in entries))
-    for f in function_entries:
-        if len(f) < _SOURCED_FUNCTION:  # no source lines recorded (an attribute of each)
+    for f in _completed(function_entries):
+        if "eqn_sources" not in f:  # no source lines recorded (an attribute of each)
             f["eqn_sources"] = {}
         f["instructions"] = {}  # files with them are read the careful way
     functions = iter(_adopted(FunctionRecord, function_entries))
-    eager = iter(_adopted(Counts, [e["eager"] for e in entries]))
+    blocks = [e["eager"] for e in entries if "eager" in e]
+    eager = iter(_adopted(Counts, _completed(blocks)))
     records = iter(_adopted(RecordedTest, entries))
     out: dict[str, RecordedTest] = {}
     for nodeid, data in tests.items():
@@ -1187,7 +1274,7 @@ def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, Record
         # `data` is the record's attributes: its entries become records in place.
         names = data["functions"]
         data["functions"] = dict(zip(names, itertools.islice(functions, len(names))))
-        data["eager"] = next(eager)
+        data["eager"] = next(eager) if "eager" in data else no_eager()
         benchmarks = data["benchmarks"]
         if benchmarks:
             data["benchmarks"] = {

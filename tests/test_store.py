@@ -262,6 +262,21 @@ def test_templates_write_the_baseline_forms_as_the_general_layout_does(
     assert model.run_from_json(json.loads(expected)) == report  # read back as written
 
 
+def test_the_fast_path_reads_the_baseline_forms() -> None:
+    report = slim_report()
+    text = dumps(report)
+    data = json.loads(text)
+    assert model._plain_tests(data["tests"]) == set(data["tests"])  # every entry: none refused
+    fast = model.run_from_json(data, consume=True)
+    careful = {
+        k: model.recorded_test_from_json(v, k) for k, v in json.loads(text)["tests"].items()
+    }
+    assert fast == RunRecord(report.environment, careful) == report
+    assert type(fast.tests["no_eager"].eager) is Counts
+    assert fast.tests["no_eager"].eager is not fast.tests["on_wall_no_eager"].eager
+    assert dumps(fast) == text
+
+
 @pytest.mark.parametrize("make", REPORTS)
 def test_every_object_has_sorted_keys(make: Any) -> None:
     def check(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
