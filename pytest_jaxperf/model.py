@@ -995,20 +995,26 @@ _PLAIN_RUNTIME_TYPES = tuple(
 
 
 def _runtime_from_json(data: Any, where: str, schema: str = SCHEMA) -> RuntimeStats:
-    quick = _plain_runtime(data)
+    quick = _plain_runtime(data, schema not in _ALL_REQUIRED)
     if quick is not None:
         return quick
     return _checked_runtime(data, where, schema)
 
 
-def _plain_runtime(data: Any) -> RuntimeStats | None:
-    """A runtime block as the fixture writes it, checked at once; None for anything else."""
+def _plain_runtime(data: Any, kept: bool = True) -> RuntimeStats | None:
+    """A runtime block as the fixture writes it, or (`kept`: a file from /7 on) as a baseline
+    holds it (its median, fastest round and rounds), checked at once; None for anything
+    else."""
     try:
-        values = _RUNTIME_OF(data)
         cpu = data.get("cpu_median_s")
+        whole = len(data) - (cpu is not None) == len(_RUNTIME_FIELDS) or not kept
+        getter, types = (
+            (_RUNTIME_OF, _PLAIN_RUNTIME_TYPES) if whole else (_KEPT_RUNTIME_OF, _KEPT_TYPES)
+        )
+        values = getter(data)
         if (
-            len(data) - (cpu is not None) == len(_RUNTIME_FIELDS)
-            and tuple(map(type, values)) == _PLAIN_RUNTIME_TYPES
+            len(data) - (cpu is not None) == len(types)
+            and tuple(map(type, values)) == types
             and (cpu is None or type(cpu) is float)
         ):
             samples = values[-1]
@@ -1016,10 +1022,21 @@ def _plain_runtime(data: Any) -> RuntimeStats | None:
             # Samples all floats: an int among them is read as a float, below.
             if min(numbers) >= 0 and sum(numbers) < _INF and _are_seconds(samples):
                 # One check of the whole block: the usual case.
-                return RuntimeStats(*values[:-1], tuple(samples), cpu)  # type: ignore[call-arg]
-    except (TypeError, KeyError, OverflowError):  # not a dict, a field missing, a huge count
+                if whole:
+                    return RuntimeStats(*values[:-1], tuple(samples), cpu)  # type: ignore[call-arg]
+                return RuntimeStats(
+                    min_s=values[0], median_s=values[1], samples_s=tuple(samples),
+                    cpu_median_s=cpu, **_NO_RUNTIME_OPTIONAL,
+                )  # fmt: skip
+    except (AttributeError, TypeError, KeyError, OverflowError):  # not a dict, a field missing
         pass
     return None
+
+
+# A runtime block as a baseline holds it (from /7 on; the CPU median where measured).
+_KEPT_RUNTIME_OF = operator.itemgetter("min_s", "median_s", "samples_s")
+_KEPT_TYPES = (float, float, list)
+_NO_RUNTIME_OPTIONAL: dict[str, Any] = dict.fromkeys(RUNTIME_OPTIONAL)
 
 
 def _checked_runtime(data: Any, where: str, schema: str = SCHEMA) -> RuntimeStats:

@@ -226,6 +226,11 @@ def slim_report() -> RunRecord:
     sourced = next(iter(base.functions.values()))
     sourced.eqn_sources = {"pkg/ode.py:43": [5, 3, 1]}
     sourced.trace_cpu_s, sourced.compile_cpu_s = 0.25, 0.5
+    step = base.benchmarks["step"]
+    assert step.runtime is not None
+    cpu_runtime = dataclasses.replace(step.runtime, cpu_median_s=2e-5)
+    cpu_step = dataclasses.replace(step, runtime=cpu_runtime)
+    base.benchmarks = {**base.benchmarks, "cpu": cpu_step}  # a CPU median besides
     slim = baseline_form(base, "cpu")
     assert slim.trace_s is None and slim.eager.trace_cpu_s is None  # what the test is about
     no_eager = dataclasses.replace(slim, eager=model.no_eager())
@@ -262,10 +267,14 @@ def test_templates_write_the_baseline_forms_as_the_general_layout_does(
     assert model.run_from_json(json.loads(expected)) == report  # read back as written
 
 
-def test_the_fast_path_reads_the_baseline_forms() -> None:
+def test_the_fast_path_reads_the_baseline_forms(monkeypatch: pytest.MonkeyPatch) -> None:
     report = slim_report()
     text = dumps(report)
     data = json.loads(text)
+    benchmarks = data["tests"]["slim"]["benchmarks"]
+    assert list(benchmarks["step"]["runtime"]) == ["median_s", "min_s", "samples_s"]
+    assert list(benchmarks["cpu"]["runtime"]) == ["cpu_median_s", "median_s", "min_s", "samples_s"]
+    monkeypatch.setattr(model, "_checked_runtime", None)  # the runtime blocks read at once too
     assert model._plain_tests(data["tests"]) == set(data["tests"])  # every entry: none refused
     fast = model.run_from_json(data, consume=True)
     careful = {
@@ -942,3 +951,11 @@ def test_a_test_kept_twice_on_one_line_is_refused_too(
         f"{path} holds the key 't.py::test_a' twice (a merge that kept both sides?): only one "
         "would be read; keep one of them"
     )
+
+
+def test_a_runtime_block_as_a_baseline_holds_it_is_refused_before_schema_7() -> None:
+    data = json.loads(dumps(slim_report()))
+    runtime = data["tests"]["slim"]["benchmarks"]["step"]["runtime"]
+    with pytest.raises(model.FormatError, match=r"^b: missing field 'max_s'$"):
+        model._runtime_from_json(runtime, "b", "pytest-jaxperf/6")
+    assert model._runtime_from_json(runtime, "b").max_s is None
