@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import math
@@ -1260,11 +1261,16 @@ def _adopted(cls: type[Any], entries: list[dict[str, Any]]) -> list[Any]:
 def _completed(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """`entries` with what a baseline leaves out (from /7 on) put in as None: the wall
     seconds where there are none; an eager block's all but its counts where it holds them
-    alone."""
-    counts_alone = len(COUNT_FIELDS)
-    for entry in entries:
-        if "trace_s" not in entry:
-            entry.update(_NO_EAGER_OPTIONAL if len(entry) == counts_alone else _NO_WALL)
+    alone. (Loops in C: a big baseline has tens of thousands of entries.)"""
+    has_wall = map(operator.contains, entries, itertools.repeat("trace_s"))
+    slim = list(itertools.compress(entries, map(operator.not_, has_wall)))
+    if slim:
+        counts_alone = map(operator.eq, map(len, slim), itertools.repeat(len(COUNT_FIELDS)))
+        alone = list(map(bool, counts_alone))
+        for of, more in ((alone, _NO_EAGER_OPTIONAL), (map(operator.not_, alone), _NO_WALL)):
+            collections.deque(
+                map(dict.update, itertools.compress(slim, of), itertools.repeat(more)), 0
+            )
     return entries
 
 
