@@ -607,6 +607,14 @@ _PLAIN_TYPES = tuple(
     int if f.metadata["json"] in (_COUNT, _SIZE) else float for f in fields(Counts)
 )
 _NUMBERS_OF = operator.itemgetter(*NUMBER_FIELDS)
+# The same without the wall seconds (a baseline's gated on CPU seconds: /7), which follow the
+# counts in NUMBER_FIELDS.
+_SLIM_NUMBER_FIELDS = tuple(name for name in NUMBER_FIELDS if name not in WALL_FIELDS)
+_SLIM_NUMBERS_OF = operator.itemgetter(*_SLIM_NUMBER_FIELDS)
+_SLIM_TYPES = tuple(t for name, t in zip(NUMBER_FIELDS, _PLAIN_TYPES) if name not in WALL_FIELDS)
+_WALL_AT = NUMBER_FIELDS.index(WALL_FIELDS[0])
+_NO_WALL_VALUES = (None,) * len(WALL_FIELDS)
+assert NUMBER_FIELDS[_WALL_AT : _WALL_AT + len(WALL_FIELDS)] == WALL_FIELDS
 
 
 def _numbers_of(
@@ -627,6 +635,17 @@ def _numbers_of(
             return values  # type: ignore[no-any-return]
     except (KeyError, OverflowError):  # a field missing; a count too big for a float
         pass
+    if (
+        schema not in _ALL_REQUIRED
+        and "trace_s" in optional
+        and data.keys().isdisjoint(WALL_FIELDS)
+    ):
+        try:  # no wall seconds (a baseline's gated on CPU seconds): checked at once too
+            values = _SLIM_NUMBERS_OF(data)
+            if tuple(map(type, values)) == _SLIM_TYPES and min(values) >= 0 and sum(values) < _INF:
+                return values[:_WALL_AT] + _NO_WALL_VALUES + values[_WALL_AT:]  # type: ignore[no-any-return]
+        except (KeyError, OverflowError):
+            pass
     if schema == _WITHOUT_CPU_SECONDS:
         data = {**dict.fromkeys(CPU_FIELDS), **data}
     if schema in _WITHOUT_SIZES:
@@ -730,13 +749,15 @@ def _sources_of(value: Any, where: str) -> dict[str, list[int]]:
 
 def recorded_test_from_json(data: Any, where: str, schema: str = SCHEMA) -> RecordedTest:  # noqa: PT028
     numbers = _numbers_of(data, where, schema)
+    # (A baseline's entry (/7) may leave out its wall seconds, all three, and its eager block.)
+    left_out = ("eager" not in data) + (numbers[_WALL_AT] is None) * len(WALL_FIELDS)
     if (
-        len(data) == _TEST_FIELDS
+        len(data) == _TEST_FIELDS - left_out
         and schema == SCHEMA  # an older entry with environment and marker has as many keys
         and type(outcome := data.get("outcome")) is str
         and type(functions := data.get("functions")) is dict
         and type(benchmarks := data.get("benchmarks")) is dict
-        and type(data.get("eager")) is dict
+        and ("eager" not in data or type(data["eager"]) is dict)
         and not data.keys() & _OWN_KEYS
     ):
         # A test entry as this version writes it (no environment or marker of its own).
@@ -1118,8 +1139,6 @@ def run_from_json(data: Any, *, consume: bool = False) -> RunRecord:
 _FUNCTIONS_AT = 1  # after the numbers: the outcome, then the functions, then the eager block
 _new = object.__new__
 _TYPE_OF = dict(zip(NUMBER_FIELDS, _PLAIN_TYPES))
-# The numbers of an entry that holds no wall seconds (a baseline's gated on CPU seconds: /7).
-_SLIM_NUMBER_FIELDS = tuple(name for name in NUMBER_FIELDS if name not in WALL_FIELDS)
 _NO_WALL = dict.fromkeys(WALL_FIELDS)
 _NO_EAGER_OPTIONAL = dict.fromkeys(EAGER_OPTIONAL)
 
