@@ -1,19 +1,21 @@
 """How the report side of pytest-jaxperf scales with the size of a suite.
 
-Backs docs/outputs.md: "The targets, measured by `benchmarks/scale.py` (files with every field
-present): `jaxperf compare` of two 10,000-test files (21-24 MB) within 0.5 s wall", and
-the 50,000-test gate and save targets there.
+Backs docs/outputs.md: "The targets, measured by `benchmarks/scale.py` (a baseline as a save
+writes it, a run file with every field present): `jaxperf compare` of two 10,000-test files
+within 0.5 s wall", and the 50,000-test gate and save targets there.
 
 Run: ``.venv/bin/python benchmarks/scale.py [--tests 10000] [--runs 100] [--repeat 3]
 [--compare-only]``
 
-Builds, in a temporary directory, a synthetic baseline and run report of ``--tests`` tests in
-the current schema with every field present (1-4 jitted functions each with realistic counts,
+Builds, in a temporary directory, a synthetic run report of ``--tests`` tests in the current
+schema with every field present (1-4 jitted functions each with realistic counts,
 wall and CPU phase seconds, program sizes and retrace causes; a fifth of the tests with a
 ``jaxperf.benchmark`` entry holding runtime statistics with a CPU median, 100 per-round samples,
 every program metric, the eager median, device peak and instructions, written as the fixture's
 are: statistics to 6 significant digits, samples to 4; the run has ~1% retrace regressions, ~2%
-improvements, ~1% new tests and jittered timings), then measures, best of ``--repeat``:
+improvements, ~1% new tests and jittered timings), and the baseline as a ``--jaxperf-save``
+writes it (what the gate reads, ``resave.baseline_form`` on the default compile clock: no wall
+seconds, the eager counts alone, four runtime statistics), then measures, best of ``--repeat``:
 
 1. what a ``--jaxperf --jaxperf-save`` run does: load the baseline at start-up, compare
    every test, and at the end merge the run into the baseline (by --jaxperf-save's rules,
@@ -162,8 +164,9 @@ def _nodeid(i: int) -> str:
     return f"tests/test_module_{i // 25:03}.py::test_case_{i % 25:02}[param-{i}]"
 
 
-def build(tests: int, seed: int = 0) -> tuple[RunRecord, RunRecord]:
-    """A baseline and a run of `tests` tests, with regressions, improvements and new tests."""
+def build(tests: int, seed: int = 0, full: bool = False) -> tuple[RunRecord, RunRecord]:
+    """A baseline and a run of `tests` tests, with regressions, improvements and new tests;
+    with `full`, the baseline with every field, as a run file holds it."""
     rng = random.Random(seed)
     base_tests = {_nodeid(i): _record(rng, i) for i in range(tests)}
     run_tests: dict[str, RecordedTest] = {}
@@ -209,6 +212,11 @@ def build(tests: int, seed: int = 0) -> tuple[RunRecord, RunRecord]:
         run_tests[nodeid] = rec
     for j in range(tests // 100):
         run_tests[f"tests/test_new.py::test_added_{j:04}"] = _record(rng, tests + j)
+    # The baseline as a --jaxperf-save writes it (on the default compile clock): what the gate
+    # reads (resave.baseline_form); the run file holds every field.
+    if not full:
+        clock = Tolerances().compile_clock
+        base_tests = {k: resave.baseline_form(rec, clock) for k, rec in base_tests.items()}
     return RunRecord(dict(ENV), base_tests), RunRecord(dict(ENV), run_tests)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import itertools
 import math
@@ -606,6 +607,14 @@ _PLAIN_TYPES = tuple(
     int if f.metadata["json"] in (_COUNT, _SIZE) else float for f in fields(Counts)
 )
 _NUMBERS_OF = operator.itemgetter(*NUMBER_FIELDS)
+# The same without the wall seconds (a baseline's gated on CPU seconds: /7), which follow the
+# counts in NUMBER_FIELDS.
+_SLIM_NUMBER_FIELDS = tuple(name for name in NUMBER_FIELDS if name not in WALL_FIELDS)
+_SLIM_NUMBERS_OF = operator.itemgetter(*_SLIM_NUMBER_FIELDS)
+_SLIM_TYPES = tuple(t for name, t in zip(NUMBER_FIELDS, _PLAIN_TYPES) if name not in WALL_FIELDS)
+_WALL_AT = NUMBER_FIELDS.index(WALL_FIELDS[0])
+_NO_WALL_VALUES = (None,) * len(WALL_FIELDS)
+assert NUMBER_FIELDS[_WALL_AT : _WALL_AT + len(WALL_FIELDS)] == WALL_FIELDS
 
 
 def _numbers_of(
@@ -626,6 +635,17 @@ def _numbers_of(
             return values  # type: ignore[no-any-return]
     except (KeyError, OverflowError):  # a field missing; a count too big for a float
         pass
+    if (
+        schema not in _ALL_REQUIRED
+        and "trace_s" in optional
+        and data.keys().isdisjoint(WALL_FIELDS)
+    ):
+        try:  # no wall seconds (a baseline's gated on CPU seconds): checked at once too
+            values = _SLIM_NUMBERS_OF(data)
+            if tuple(map(type, values)) == _SLIM_TYPES and min(values) >= 0 and sum(values) < _INF:
+                return values[:_WALL_AT] + _NO_WALL_VALUES + values[_WALL_AT:]  # type: ignore[no-any-return]
+        except (KeyError, OverflowError):
+            pass
     if schema == _WITHOUT_CPU_SECONDS:
         data = {**dict.fromkeys(CPU_FIELDS), **data}
     if schema in _WITHOUT_SIZES:
@@ -729,13 +749,15 @@ def _sources_of(value: Any, where: str) -> dict[str, list[int]]:
 
 def recorded_test_from_json(data: Any, where: str, schema: str = SCHEMA) -> RecordedTest:  # noqa: PT028
     numbers = _numbers_of(data, where, schema)
+    # (A baseline's entry (/7) may leave out its wall seconds, all three, and its eager block.)
+    left_out = ("eager" not in data) + (numbers[_WALL_AT] is None) * len(WALL_FIELDS)
     if (
-        len(data) == _TEST_FIELDS
+        len(data) == _TEST_FIELDS - left_out
         and schema == SCHEMA  # an older entry with environment and marker has as many keys
         and type(outcome := data.get("outcome")) is str
         and type(functions := data.get("functions")) is dict
         and type(benchmarks := data.get("benchmarks")) is dict
-        and type(data.get("eager")) is dict
+        and ("eager" not in data or type(data["eager"]) is dict)
         and not data.keys() & _OWN_KEYS
     ):
         # A test entry as this version writes it (no environment or marker of its own).
@@ -995,20 +1017,26 @@ _PLAIN_RUNTIME_TYPES = tuple(
 
 
 def _runtime_from_json(data: Any, where: str, schema: str = SCHEMA) -> RuntimeStats:
-    quick = _plain_runtime(data)
+    quick = _plain_runtime(data, schema not in _ALL_REQUIRED)
     if quick is not None:
         return quick
     return _checked_runtime(data, where, schema)
 
 
-def _plain_runtime(data: Any) -> RuntimeStats | None:
-    """A runtime block as the fixture writes it, checked at once; None for anything else."""
+def _plain_runtime(data: Any, kept: bool = True) -> RuntimeStats | None:
+    """A runtime block as the fixture writes it, or (`kept`: a file from /7 on) as a baseline
+    holds it (its median, fastest round and rounds), checked at once; None for anything
+    else."""
     try:
-        values = _RUNTIME_OF(data)
         cpu = data.get("cpu_median_s")
+        whole = len(data) - (cpu is not None) == len(_RUNTIME_FIELDS) or not kept
+        getter, types = (
+            (_RUNTIME_OF, _PLAIN_RUNTIME_TYPES) if whole else (_KEPT_RUNTIME_OF, _KEPT_TYPES)
+        )
+        values = getter(data)
         if (
-            len(data) - (cpu is not None) == len(_RUNTIME_FIELDS)
-            and tuple(map(type, values)) == _PLAIN_RUNTIME_TYPES
+            len(data) - (cpu is not None) == len(types)
+            and tuple(map(type, values)) == types
             and (cpu is None or type(cpu) is float)
         ):
             samples = values[-1]
@@ -1016,10 +1044,21 @@ def _plain_runtime(data: Any) -> RuntimeStats | None:
             # Samples all floats: an int among them is read as a float, below.
             if min(numbers) >= 0 and sum(numbers) < _INF and _are_seconds(samples):
                 # One check of the whole block: the usual case.
-                return RuntimeStats(*values[:-1], tuple(samples), cpu)  # type: ignore[call-arg]
-    except (TypeError, KeyError, OverflowError):  # not a dict, a field missing, a huge count
+                if whole:
+                    return RuntimeStats(*values[:-1], tuple(samples), cpu)  # type: ignore[call-arg]
+                return RuntimeStats(
+                    min_s=values[0], median_s=values[1], samples_s=tuple(samples),
+                    cpu_median_s=cpu, **_NO_RUNTIME_OPTIONAL,
+                )  # fmt: skip
+    except (AttributeError, TypeError, KeyError, OverflowError):  # not a dict, a field missing
         pass
     return None
+
+
+# A runtime block as a baseline holds it (from /7 on; the CPU median where measured).
+_KEPT_RUNTIME_OF = operator.itemgetter("min_s", "median_s", "samples_s")
+_KEPT_TYPES = (float, float, list)
+_NO_RUNTIME_OPTIONAL: dict[str, Any] = dict.fromkeys(RUNTIME_OPTIONAL)
 
 
 def _checked_runtime(data: Any, where: str, schema: str = SCHEMA) -> RuntimeStats:
@@ -1097,64 +1136,137 @@ def run_from_json(data: Any, *, consume: bool = False) -> RunRecord:
 # exactly the record's fields), its functions' and eager counts' alike. What does not pass is
 # read entry by entry as above, so any error is found and worded as ever.
 
-_TEST_OF = operator.itemgetter(*NUMBER_FIELDS, "outcome", "functions", "eager", "benchmarks")
-_PLAIN_TEST_TYPES = (*_PLAIN_TYPES, str, dict, dict, dict)
-_NUMBERS = operator.itemgetter(slice(0, len(NUMBER_FIELDS)))
-_FUNCTIONS_AT, _EAGER_AT = len(NUMBER_FIELDS) + 1, len(NUMBER_FIELDS) + 2
-_REASONS_AT = len(_PLAIN_FUNCTION_TYPES) - 1
-_SOURCED_FUNCTION = len(_PLAIN_FUNCTION_TYPES) + 1
+_FUNCTIONS_AT = 1  # after the numbers: the outcome, then the functions, then the eager block
 _new = object.__new__
+_TYPE_OF = dict(zip(NUMBER_FIELDS, _PLAIN_TYPES))
+_NO_WALL = dict.fromkeys(WALL_FIELDS)
+_NO_EAGER_OPTIONAL = dict.fromkeys(EAGER_OPTIONAL)
 
 
-def _plain_rows(
-    entries: list[Any],
-    getter: operator.itemgetter[Any],
-    types: tuple[type, ...],
-    sourced: bool = False,
-) -> list[tuple[Any, ...]] | None:
-    """What `getter` takes of each of `entries`, where each is an object of exactly those keys
-    (and `eqn_sources`, where `sourced`, checked by the caller) holding values of `types`,
-    the numbers among them (the first) >= 0 and finite; else None."""
+@dataclass(frozen=True)
+class _Shape:
+    """One layout of an entry as this version writes it: what `getter` takes of it (its
+    numbers, the first `numbers` values, then its other fields) and the types of those."""
+
+    getter: operator.itemgetter[Any]
+    types: tuple[type, ...]
+    numbers: int
+    eager: bool = False
+
+
+def _shape(wall: bool, keys: tuple[str, ...], types: tuple[type, ...]) -> _Shape:
+    names = NUMBER_FIELDS if wall else _SLIM_NUMBER_FIELDS
+    return _Shape(
+        operator.itemgetter(*names, *keys),
+        tuple(_TYPE_OF[name] for name in names) + types,
+        len(names),
+        "eager" in keys,
+    )
+
+
+def _shapes(keys: tuple[str, ...], types: tuple[type, ...]) -> dict[int, _Shape]:
+    """The layouts of an entry with and without its wall seconds (by their numbers of keys)."""
+    both = (_shape(wall, keys, types) for wall in (True, False))
+    return {len(shape.types): shape for shape in both}
+
+
+# A test entry with and without its wall seconds and its eager block (left out of a
+# baseline's entry whose helpers compiled nothing: /7), by its number of keys.
+_TEST_SHAPES = {
+    **_shapes(("outcome", "functions", "eager", "benchmarks"), (str, dict, dict, dict)),
+    **_shapes(("outcome", "functions", "benchmarks"), (str, dict, dict)),
+}
+# A function entry with and without its wall seconds; either may have `eqn_sources` besides.
+_FUNCTION_SHAPES = _shapes(("name", "site", "retrace_reasons"), (str, str, list))
+# The eager block: whole, without wall seconds, its counts alone (a baseline's: /7).
+_EAGER_SHAPES = {**_shapes((), ()), len(COUNT_FIELDS): _Shape(
+    operator.itemgetter(*COUNT_FIELDS), (int,) * len(COUNT_FIELDS), len(COUNT_FIELDS)
+)}  # fmt: skip
+
+
+def _plain_rows(entries: list[Any], shape: _Shape) -> list[tuple[Any, ...]] | None:
+    """What `shape`'s getter takes of each of `entries` (objects of its number of keys, or
+    one more, `eqn_sources`, checked by the caller), where each holds values of its types,
+    the numbers among them >= 0 and finite; else None."""
     if not entries:
         return []
-    sizes = {len(types), len(types) + 1} if sourced else {len(types)}
-    if set(map(type, entries)) != {dict} or not set(map(len, entries)) <= sizes:
-        return None
     try:
-        rows = list(map(getter, entries))
-        if set(map(tuple, map(map, itertools.repeat(type), rows))) != {types}:
+        rows = list(map(shape.getter, entries))
+        if set(map(tuple, map(map, itertools.repeat(type), rows))) != {shape.types}:
             return None
-        numbers = list(itertools.chain.from_iterable(map(_NUMBERS, rows)))
-        if min(numbers) >= 0 and sum(numbers) < _INF:  # a NaN makes the sum NaN
+        of_row = operator.itemgetter(slice(0, shape.numbers))
+        numbers = list(itertools.chain.from_iterable(map(of_row, rows)))
+        if not numbers or (min(numbers) >= 0 and sum(numbers) < _INF):  # NaN: the sum NaN
             return rows
     except (KeyError, OverflowError):  # a field missing (another in its place); a huge count
         pass
     return None
 
 
+def _grouped(entries: list[Any], sizes: dict[int, Any]) -> dict[int, list[Any]] | None:
+    """`entries` by their number of keys, where each is an object of one of `sizes`; else
+    None."""
+    if set(map(type, entries)) - {dict}:
+        return None
+    lengths = list(map(len, entries))
+    if not set(lengths) <= sizes.keys():
+        return None
+    groups: dict[int, list[Any]] = {}
+    for size, entry in zip(lengths, entries):
+        groups.setdefault(size, []).append(entry)
+    return groups
+
+
 def _plain_tests(tests: dict[Any, Any]) -> set[Any]:
-    """The ids of the test entries, in a file of this schema, that the fast path reads: all
-    those without an environment or marker of their own, or none where any of them is not
-    as this version writes it."""
-    ids = [k for k, v in tests.items() if type(v) is dict and len(v) == len(_PLAIN_TEST_TYPES)]
-    rows = _plain_rows([tests[k] for k in ids], _TEST_OF, _PLAIN_TEST_TYPES)
-    if not rows:
-        return set()
-    of_tests = map(operator.itemgetter(_FUNCTIONS_AT), rows)
-    functions = list(itertools.chain.from_iterable(map(dict.values, of_tests)))
-    eager = list(map(operator.itemgetter(_EAGER_AT), rows))
+    """The ids of the test entries, in a file of this schema, that the fast path reads: those
+    in one of _TEST_SHAPES (so without an environment or marker of their own), the entries
+    of a layout that one of them is not as this version writes it excepted; none where any
+    of their functions or eager blocks is not."""
+    plain: list[Any] = []
+    functions: list[Any] = []
+    eager: list[Any] = []
+    by_size: dict[int, list[Any]] = {}
+    for k, v in tests.items():
+        if type(v) is dict and len(v) in _TEST_SHAPES:
+            by_size.setdefault(len(v), []).append(k)
+    for size, ids in by_size.items():
+        shape = _TEST_SHAPES[size]
+        rows = _plain_rows([tests[k] for k in ids], shape)
+        if rows is None:
+            continue
+        plain += ids
+        at = shape.numbers + _FUNCTIONS_AT
+        of_tests = map(operator.itemgetter(at), rows)
+        functions += itertools.chain.from_iterable(map(dict.values, of_tests))
+        if shape.eager:
+            eager += map(operator.itemgetter(at + 1), rows)
+    return set(plain) if _plain_parts(functions, eager) else set()
+
+
+def _plain_parts(functions: list[Any], eager: list[Any]) -> bool:
+    """Whether the function entries and eager blocks of the plain tests are all as this
+    version writes them."""
     # A function entry may have its source lines besides (`eqn_sources`, written where
     # recorded): checked here, the other fields as ever.
-    sourced = [f for f in functions if type(f) is dict and len(f) == _SOURCED_FUNCTION]
-    if not all(_sources_ok(f.get("eqn_sources")) for f in sourced):
-        return set()
-    fn_rows = _plain_rows(functions, _FUNCTION_OF, _PLAIN_FUNCTION_TYPES, sourced=True)
-    if fn_rows is None or _plain_rows(eager, _NUMBERS_OF, _PLAIN_TYPES) is None:
-        return set()
-    reasons = itertools.chain.from_iterable(map(operator.itemgetter(_REASONS_AT), fn_rows))
-    if not set(map(type, reasons)) <= {str}:
-        return set()
-    return set(ids)
+    fn_sizes = {size + more: size for size in _FUNCTION_SHAPES for more in (0, 1)}
+    fn_groups = _grouped(functions, fn_sizes)
+    eager_groups = _grouped(eager, _EAGER_SHAPES)
+    if fn_groups is None or eager_groups is None:
+        return False
+    for size, group in eager_groups.items():
+        if _plain_rows(group, _EAGER_SHAPES[size]) is None:
+            return False
+    for size, group in fn_groups.items():
+        shape = _FUNCTION_SHAPES[fn_sizes[size]]
+        if size != fn_sizes[size] and not all(_sources_ok(f.get("eqn_sources")) for f in group):
+            return False
+        rows = _plain_rows(group, shape)
+        if rows is None:
+            return False
+        reasons = itertools.chain.from_iterable(map(operator.itemgetter(-1), rows))
+        if not set(map(type, reasons)) <= {str}:
+            return False
+    return True
 
 
 def _adopted(cls: type[Any], entries: list[dict[str, Any]]) -> list[Any]:
@@ -1165,18 +1277,35 @@ def _adopted(cls: type[Any], entries: list[dict[str, Any]]) -> list[Any]:
     return records
 
 
+def _completed(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`entries` with what a baseline leaves out (from /7 on) put in as None: the wall
+    seconds where there are none; an eager block's all but its counts where it holds them
+    alone. (Loops in C: a big baseline has tens of thousands of entries.)"""
+    has_wall = map(operator.contains, entries, itertools.repeat("trace_s"))
+    slim = list(itertools.compress(entries, map(operator.not_, has_wall)))
+    if slim:
+        counts_alone = map(operator.eq, map(len, slim), itertools.repeat(len(COUNT_FIELDS)))
+        alone = list(map(bool, counts_alone))
+        for of, more in ((alone, _NO_EAGER_OPTIONAL), (map(operator.not_, alone), _NO_WALL)):
+            collections.deque(
+                map(dict.update, itertools.compress(slim, of), itertools.repeat(more)), 0
+            )
+    return entries
+
+
 def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, RecordedTest]:
     """The records of `tests`: those in `plain` (checked by _plain_tests) made of their
     entries, the others read entry by entry; in the file's order, so that the first error
     found (in a benchmark entry, or in an entry read the careful way) is the first in it."""
-    entries = [tests[k] for k in tests if k in plain]
+    entries = _completed([tests[k] for k in tests if k in plain])
     function_entries = list(itertools.chain.from_iterable(e["functions"].values() for e in entries))
-    for f in function_entries:
-        if len(f) < _SOURCED_FUNCTION:  # no source lines recorded (an attribute of each)
+    for f in _completed(function_entries):
+        if "eqn_sources" not in f:  # no source lines recorded (an attribute of each)
             f["eqn_sources"] = {}
         f["instructions"] = {}  # files with them are read the careful way
     functions = iter(_adopted(FunctionRecord, function_entries))
-    eager = iter(_adopted(Counts, [e["eager"] for e in entries]))
+    blocks = [e["eager"] for e in entries if "eager" in e]
+    eager = iter(_adopted(Counts, _completed(blocks)))
     records = iter(_adopted(RecordedTest, entries))
     out: dict[str, RecordedTest] = {}
     for nodeid, data in tests.items():
@@ -1187,7 +1316,7 @@ def _tests_from_json(tests: dict[str, Any], plain: set[str]) -> dict[str, Record
         # `data` is the record's attributes: its entries become records in place.
         names = data["functions"]
         data["functions"] = dict(zip(names, itertools.islice(functions, len(names))))
-        data["eager"] = next(eager)
+        data["eager"] = next(eager) if "eager" in data else no_eager()
         benchmarks = data["benchmarks"]
         if benchmarks:
             data["benchmarks"] = {

@@ -534,3 +534,24 @@ def test_a_wall_clock_gate_against_a_cpu_saved_baseline_says_not_gated_with_the_
     again = jp.runpytest_subprocess(*wall)
     again.assert_outcomes(passed=1)
     assert "no wall seconds" not in again.stdout.str()
+
+
+def test_the_baseline_form_makes_new_records_and_leaves_the_run_s_as_they_were() -> None:
+    import copy
+
+    whole = full_report().tests["tests/test_b.py::test_y"]
+    whole.functions["integrate at pkg/ode.py:42"].eqn_sources = {"pkg/ode.py:43": [5, 3, 1]}
+    kept = copy.deepcopy(whole)
+    wall_kept: dict[str, Any] = {}
+    for clock, dropped in (("wall", wall_kept), ("cpu", dict.fromkeys(model.WALL_FIELDS))):
+        form = baseline_form(whole, clock)
+        assert whole == kept  # the run's record unchanged
+        assert type(form) is model.RecordedTest and sorted(vars(form)) == sorted(vars(whole))
+        for key, f in form.functions.items():
+            changed = bool(dropped or whole.functions[key].eqn_sources)
+            assert type(f) is model.FunctionRecord and (f is not whole.functions[key]) == changed
+            assert f == dataclasses.replace(whole.functions[key], eqn_sources={}, **dropped)
+        assert form == dataclasses.replace(
+            whole, confirmation=None, functions=form.functions, benchmarks=form.benchmarks,
+            eager=form.eager, **dropped,
+        )  # fmt: skip

@@ -216,6 +216,76 @@ def test_templates_write_what_the_general_layout_writes(make: Any) -> None:
     assert dumps(report) == format_json(run_to_json(report)) + "\n"
 
 
+def slim_report() -> RunRecord:
+    """Entries as a /7 baseline holds them (resave.baseline_form), in each of their forms:
+    with and without wall seconds; the eager block whole, its counts alone and left out; the
+    runtime statistics whole and as a baseline keeps them; a function's source lines."""
+    from pytest_jaxperf.storage.resave import baseline_form
+
+    base = dataclasses.replace(full_report().tests["tests/test_b.py::test_y"], marker={})
+    sourced = next(iter(base.functions.values()))
+    sourced.eqn_sources = {"pkg/ode.py:43": [5, 3, 1]}
+    sourced.trace_cpu_s, sourced.compile_cpu_s = 0.25, 0.5
+    step = base.benchmarks["step"]
+    assert step.runtime is not None
+    cpu_runtime = dataclasses.replace(step.runtime, cpu_median_s=2e-5)
+    cpu_step = dataclasses.replace(step, runtime=cpu_runtime)
+    base.benchmarks = {**base.benchmarks, "cpu": cpu_step}  # a CPU median besides
+    slim = baseline_form(base, "cpu")
+    assert slim.trace_s is None and slim.eager.trace_cpu_s is None  # what the test is about
+    no_eager = dataclasses.replace(slim, eager=model.no_eager())
+    on_wall = baseline_form(base, "wall")  # its wall seconds kept, the eager counts alone
+    assert on_wall.trace_s is not None and on_wall.eager.compile_s is None
+    no_wall: dict[str, Any] = dict.fromkeys(model.WALL_FIELDS)
+    eager_no_wall = dataclasses.replace(base.eager, **no_wall)
+    whole_eager_no_wall = dataclasses.replace(slim, eager=eager_no_wall)
+    tests = {
+        "slim": slim,
+        "no_eager": no_eager,
+        "on_wall": on_wall,
+        "on_wall_no_eager": dataclasses.replace(on_wall, eager=model.no_eager()),
+        "whole_eager_no_wall": whole_eager_no_wall,
+        "whole_eager": dataclasses.replace(on_wall, eager=base.eager),
+        "sourced": dataclasses.replace(base, confirmation=None),
+    }
+    return RunRecord(environment={"backend": "cpu"}, tests=tests)
+
+
+def test_templates_write_the_baseline_forms_as_the_general_layout_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    report = slim_report()
+    expected = format_json(run_to_json(report)) + "\n"
+    data = json.loads(expected)["tests"]
+    assert "trace_s" not in data["slim"] and "eager" not in data["no_eager"]
+    assert "trace_s" not in data["whole_eager_no_wall"]["eager"]
+    assert "trace_cpu_s" in data["whole_eager_no_wall"]["eager"]
+    assert list(data["on_wall"]["eager"]) == sorted(model.COUNT_FIELDS)
+    # Every entry from the templates: the general writer is not called.
+    monkeypatch.setattr(store, "recorded_test_to_json", None)
+    assert dumps(report) == expected
+    assert model.run_from_json(json.loads(expected)) == report  # read back as written
+
+
+def test_the_fast_path_reads_the_baseline_forms(monkeypatch: pytest.MonkeyPatch) -> None:
+    report = slim_report()
+    text = dumps(report)
+    data = json.loads(text)
+    benchmarks = data["tests"]["slim"]["benchmarks"]
+    assert list(benchmarks["step"]["runtime"]) == ["median_s", "min_s", "samples_s"]
+    assert list(benchmarks["cpu"]["runtime"]) == ["cpu_median_s", "median_s", "min_s", "samples_s"]
+    monkeypatch.setattr(model, "_checked_runtime", None)  # the runtime blocks read at once too
+    assert model._plain_tests(data["tests"]) == set(data["tests"])  # every entry: none refused
+    fast = model.run_from_json(data, consume=True)
+    careful = {
+        k: model.recorded_test_from_json(v, k) for k, v in json.loads(text)["tests"].items()
+    }
+    assert fast == RunRecord(report.environment, careful) == report
+    assert type(fast.tests["no_eager"].eager) is Counts
+    assert fast.tests["no_eager"].eager is not fast.tests["on_wall_no_eager"].eager
+    assert dumps(fast) == text
+
+
 @pytest.mark.parametrize("make", REPORTS)
 def test_every_object_has_sorted_keys(make: Any) -> None:
     def check(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -881,3 +951,11 @@ def test_a_test_kept_twice_on_one_line_is_refused_too(
         f"{path} holds the key 't.py::test_a' twice (a merge that kept both sides?): only one "
         "would be read; keep one of them"
     )
+
+
+def test_a_runtime_block_as_a_baseline_holds_it_is_refused_before_schema_7() -> None:
+    data = json.loads(dumps(slim_report()))
+    runtime = data["tests"]["slim"]["benchmarks"]["step"]["runtime"]
+    with pytest.raises(model.FormatError, match=r"^b: missing field 'max_s'$"):
+        model._runtime_from_json(runtime, "b", "pytest-jaxperf/6")
+    assert model._runtime_from_json(runtime, "b").max_s is None

@@ -20,9 +20,11 @@ from typing import Any
 
 from ..model import (
     COUNT_FIELDS,
-    SECONDS_FIELDS,
+    CPU_FIELDS,
+    EAGER_OPTIONAL,
     SIZE_FIELDS,
     TIME_DIGITS,
+    WALL_FIELDS,
     Counts,
     FormatError,
     FunctionRecord,
@@ -479,12 +481,13 @@ _DOCUMENT = '{\n  "environment": %s,\n  "schema": %s,\n  "tests": %s\n}\n'
 
 
 def _template(
-    keys: tuple[str, ...], separator: str, start: str, end: str
+    numbers: tuple[str, ...], keys: tuple[str, ...], separator: str, start: str, end: str
 ) -> tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]:
-    """A %-template of an object holding the numbers and the texts `keys` (already encoded),
-    keys sorted as json.dumps sorts them; and the getter that puts a tuple of the numbers (in
-    _NAMES order) and then the texts (in `keys` order) into the template's order."""
-    fields = _NAMES + keys
+    """A %-template of an object holding the numbers `numbers` and the texts `keys` (already
+    encoded), keys sorted as json.dumps sorts them; and the getter that puts a tuple of the
+    numbers (in `numbers` order) and then the texts (in `keys` order) into the template's
+    order."""
+    fields = numbers + keys
     ordered = sorted(fields)
     items = (f"{_string(k)}: %{'s' if k in keys else 'r'}" for k in ordered)
     return start + separator.join(items) + end, operator.itemgetter(
@@ -493,33 +496,59 @@ def _template(
 
 
 _COUNTS_OF = operator.attrgetter(*COUNT_FIELDS, *SIZE_FIELDS)
-_SECONDS_OF = operator.attrgetter(*SECONDS_FIELDS)
-_NAMES = COUNT_FIELDS + SIZE_FIELDS + SECONDS_FIELDS
+_WALL_OF = operator.attrgetter(*WALL_FIELDS)
+_CPU_OF = operator.attrgetter(*CPU_FIELDS)
+_NO_WALL = (None,) * len(WALL_FIELDS)
+# The numbers in the order _numbers gives them: with the wall seconds (a run file's, and a
+# baseline's gated on wall) and without them (a baseline's gated on CPU seconds: /7).
+_NAMES = COUNT_FIELDS + SIZE_FIELDS + WALL_FIELDS + CPU_FIELDS
+_SLIM_NAMES = COUNT_FIELDS + SIZE_FIELDS + CPU_FIELDS
 _INTS = (int,) * (len(COUNT_FIELDS) + len(SIZE_FIELDS))
-_FLOATS = (float,) * len(SECONDS_FIELDS)
-_DIGITS = (TIME_DIGITS,) * len(SECONDS_FIELDS)
+_FLOATS = (float,) * len(_NAMES)
+_DIGITS = (TIME_DIGITS,) * len(_NAMES)
 _INF = math.inf
-_EAGER_LINE, _EAGER_ORDER = _template((), ", ", "{", "}")
-_FUNCTION_LINE, _FUNCTION_ORDER = _template(("name", "site", "retrace_reasons"), ", ", "{", "}")
-_SOURCED_LINE, _SOURCED_ORDER = _template(
-    ("name", "site", "retrace_reasons", "eqn_sources"), ", ", "{", "}"
-)
-_TEST_TEXT, _TEST_ORDER = _template(
-    ("benchmarks", "eager", "functions", "outcome"), ",\n      ", "{\n      ", "\n    }"
-)
+_TEST_KEYS = ("benchmarks", "eager", "functions", "outcome")
+_TEST_SHAPE = (",\n      ", "{\n      ", "\n    }")
+_FUNCTION_KEYS = ("name", "site", "retrace_reasons")
+_Template = tuple[str, Callable[[tuple[Any, ...]], tuple[Any, ...]]]
 
 
-def _numbers(c: Counts) -> tuple[Any, ...] | None:
-    """The counts and rounded seconds of `c` in _NAMES order when the counts are ints and the
-    seconds finite floats (%r then writes them as json.dumps does), else None (CPU seconds
-    or sizes not measured, say: the general writer writes null)."""
-    counts, seconds = _COUNTS_OF(c), _SECONDS_OF(c)
+def _both(keys: tuple[str, ...], separator: str, start: str, end: str) -> dict[bool, _Template]:
+    """The template of an object with the wall seconds (True) and without them (False)."""
+    return {
+        True: _template(_NAMES, keys, separator, start, end),
+        False: _template(_SLIM_NAMES, keys, separator, start, end),
+    }
+
+
+_EAGER_LINES = _both((), ", ", "{", "}")
+_EAGER_COUNTS_LINE, _EAGER_COUNTS_ORDER = _template(COUNT_FIELDS, (), ", ", "{", "}")
+_EAGER_COUNTS_OF = operator.attrgetter(*COUNT_FIELDS)
+_COUNT_INTS = (int,) * len(COUNT_FIELDS)
+_EAGER_OPTIONAL_OF = operator.attrgetter(*EAGER_OPTIONAL)
+_NO_EAGER_OPTIONAL = (None,) * len(EAGER_OPTIONAL)
+_TEST_TEXTS = _both(_TEST_KEYS, *_TEST_SHAPE)
+# A test entry without its eager block (a baseline's whose helpers compiled nothing: /7).
+_TEST_TEXTS_NO_EAGER = _both(("benchmarks", "functions", "outcome"), *_TEST_SHAPE)
+_FUNCTION_LINES = _both(_FUNCTION_KEYS, ", ", "{", "}")
+_SOURCED_LINES = _both((*_FUNCTION_KEYS, "eqn_sources"), ", ", "{", "}")
+
+
+def _numbers(c: Counts) -> tuple[bool, tuple[Any, ...]] | None:
+    """Whether `c` holds its wall seconds, and its counts and rounded seconds (in _NAMES or
+    _SLIM_NAMES order), where the counts are ints and the seconds finite floats (%r then
+    writes them as json.dumps does) and the wall seconds all there or all left out (a
+    baseline's gated on CPU seconds); else None (CPU seconds or sizes not measured, say: the
+    general writer writes null)."""
+    counts, wall = _COUNTS_OF(c), _WALL_OF(c)
+    full = wall != _NO_WALL
+    seconds = wall + _CPU_OF(c) if full else _CPU_OF(c)
     if (
         tuple(map(type, counts)) == _INTS  # a bool is not one
-        and tuple(map(type, seconds)) == _FLOATS
+        and tuple(map(type, seconds)) == _FLOATS[: len(seconds)]
         and -_INF < sum(seconds) < _INF  # none inf or nan
     ):
-        return counts + tuple(map(round, seconds, _DIGITS))
+        return full, counts + tuple(map(round, seconds, _DIGITS))
     return None
 
 
@@ -533,10 +562,26 @@ def entry_text(rec: RecordedTest) -> str:
     return text if text is not None else format_json(recorded_test_to_json(rec), _TEST, "    ")
 
 
+def _eager_text(eager: Counts) -> str | None:
+    """The eager block's line as model.eager_to_json has it: whole (a run file's), its counts
+    alone (a baseline's), "" where left out (its counts all 0 too); None: the general way."""
+    if _EAGER_OPTIONAL_OF(eager) == _NO_EAGER_OPTIONAL:
+        counts = _EAGER_COUNTS_OF(eager)
+        if tuple(map(type, counts)) != _COUNT_INTS:
+            return None
+        return _EAGER_COUNTS_LINE % _EAGER_COUNTS_ORDER(counts) if any(counts) else ""
+    numbers = _numbers(eager)
+    if numbers is None:
+        return None
+    line, order = _EAGER_LINES[numbers[0]]
+    text: str = line % order(numbers[1])
+    return text
+
+
 def _quickentry_text(rec: RecordedTest) -> str | None:
     if rec.environment is not None or rec.marker or rec.confirmation is not None:
         return None  # not in the template: the general way
-    own, eager = _numbers(rec), _numbers(rec.eager)
+    own, eager = _numbers(rec), _eager_text(rec.eager)
     if own is None or eager is None:
         return None
     functions = []
@@ -546,29 +591,33 @@ def _quickentry_text(rec: RecordedTest) -> str | None:
             return None
         functions.append(f"        {_string(key)}: {line}")
     benchmarks = {k: entry_to_json(e) for k, e in rec.benchmarks.items()}
-    return _TEST_TEXT % _TEST_ORDER(
-        own
-        + (
-            format_json(benchmarks, _BENCHMARKS, "      "),
-            _EAGER_LINE % _EAGER_ORDER(eager),
-            "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
-            _string(rec.outcome),
-        )
+    texts = (
+        format_json(benchmarks, _BENCHMARKS, "      "),
+        "{\n" + ",\n".join(functions) + "\n      }" if functions else "{}",
+        _string(rec.outcome),
     )
+    if eager:
+        template, order = _TEST_TEXTS[own[0]]
+        return template % order(own[1] + texts[:1] + (eager,) + texts[1:])
+    template, order = _TEST_TEXTS_NO_EAGER[own[0]]
+    text: str = template % order(own[1] + texts)
+    return text
 
 
 def _function_line(fn: FunctionRecord) -> str | None:
     numbers = _numbers(fn)
     if numbers is None or fn.instructions:  # instructions: the general way
         return None
-        return None
+    wall, values = numbers
     reasons = "[" + ", ".join(map(_string, fn.retrace_reasons)) + "]"
     texts = (_string(fn.name), _string(fn.site), reasons)
     if fn.eqn_sources:  # written where recorded (see model.function_to_json)
         sources = _compact({k: list(v) for k, v in fn.eqn_sources.items()})
-        sourced: str = _SOURCED_LINE % _SOURCED_ORDER(numbers + texts + (sources,))
+        line, order = _SOURCED_LINES[wall]
+        sourced: str = line % order(values + texts + (sources,))
         return sourced
-    text: str = _FUNCTION_LINE % _FUNCTION_ORDER(numbers + texts)
+    line, order = _FUNCTION_LINES[wall]
+    text: str = line % order(values + texts)
     return text
 
 
