@@ -2,9 +2,9 @@
 keeps each stored value inside its keep band on the gate's
 clock, so load moving wall seconds rewrites nothing).
 
-Backs docs/quickstart.md: "the example project re-saved 3 times beside two CPU hogs with the
-runs at `nice 19` stayed byte-identical (`benchmarks/resave_identical.py`)": an unchanged
-re-save rewrites nothing.
+Backs docs/quickstart.md: "the example project re-saved 3 times beside two CPU hogs, the
+re-saves at `nice 10` ... stayed byte-identical", and the real suites' re-saves there: an
+unchanged re-save rewrites nothing.
 
 Run: ``.venv/bin/python benchmarks/resave_identical.py [--cwd example_project] [--python PY]
 [--resaves 3] [--hogs 2] [--nice 19] [-- PYTEST_ARGS...]`` (a real suite: its own
