@@ -91,7 +91,7 @@ def test_example_benchmarks_under_the_instructions_clock(
     if regression:
         assert result.ret == 1, output
         result.stdout.fnmatch_lines(lit(
-            "  instructions per call of benchmark 'dense_relu': baseline 9.148 M -> now * M "
+            "  instructions per call of benchmark 'dense_relu': baseline 9.147 M -> now * M "
             "(+4.*%) [instructions_rtol 0.02]"
         ))  # fmt: skip
         # The line appears in the failure and, where pytest does not truncate (CI), in the
