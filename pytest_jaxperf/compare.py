@@ -804,23 +804,28 @@ def _function_sizes_vs_baseline(
             where = "the baseline" if before is None and now is not None else "this run"
             unmeasured.setdefault(metric, set()).add(where)
             continue
-        # A retrace or recompile is the counts' finding: where their number changed, the
-        # sizes are compared per one, so that one more of the same program is not "growth".
-        unit = _SIZE_UNIT[metric]
-        n_now, n_before = getattr(fn, unit), getattr(old, unit)
-        per = bool(n_now and n_before and n_now != n_before)
-        if per:
-            now, before = now / n_now, before / n_before
+        now, before, detail = _per_program(metric, now, before, fn, old, rtol)
         if now > before * (1 + rtol) and now > before:
-            detail = f"static_rtol {rtol:g}" + (
-                f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
-            )
             verdict.breaches.append(Breach(
                 metric=words, function=fn, reference=before, current=now,
                 against="baseline", gated=gating.gate_baseline, detail=detail,
             ))  # fmt: skip
         elif now * (1 + rtol) < before:
             verdict.improvements.append(f"{words} of {fn.key}: {before:,g} -> {now:,g}")
+
+
+def _per_program(
+    metric: str, now: float, before: float, rec: Counts, old: Counts, rtol: float
+) -> tuple[float, float, str]:
+    """`now` and `before` as a size's gate compares them, with the breach's detail: a
+    retrace or recompile is the counts' finding, so where their number changed the sizes
+    are compared per one (one more of the same program is not "growth")."""
+    unit = _SIZE_UNIT[metric]
+    n_now, n_before = getattr(rec, unit), getattr(old, unit)
+    if not (n_now and n_before and n_now != n_before):
+        return now, before, f"static_rtol {rtol:g}"
+    per = f"static_rtol {rtol:g}, per {unit[:-1]}: {n_before} -> {n_now} {unit}"
+    return now / n_now, before / n_before, per
 
 
 def _unmeasured_size_notes(
@@ -874,17 +879,10 @@ def _size_totals_vs_baseline(
         if any(b.metric == words and b.function is not None for b in verdict.breaches):
             continue
         now, before = getattr(record, metric), getattr(base, metric)
-        unit = _SIZE_UNIT[metric]
-        n_now, n_before = getattr(record, unit), getattr(base, unit)
         if now is None or not before:
             continue
-        per = bool(n_now and n_before and n_now != n_before)
-        if per:
-            now, before = now / n_now, before / n_before
+        now, before, detail = _per_program(metric, now, before, record, base, rtol)
         if now > before * (1 + rtol) and now > before:
-            detail = f"static_rtol {rtol:g}" + (
-                f", per {unit[:-1]}: {n_before} -> {n_now} {unit}" if per else ""
-            )
             new = [f for k, f in sorted(record.functions.items()) if k not in matched]
             verdict.breaches.append(Breach(
                 metric=words, function=None, reference=before, current=now,
