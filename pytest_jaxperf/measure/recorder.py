@@ -814,8 +814,7 @@ class Recorder:
         if refill and scope.clears_at_open == self.clears:
             # A clear before this test emptied what a live fixture compiled: in another
             # order the test finds it compiled. Its key is kept, as for any trace.
-            self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-            self._changed_statics(call, explain=False)
+            self._keep_key(call, explain=False)
             self._rewarming.add((id(call.fun), id(call.debug_info)))
             scope.on_rewarm(ident, top_level=call.eager)
             return
@@ -831,8 +830,7 @@ class Recorder:
             # retrace of it alone is explained against this one. Not under the trace of
             # the jitted object itself (`eval_shape(jitted)`, `make_jaxpr(jitted)`):
             # that trace only calls the jit, and is never counted (`_identify`).
-            self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-            self._changed_statics(call, explain=False)
+            self._keep_key(call, explain=False)
             scope.on_trace(ident, call.fun, cached_before, None, inner, inside_wrapper=True)
             return
         last = self._last_key.get(id(call.fun))
@@ -843,8 +841,7 @@ class Recorder:
             seen, explanation = hooks.miss_explanation(call, previous)
         else:
             seen, explanation = cached_before, None
-        self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
-        leaves = self._changed_statics(call, explain=seen and bool(explanation))
+        leaves = self._keep_key(call, explain=seen and bool(explanation))
         scope.on_trace(ident, call.fun, seen, explanation, inner, leaves)
         clock = self.phase_clock
         # Only a trace no other phase encloses (an enclosing trace's count needs it): its
@@ -856,6 +853,12 @@ class Recorder:
             and scope.repeats(ident, hooks.entry_key(call))
         ):
             clock.repeat(ident.name)
+
+    def _keep_key(self, call: hooks.TraceCall, explain: bool) -> dict[str, causes.LeafDiff] | None:
+        """Keep this trace's key as its function's last (a later retrace is explained
+        against it) and return its changed static arguments (`_changed_statics`)."""
+        self._last_key[id(call.fun)] = (_ref(call.fun), hooks.cache_key(call))
+        return self._changed_statics(call, explain=explain)
 
     def _refills(self, call: hooks.TraceCall) -> bool:
         """Whether this trace fills again a cache entry a live fixture filled while it was
